@@ -1,0 +1,35 @@
+// The LibTorch side of a benchmark: threads, seed, device, synchronisation,
+// and the entry point every benchmark's main() calls.
+#pragma once
+
+#include <functional>
+
+#include <torch/torch.h>
+
+#include "core/benchmark_run.h"
+#include "core/cli.h"
+
+namespace mlbench::bench {
+
+struct TorchContext {
+  torch::Device device = torch::kCPU;
+  core::RuntimeInfo runtime;
+  core::Chrono::SyncHook sync;  // cuda synchronize on CUDA, empty on CPU
+};
+
+// Sets intra-op threads to --cpu-cores, seeds torch, picks the device
+// (--cuda/--no-cuda, default CUDA when available). Throws core::UsageError for
+// --cuda without CUDA.
+TorchContext make_torch_context(const core::BenchOptions& options);
+
+// main() of a benchmark after parsing: builds the context, then runs
+// `setup(context)` and its loop under core::BenchmarkRun. Returns the exit code.
+int run_benchmark(const core::BenchCli& cli, const char* source_hash,
+                  const std::function<core::Workload(const TorchContext&)>& setup);
+
+// A tensor's scalar value as a deferred loss (read at the end of the observation).
+inline std::function<double()> deferred_loss(const torch::Tensor& loss) {
+  return [l = loss.detach()] { return l.item<double>(); };
+}
+
+}  // namespace mlbench::bench

@@ -1,0 +1,168 @@
+#include "benchmark_run.h"
+
+#include <cmath>
+#include <csignal>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "progress.h"
+#include "report.h"
+#include "sysinfo.h"
+
+namespace mlbench::core {
+
+namespace build_info {
+extern const char* const kGitCommit;
+extern const char* const kVersion;
+}  // namespace build_info
+
+namespace {
+volatile std::sig_atomic_t g_signal = 0;
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
+nlohmann::json finite_or_null(const std::vector<double>& xs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (double x : xs) out.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json());
+  return out;
+}
+}  // namespace
+
+void install_interrupt_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int pending_signal() { return g_signal; }
+
+BenchmarkRun::BenchmarkRun(const BenchCli& cli, std::string source_hash, RuntimeInfo runtime, Chrono::SyncHook sync)
+    : cli_(cli), source_hash_(std::move(source_hash)), runtime_(std::move(runtime)), sync_(std::move(sync)),
+      start_time_(utc_iso8601(std::chrono::system_clock::now())) {}
+
+nlohmann::json BenchmarkRun::base_report() const {
+  const BenchOptions& o = cli_.options();
+  nlohmann::json machine = machine_description();
+  machine["framework"] = runtime_.framework;
+  machine["framework_version"] = runtime_.framework_version;
+  machine["cuda_available"] = runtime_.cuda_available;
+  return {{"name", o.name},
+          {"suite", o.suite},
+          {"run_id", o.run_id},
+          {"vcd", o.vcd},
+          {"jr_id", o.jr_id},
+          {"batch_size", o.batch_size},
+          {"workers", o.workers},
+          {"cpu_cores", o.cpu_cores},
+          {"repeat", o.repeat},
+          {"number", o.number},
+          {"warmup", o.warmup},
+          {"seed", o.seed},
+          {"hostname", machine["hostname"]},
+          {"gpu", runtime_.gpus.empty() ? nlohmann::json() : nlohmann::json(runtime_.gpus.front())},
+          {"device", runtime_.device},
+          {"version", {{"mlbench", build_info::kVersion}, {"git", build_info::kGitCommit}, {"source", source_hash_}}},
+          {"unique_id", cli_.unique_id()},
+          {"args", cli_.args_json()},
+          {"machine", machine},
+          {"batch_loss", nlohmann::json::array()},
+          {"epoch_loss", nlohmann::json::array()},
+          {"metrics", nlohmann::json::object()},
+          {"stall", nullptr},
+          {"pipeline", nullptr},
+          {"resources", nullptr},
+          {"start_time", start_time_}};
+}
+
+void BenchmarkRun::print_config(std::ostream& out) const {
+  const BenchOptions& o = cli_.options();
+  out << fmt::format("{:-^60}\n", " " + o.name + " ");
+  const nlohmann::json args = cli_.args_json();
+  for (const auto& [key, value] : args.items()) {
+    out << fmt::format("  {:<20} {}\n", key, value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  out << fmt::format("  {:<20} {}\n", "device", runtime_.device);
+  out << fmt::format("  {:<20} {} {}\n", "framework", runtime_.framework, runtime_.framework_version);
+  out << std::string(60, '-') << "\n";
+  out.flush();
+}
+
+int BenchmarkRun::finish(nlohmann::json report, bool completed, const std::string& reason, int exit_code) {
+  const BenchOptions& o = cli_.options();
+  const auto now = std::chrono::system_clock::now();
+  report["completed"] = completed;
+  if (!completed) report["reason"] = reason;
+  report["end_time"] = utc_iso8601(now);
+  if (o.report_dir.empty()) {
+    std::cout << report.dump(2) << "\n";
+    return exit_code;
+  }
+  const std::filesystem::path file =
+      std::filesystem::path(o.report_dir) / report_file_name(o.suite, o.name, o.run_id, o.jr_id, !completed, now);
+  try {
+    write_json_atomic(file, report);
+    report_path_ = file.string();
+    std::cout << "Report: " << report_path_ << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << o.name << ": error: " << e.what() << "\n";
+    return exit_code == 0 ? 1 : exit_code;
+  }
+  return exit_code;
+}
+
+int BenchmarkRun::run(const std::function<Workload()>& setup) {
+  const BenchOptions& o = cli_.options();
+  install_interrupt_handlers();
+  nlohmann::json report = base_report();
+  print_config(std::cout);
+  LoopResult result;
+  Workload work;
+  auto fill = [&] {
+    report["train"] = result.chrono.has("train") ? result.chrono.stage("train").to_json("s") : nlohmann::json();
+    for (const auto& name : result.chrono.names()) {
+      if (name != "train") report[name] = result.chrono.stage(name).to_json("s");
+    }
+    report["train_item"] =
+        result.chrono.has("train")
+            ? train_item(result.chrono.stage("train"), work.items_per_iteration * o.number)
+            : train_item(StatAccumulator(), 1.0);
+    report["batch_loss"] = finite_or_null(result.batch_loss);
+    report["epoch_loss"] = finite_or_null(result.epoch_loss);
+    report["stall"] = result.stall_json();
+    report["iterations"] = result.iterations;
+    if (work.finish) work.finish(report);
+  };
+  try {
+    work = setup();
+    LoopConfig config;
+    config.repeat = o.repeat;
+    config.number = o.number;
+    config.warmup = o.warmup;
+    config.sync = sync_;
+    config.progress = &std::cout;
+    config.progress_tty = is_terminal(1);
+    config.interrupted = [] { return pending_signal(); };
+    TrainLoop(config).run(work.step, result);
+    fill();
+    return finish(std::move(report), true, "", 0);
+  } catch (const UsageError& e) {
+    std::cerr << o.name << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const Interrupted& e) {
+    std::cerr << o.name << ": " << e.what() << "\n";
+    fill();
+    return finish(std::move(report), false, e.signal() == SIGINT ? "interrupted" : "terminated", 128 + e.signal());
+  } catch (const std::exception& e) {
+    std::cerr << o.name << ": error: " << e.what() << "\n";
+    try {
+      fill();
+    } catch (const std::exception&) {
+      // The failure report matters more than the partial figures.
+    }
+    return finish(std::move(report), false, e.what(), 1);
+  }
+}
+
+}  // namespace mlbench::core

@@ -1,0 +1,72 @@
+// Runs one benchmark instance end to end, framework-free: prints the config
+// block, runs the TrainLoop, and writes the Contract 1 report atomically —
+// also when set-up or the loop fails, is interrupted, or the loss turns NaN
+// (a `.FAIL.` report with `completed: false` and a `reason`).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+#include "train_loop.h"
+
+namespace mlbench::core {
+
+// What the framework side knows (LibTorch version, device).
+struct RuntimeInfo {
+  std::string framework = "none";
+  std::string framework_version;
+  std::string device = "cpu";  // "cpu" or "cuda:N"
+  bool cuda_available = false;
+  std::vector<std::string> gpus;  // device names as the framework reports them
+};
+
+// What a benchmark's set-up returns: the step, and how many items one iteration trains on.
+struct Workload {
+  std::function<void(Iteration&)> step;
+  double items_per_iteration = 0;
+  // Called after the loop (also after a failure) to fill report blocks such as
+  // "pipeline" and "metrics".
+  std::function<void(nlohmann::json& report)> finish;
+};
+
+// Errors that are the user's doing (exit 2, no report): e.g. --cuda without CUDA.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class BenchmarkRun {
+ public:
+  // `source_hash`: sha256 of the benchmark's sources (MLBENCH_SOURCE_HASH).
+  BenchmarkRun(const BenchCli& cli, std::string source_hash, RuntimeInfo runtime, Chrono::SyncHook sync = {});
+
+  // Runs set-up and the loop; returns the process exit code: 0 completed,
+  // 1 failed (report written), 2 usage error, 128+signal when interrupted.
+  int run(const std::function<Workload()>& setup);
+
+  // The report's file path once written ("" when printed to stdout or not yet written).
+  const std::string& report_path() const { return report_path_; }
+
+ private:
+  nlohmann::json base_report() const;
+  void print_config(std::ostream& out) const;
+  int finish(nlohmann::json report, bool completed, const std::string& reason, int exit_code);
+
+  const BenchCli& cli_;
+  std::string source_hash_;
+  RuntimeInfo runtime_;
+  Chrono::SyncHook sync_;
+  std::string start_time_;
+  std::string report_path_;
+};
+
+// SIGINT/SIGTERM handling for the loop: installs handlers that record the
+// signal; pending_signal() returns it (0 when none).
+void install_interrupt_handlers();
+int pending_signal();
+
+}  // namespace mlbench::core

@@ -1,0 +1,191 @@
+#include "cli.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <iostream>
+#include <stdexcept>
+
+#include <openssl/evp.h>
+
+extern char** environ;
+
+namespace mlbench::core {
+namespace {
+
+std::map<std::string, std::string> process_environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string kv(*e);
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return env;
+}
+
+// Parses an integer environment value; throws with the variable's name.
+int env_int(const std::string& var, const std::string& text, int min_value) {
+  int value = 0;
+  const auto* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || value < min_value) {
+    throw std::invalid_argument("environment variable " + var + "='" + text + "' is not an integer >= " +
+                                std::to_string(min_value));
+  }
+  return value;
+}
+
+std::string key_of(const CLI::Option* opt) {
+  std::string key = opt->get_lnames().empty() ? opt->get_name() : opt->get_lnames().front();
+  std::replace(key.begin(), key.end(), '-', '_');
+  return key;
+}
+
+}  // namespace
+
+int affinity_cpu_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+std::string sha256_hex(const std::string& data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1) {
+    throw std::runtime_error("sha256 failed (OpenSSL EVP_Digest)");
+  }
+  static const char* const kHex = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * len);
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(kHex[digest[i] >> 4]);
+    out.push_back(kHex[digest[i] & 0xf]);
+  }
+  return out;
+}
+
+BenchCli::BenchCli(std::string name, std::string description, BenchDefaults defaults)
+    : app_(std::move(description), name) {
+  opts_.name = std::move(name);
+  opts_.cpu_cores = affinity_cpu_count();
+  add_shared_options(defaults);
+  app_.footer(
+      "Environment (set by mlbench-run; a flag given on the command line wins):\n"
+      "  BENCH_NAME, SUITE_NAME, RUN_ID, JOB_ID (--jr-id), CUDA_VISIBLE_DEVICES (--vcd),\n"
+      "  CPU_COUNT (--cpu-cores), OUTPUT_DIRECTORY (--report), DATA_DIRECTORY (root of default --data paths)\n"
+      "Exit status: 0 completed, 1 failed (report says why), 2 bad usage.");
+}
+
+void BenchCli::record(CLI::Option* opt, std::function<nlohmann::json()> value, ArgKind kind) {
+  recorded_.push_back(Recorded{key_of(opt), std::move(value), kind});
+}
+
+void BenchCli::add_shared_options(const BenchDefaults& d) {
+  opts_.batch_size = d.batch_size;
+  opts_.repeat = d.repeat;
+  opts_.number = d.number;
+  opts_.workers = d.workers;
+  add_option("-b,--batch-size", opts_.batch_size, "Items per batch")->check(CLI::PositiveNumber);
+  add_option("-j,--workers", opts_.workers, "Data pipeline worker threads (0: load in the training thread)",
+             ArgKind::Runtime)
+      ->check(CLI::NonNegativeNumber);
+  add_option("--repeat", opts_.repeat, "Timed observations of the train stage")->check(CLI::PositiveNumber);
+  add_option("--number", opts_.number, "Iterations (batches) per observation")->check(CLI::PositiveNumber);
+  add_option("--warmup", opts_.warmup,
+             "Observations dropped as warm-up (-1: min(10, repeat/2))", ArgKind::Runtime)
+      ->check(CLI::Range(-1, 1 << 30));
+  add_option("--seed", opts_.seed, "Random seed", ArgKind::Runtime);
+  add_flag("--cuda", cuda_flag_, "Run on CUDA (error when LibTorch has no CUDA)", ArgKind::Runtime);
+  add_flag("--no-cuda", no_cuda_flag_, "Run on the CPU even when CUDA is available", ArgKind::Runtime);
+  add_option("--report", opts_.report_dir, "Directory for the JSON report (default: $OUTPUT_DIRECTORY; none: stdout)",
+             ArgKind::Runtime);
+  add_option("--data", opts_.data, "Dataset path (default: under $DATA_DIRECTORY)", ArgKind::Runtime);
+  add_flag("--synthetic", opts_.synthetic, "Serve one batch made once in memory: no fetch, no prep");
+  add_option("--cpu-cores", opts_.cpu_cores, "Torch intra-op threads (default: $CPU_COUNT, else the CPU affinity)",
+             ArgKind::Runtime)
+      ->check(CLI::PositiveNumber);
+  add_option("--jr-id", opts_.jr_id, "Slot of this instance (default: $JOB_ID)", ArgKind::Runtime)
+      ->check(CLI::NonNegativeNumber);
+  add_option("--vcd", opts_.vcd, "Visible CUDA devices (default: $CUDA_VISIBLE_DEVICES)", ArgKind::Runtime);
+  add_option("--trace", opts_.trace, "Write a Chrome trace-event JSON to FILE", ArgKind::Runtime);
+  add_option("--name", opts_.name, "Benchmark name in the report (default: $BENCH_NAME)", ArgKind::Runtime);
+  add_option("--suite", opts_.suite, "Suite name in the report (default: $SUITE_NAME)", ArgKind::Runtime);
+  add_option("--run-id", opts_.run_id, "Run number in the report (default: $RUN_ID)", ArgKind::Runtime)
+      ->check(CLI::NonNegativeNumber);
+}
+
+std::optional<int> BenchCli::parse(int argc, const char* const* argv) {
+  return parse(argc, argv, process_environment());
+}
+
+std::optional<int> BenchCli::parse(int argc, const char* const* argv,
+                                   const std::map<std::string, std::string>& env) {
+  const std::string prog = app_.get_name();
+  try {
+    auto get = [&](const char* var) -> const std::string* {
+      auto it = env.find(var);
+      return (it == env.end() || it->second.empty()) ? nullptr : &it->second;
+    };
+    if (auto v = get("BENCH_NAME")) opts_.name = *v;
+    if (auto v = get("SUITE_NAME")) opts_.suite = *v;
+    if (auto v = get("RUN_ID")) opts_.run_id = env_int("RUN_ID", *v, 0);
+    if (auto v = get("JOB_ID")) opts_.jr_id = env_int("JOB_ID", *v, 0);
+    if (auto v = get("CUDA_VISIBLE_DEVICES")) opts_.vcd = *v;
+    if (auto v = get("CPU_COUNT")) opts_.cpu_cores = env_int("CPU_COUNT", *v, 1);
+    if (auto v = get("OUTPUT_DIRECTORY")) opts_.report_dir = *v;
+    if (auto v = get("DATA_DIRECTORY")) opts_.data_directory = *v;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << prog << ": error: " << e.what() << "\n";
+    return 2;
+  }
+  if (opts_.data_directory.empty()) opts_.data_directory = "data";
+  try {
+    app_.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    std::cout << app_.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp& e) {
+    std::cout << app_.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << prog << ": error: " << e.what() << " (see " << prog << " --help)\n";
+    return 2;
+  }
+  if (cuda_flag_ && no_cuda_flag_) {
+    std::cerr << prog << ": error: --cuda and --no-cuda are mutually exclusive\n";
+    return 2;
+  }
+  if (cuda_flag_) opts_.cuda = true;
+  if (no_cuda_flag_) opts_.cuda = false;
+  if (opts_.warmup < 0) opts_.warmup = std::min(10, opts_.repeat / 2);
+  if (opts_.warmup >= opts_.repeat) {
+    std::cerr << prog << ": error: --warmup " << opts_.warmup << " leaves no timed observation of --repeat "
+              << opts_.repeat << "\n";
+    return 2;
+  }
+  return std::nullopt;
+}
+
+nlohmann::json BenchCli::args_json() const {
+  nlohmann::json args = nlohmann::json::object();
+  for (const auto& r : recorded_) args[r.key] = r.value();
+  args["cuda"] = opts_.cuda ? nlohmann::json(*opts_.cuda) : nlohmann::json();
+  args.erase("no_cuda");
+  args["warmup"] = opts_.warmup;
+  return args;
+}
+
+std::string BenchCli::unique_id() const {
+  nlohmann::json model = nlohmann::json::object();
+  for (const auto& r : recorded_) {
+    if (r.kind == ArgKind::Model) model[r.key] = r.value();
+  }
+  model["bench"] = app_.get_name();
+  return sha256_hex(model.dump());  // nlohmann::json objects iterate keys in sorted order
+}
+
+}  // namespace mlbench::core

@@ -1,0 +1,106 @@
+// The benchmark command line (Contract 1): shared flags, environment
+// overrides from the runner, benchmark-specific flags, and the argument set
+// that identifies a configuration (unique_id).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+namespace mlbench::core {
+
+// Values of the shared flags after parsing (flag > environment > default).
+struct BenchOptions {
+  std::string name;                // BENCH_NAME, --name
+  std::string suite = "mlbench";   // SUITE_NAME, --suite
+  int run_id = 0;                  // RUN_ID, --run-id
+  int batch_size = 1;              // --batch-size/-b
+  int workers = 0;                 // --workers/-j (pipeline threads)
+  int repeat = 1;                  // --repeat
+  int number = 1;                  // --number
+  int warmup = -1;                 // --warmup; -1 = min(10, repeat / 2) (resolved by parse)
+  long long seed = 0;              // --seed
+  std::optional<bool> cuda;        // --cuda / --no-cuda; unset = CUDA when available
+  std::string report_dir;          // OUTPUT_DIRECTORY, --report; "" = print the report to stdout
+  std::string data;                // --data
+  std::string data_directory;      // DATA_DIRECTORY (root for default --data paths)
+  bool synthetic = false;          // --synthetic
+  int cpu_cores = 1;               // CPU_COUNT, --cpu-cores (torch intra-op threads)
+  int jr_id = 0;                   // JOB_ID, --jr-id (the runner's slot)
+  std::string vcd;                 // CUDA_VISIBLE_DEVICES, --vcd
+  std::string trace;               // --trace FILE (Chrome trace-event JSON)
+};
+
+struct BenchDefaults {
+  int batch_size = 1;
+  int repeat = 1;
+  int number = 1;
+  int workers = 0;
+};
+
+// Whether an argument changes the workload (part of unique_id) or only how and
+// where it runs (excluded, as the Mila suite did).
+enum class ArgKind { Model, Runtime };
+
+// CPUs this process may run on (its affinity mask); at least 1.
+int affinity_cpu_count();
+
+class BenchCli {
+ public:
+  BenchCli(std::string name, std::string description, BenchDefaults defaults);
+
+  CLI::App& app() { return app_; }
+
+  // Adds a benchmark-specific option bound to `var`; its value enters the report's
+  // `args` and, for ArgKind::Model, the unique_id.
+  template <class T>
+  CLI::Option* add_option(const std::string& flags, T& var, const std::string& help, ArgKind kind = ArgKind::Model) {
+    CLI::Option* opt = app_.add_option(flags, var, help)->capture_default_str();
+    record(opt, [&var] { return nlohmann::json(var); }, kind);
+    return opt;
+  }
+  CLI::Option* add_flag(const std::string& flags, bool& var, const std::string& help, ArgKind kind = ArgKind::Model) {
+    CLI::Option* opt = app_.add_flag(flags, var, help);
+    record(opt, [&var] { return nlohmann::json(var); }, kind);
+    return opt;
+  }
+
+  // Reads the environment, then the command line. Returns an exit code when the
+  // program must stop now: 0 after --help, 2 after a bad flag, value or
+  // environment variable (one line on stderr naming it).
+  std::optional<int> parse(int argc, const char* const* argv);
+  // Same, with an explicit environment (tests).
+  std::optional<int> parse(int argc, const char* const* argv, const std::map<std::string, std::string>& env);
+
+  const BenchOptions& options() const { return opts_; }
+  BenchOptions& options() { return opts_; }
+
+  // Every option's value by its long name without dashes ("batch_size": 256, ...).
+  nlohmann::json args_json() const;
+  // sha256 (hex) of the sorted Model arguments: equal for runs of the same workload.
+  std::string unique_id() const;
+
+ private:
+  struct Recorded {
+    std::string key;
+    std::function<nlohmann::json()> value;
+    ArgKind kind;
+  };
+  void record(CLI::Option* opt, std::function<nlohmann::json()> value, ArgKind kind);
+  void add_shared_options(const BenchDefaults& d);
+
+  CLI::App app_;
+  BenchOptions opts_;
+  std::vector<Recorded> recorded_;
+  bool cuda_flag_ = false;
+  bool no_cuda_flag_ = false;
+};
+
+// sha256 of a string, lower-case hex (OpenSSL).
+std::string sha256_hex(const std::string& data);
+
+}  // namespace mlbench::core

@@ -1,0 +1,92 @@
+#include "train_loop.h"
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "progress.h"
+
+namespace mlbench::core {
+
+constexpr std::size_t kBatchLossKept = 100;
+
+Interrupted::Interrupted(int signal)
+    : std::runtime_error(signal == 2 ? "interrupted" : fmt::format("terminated by signal {}", signal)),
+      signal_(signal) {}
+
+double LoopResult::stall_pct() const {
+  const double total = iteration.sum();
+  return total > 0.0 ? 100.0 * wait.sum() / total : std::nan("");
+}
+
+nlohmann::json LoopResult::stall_json() const {
+  const double pct = stall_pct();
+  return {{"wait", wait.to_json()},
+          {"h2d", h2d.to_json()},
+          {"compute", compute.to_json()},
+          {"iteration", iteration.to_json()},
+          {"stall_pct", std::isfinite(pct) ? nlohmann::json(pct) : nlohmann::json()},
+          {"warmup_iterations", iteration.dropped()}};
+}
+
+void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& result) {
+  const auto warm_iters = static_cast<std::size_t>(config_.warmup) * static_cast<std::size_t>(config_.number);
+  result.chrono = Chrono(static_cast<std::size_t>(config_.warmup), config_.sync);
+  result.wait = StatAccumulator(warm_iters);
+  result.h2d = StatAccumulator(warm_iters);
+  result.compute = StatAccumulator(warm_iters);
+  result.iteration = StatAccumulator(warm_iters);
+  std::unique_ptr<ProgressPrinter> progress;
+  if (config_.progress) progress = std::make_unique<ProgressPrinter>(*config_.progress, config_.progress_tty, config_.repeat);
+
+  std::vector<std::function<double()>> pending;
+  pending.reserve(static_cast<std::size_t>(config_.number));
+  for (int r = 0; r < config_.repeat; ++r) {
+    pending.clear();
+    {
+      auto train = result.chrono.time("train");
+      for (int n = 0; n < config_.number; ++n) {
+        if (config_.interrupted) {
+          if (const int sig = config_.interrupted()) throw Interrupted(sig);
+        }
+        Iteration it;
+        if (config_.sync_phases) it.phase_sync_ = config_.sync;
+        step(it);
+        result.wait.add(it.wait_s());
+        result.h2d.add(it.h2d_s());
+        result.compute.add(it.compute_s());
+        result.iteration.add(it.wait_s() + it.h2d_s() + it.compute_s());
+        if (config_.on_iteration) config_.on_iteration(result.iterations, it);
+        ++result.iterations;
+        if (it.loss_) pending.push_back(std::move(it.loss_));
+        if (progress) progress->update(r, std::nullopt, false);
+      }
+    }
+    double sum = 0.0;
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      const double loss = pending[i]();
+      if (!std::isfinite(loss)) {
+        throw NonFiniteLoss(fmt::format("loss is {} at repeat {} iteration {}", loss, r, i));
+      }
+      sum += loss;
+      result.batch_loss.push_back(loss);
+    }
+    if (result.batch_loss.size() > kBatchLossKept) {
+      result.batch_loss.erase(result.batch_loss.begin(),
+                              result.batch_loss.end() - static_cast<std::ptrdiff_t>(kBatchLossKept));
+    }
+    std::optional<double> epoch;
+    if (!pending.empty()) {
+      epoch = sum / static_cast<double>(pending.size());
+      result.epoch_loss.push_back(*epoch);
+    }
+    if (progress) progress->update(r + 1, epoch, true);
+  }
+  if (progress) progress->finish();
+}
+
+}  // namespace mlbench::core

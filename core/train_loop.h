@@ -1,0 +1,124 @@
+// The timed training loop of Contract 1, free of any framework: `repeat`
+// observations of `number` iterations each, every iteration split into
+// wait (blocked on the next batch), h2d (copy to the device) and compute.
+// Losses are resolved once per observation, so a device is synchronised only
+// at the edges of timed regions.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <iosfwd>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "chrono.h"
+#include "statistics.h"
+
+namespace mlbench::core {
+
+// One iteration's phases; a benchmark's step calls wait(), h2d() and compute()
+// around the matching work (each at most once; a phase not called counts 0).
+class Iteration {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  template <class F>
+  decltype(auto) wait(F&& f) {
+    Phase p(*this, wait_s_);
+    return std::forward<F>(f)();
+  }
+  template <class F>
+  decltype(auto) h2d(F&& f) {
+    Phase p(*this, h2d_s_);
+    return std::forward<F>(f)();
+  }
+  template <class F>
+  decltype(auto) compute(F&& f) {
+    Phase p(*this, compute_s_);
+    return std::forward<F>(f)();
+  }
+  // The iteration's loss, resolved at the end of the observation (one device sync).
+  void set_loss(std::function<double()> resolve) { loss_ = std::move(resolve); }
+
+  double wait_s() const { return wait_s_; }
+  double h2d_s() const { return h2d_s_; }
+  double compute_s() const { return compute_s_; }
+  Clock::time_point start() const { return start_; }
+
+ private:
+  friend class TrainLoop;
+  struct Phase {
+    Phase(Iteration& it, double& slot) : it_(it), slot_(slot), t0_(Clock::now()) {}
+    ~Phase() {
+      if (it_.phase_sync_) it_.phase_sync_();
+      slot_ += std::chrono::duration<double>(Clock::now() - t0_).count();
+    }
+    Iteration& it_;
+    double& slot_;
+    Clock::time_point t0_;
+  };
+  Clock::time_point start_ = Clock::now();
+  double wait_s_ = 0.0;
+  double h2d_s_ = 0.0;
+  double compute_s_ = 0.0;
+  std::function<double()> loss_;
+  std::function<void()> phase_sync_;
+};
+
+// Thrown when a loss turns NaN or infinite; the run ends as failed.
+class NonFiniteLoss : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+// Thrown when SIGINT/SIGTERM arrived during the loop.
+class Interrupted : public std::runtime_error {
+ public:
+  explicit Interrupted(int signal);
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
+struct LoopConfig {
+  int repeat = 1;
+  int number = 1;
+  int warmup = 0;                         // observations (and their iterations) dropped
+  Chrono::SyncHook sync;                  // device synchronisation at train-stage edges
+  bool sync_phases = false;               // also synchronise at each phase edge (exact per-phase device time)
+  std::ostream* progress = nullptr;       // where progress lines go (nullptr: none)
+  bool progress_tty = false;
+  // Called after every iteration with its index (0-based over the whole run).
+  std::function<void(long, const Iteration&)> on_iteration;
+  // Polled once per iteration; returns a signal number to stop (0: go on).
+  std::function<int()> interrupted;
+};
+
+struct LoopResult {
+  Chrono chrono;                          // the "train" stage (one observation per repeat)
+  StatAccumulator wait, h2d, compute, iteration;  // per iteration, warm-up dropped
+  std::vector<double> batch_loss;         // the last 100 iteration losses
+  std::vector<double> epoch_loss;         // mean loss of each observation
+  long iterations = 0;
+
+  // {"wait","h2d","compute","iteration": stats, "stall_pct", "warmup_iterations"}
+  nlohmann::json stall_json() const;
+  // sum(wait) / sum(wait + h2d + compute) * 100 over the kept iterations (NaN when none).
+  double stall_pct() const;
+};
+
+class TrainLoop {
+ public:
+  explicit TrainLoop(LoopConfig config) : config_(std::move(config)) {}
+  // Calls `step` repeat * number times. Throws NonFiniteLoss or Interrupted; any
+  // exception from `step` propagates. `result` keeps what was measured so far.
+  void run(const std::function<void(Iteration&)>& step, LoopResult& result);
+
+ private:
+  LoopConfig config_;
+};
+
+}  // namespace mlbench::core

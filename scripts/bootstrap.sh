@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Sets up mlbench on Debian 12: installs the Debian packages that are missing
+# (apt-get update first, only when something is missing), then configures
+# (Release, Ninja) and builds incrementally with every core. Idempotent: on a
+# built tree it only checks and returns in seconds.
+#
+# Environment: MLBENCH_BUILD_DIR (default: <repo>/build), CMAKE_PREFIX_PATH
+# (a CUDA LibTorch, to build for the GPU), MLBENCH_CMAKE_ARGS (extra -D flags).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${MLBENCH_BUILD_DIR:-$root/build}"
+
+packages=(
+  cmake ninja-build g++ git pkg-config
+  libtorch-dev                 # LibTorch 1.13 (CPU)
+  libcgroup-dev                # cgroup slices
+  nlohmann-json3-dev libfmt-dev libcli11-dev
+  libboost-dev libboost-filesystem-dev   # Boost.Process (header-only, needs filesystem)
+  libgtest-dev libgmock-dev
+  libturbojpeg0-dev            # libjpeg-turbo's TurboJPEG API
+  libopencv-imgproc-dev        # cv::resize
+  libssl-dev                   # sha256 for unique_id
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  [[ "$p" == \#* ]] && continue
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "bootstrap: installing ${missing[*]}"
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null; then sudo="sudo"; else
+      echo "bootstrap: error: missing packages (${missing[*]}) and not root; install them or run as root" >&2
+      exit 1
+    fi
+  fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [[ ! -f "$build_dir/build.ninja" ]]; then
+  # shellcheck disable=SC2086
+  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release ${MLBENCH_CMAKE_ARGS:-} >/dev/null
+fi
+cmake --build "$build_dir" -j "$(nproc)"
