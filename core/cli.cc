@@ -8,6 +8,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include <fmt/format.h>
 #include <openssl/evp.h>
 
 extern char** environ;
@@ -44,6 +45,34 @@ std::string key_of(const CLI::Option* opt) {
 }
 
 }  // namespace
+
+CLI::Validator integer_at_least(long long minimum) {
+  return CLI::Validator(
+      [minimum](std::string& text) -> std::string {
+        long long value = 0;
+        const auto* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (ec != std::errc() || ptr != end || value < minimum) {
+          return "must be an integer >= " + std::to_string(minimum) + ", got '" + text + "'";
+        }
+        return {};
+      },
+      "INT>=" + std::to_string(minimum));
+}
+
+CLI::Validator number_above(double bound) {
+  return CLI::Validator(
+      [bound](std::string& text) -> std::string {
+        double value = 0;
+        const auto* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (ec != std::errc() || ptr != end || !(value > bound)) {
+          return "must be a number > " + fmt::format("{}", bound) + ", got '" + text + "'";
+        }
+        return {};
+      },
+      "NUM>" + fmt::format("{}", bound));
+}
 
 int affinity_cpu_count() {
   cpu_set_t set;
@@ -89,15 +118,15 @@ void BenchCli::add_shared_options(const BenchDefaults& d) {
   opts_.repeat = d.repeat;
   opts_.number = d.number;
   opts_.workers = d.workers;
-  add_option("-b,--batch-size", opts_.batch_size, "Items per batch")->check(CLI::PositiveNumber);
+  add_option("-b,--batch-size", opts_.batch_size, "Items per batch")->check(integer_at_least(1));
   add_option("-j,--workers", opts_.workers, "Data pipeline worker threads (0: load in the training thread)",
              ArgKind::Runtime)
-      ->check(CLI::NonNegativeNumber);
-  add_option("--repeat", opts_.repeat, "Timed observations of the train stage")->check(CLI::PositiveNumber);
-  add_option("--number", opts_.number, "Iterations (batches) per observation")->check(CLI::PositiveNumber);
+      ->check(integer_at_least(0));
+  add_option("--repeat", opts_.repeat, "Timed observations of the train stage")->check(integer_at_least(1));
+  add_option("--number", opts_.number, "Iterations (batches) per observation")->check(integer_at_least(1));
   add_option("--warmup", opts_.warmup,
              "Observations dropped as warm-up (-1: min(10, repeat/2))", ArgKind::Runtime)
-      ->check(CLI::Range(-1, 1 << 30));
+      ->check(integer_at_least(-1));
   add_option("--seed", opts_.seed, "Random seed", ArgKind::Runtime);
   add_flag("--cuda", cuda_flag_, "Run on CUDA (error when LibTorch has no CUDA)", ArgKind::Runtime);
   add_flag("--no-cuda", no_cuda_flag_, "Run on the CPU even when CUDA is available", ArgKind::Runtime);
@@ -107,15 +136,15 @@ void BenchCli::add_shared_options(const BenchDefaults& d) {
   add_flag("--synthetic", opts_.synthetic, "Serve one batch made once in memory: no fetch, no prep");
   add_option("--cpu-cores", opts_.cpu_cores, "Torch intra-op threads (default: $CPU_COUNT, else the CPU affinity)",
              ArgKind::Runtime)
-      ->check(CLI::PositiveNumber);
+      ->check(integer_at_least(1));
   add_option("--jr-id", opts_.jr_id, "Slot of this instance (default: $JOB_ID)", ArgKind::Runtime)
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_at_least(0));
   add_option("--vcd", opts_.vcd, "Visible CUDA devices (default: $CUDA_VISIBLE_DEVICES)", ArgKind::Runtime);
   add_option("--trace", opts_.trace, "Write a Chrome trace-event JSON to FILE", ArgKind::Runtime);
   add_option("--name", opts_.name, "Benchmark name in the report (default: $BENCH_NAME)", ArgKind::Runtime);
   add_option("--suite", opts_.suite, "Suite name in the report (default: $SUITE_NAME)", ArgKind::Runtime);
   add_option("--run-id", opts_.run_id, "Run number in the report (default: $RUN_ID)", ArgKind::Runtime)
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_at_least(0));
 }
 
 std::optional<int> BenchCli::parse(int argc, const char* const* argv) {

@@ -46,12 +46,21 @@ struct BenchDefaults {
 // where it runs (excluded, as the Mila suite did).
 enum class ArgKind { Model, Runtime };
 
+// Validator: the value is an integer >= `minimum` ("must be an integer >= 1, got 'abc'").
+CLI::Validator integer_at_least(long long minimum);
+
+// Validator: the value is a number > `bound`.
+CLI::Validator number_above(double bound);
+
 // CPUs this process may run on (its affinity mask); at least 1.
 int affinity_cpu_count();
 
 class BenchCli {
  public:
   BenchCli(std::string name, std::string description, BenchDefaults defaults);
+  // Options are bound to members by reference: not copyable, not movable.
+  BenchCli(const BenchCli&) = delete;
+  BenchCli& operator=(const BenchCli&) = delete;
 
   CLI::App& app() { return app_; }
 

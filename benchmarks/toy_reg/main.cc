@@ -24,8 +24,8 @@ int main(int argc, char** argv) {
                      {.batch_size = 256, .repeat = 20, .number = 100});
   int degree = 4;
   double lr = 0.1;
-  cli.add_option("--degree", degree, "Degree of the target polynomial")->check(CLI::Range(1, 16));
-  cli.add_option("--lr", lr, "SGD learning rate")->check(CLI::PositiveNumber);
+  cli.add_option("--degree", degree, "Degree of the target polynomial")->check(core::integer_at_least(1));
+  cli.add_option("--lr", lr, "SGD learning rate")->check(core::number_above(0));
   if (auto rc = cli.parse(argc, argv)) return *rc;
 
   return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {

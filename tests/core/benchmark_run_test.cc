@@ -1,0 +1,132 @@
+#include "core/benchmark_run.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace mlbench::core {
+namespace {
+
+namespace fs = std::filesystem;
+
+class BenchmarkRunTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("mlbench_run_test_" + std::to_string(getpid()) + "_" +
+                                        testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  int run(const std::function<Workload()>& setup, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"fake", "--repeat", "3", "--number", "2", "--report", dir_.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<const char*> argv;
+    for (auto& a : args) argv.push_back(a.c_str());
+    cli_ = std::make_unique<BenchCli>("fake", "fake", BenchDefaults{.batch_size = 8});
+    EXPECT_FALSE(cli_->parse(static_cast<int>(argv.size()), argv.data(), {{"SUITE_NAME", "t"}}).has_value());
+    testing::internal::CaptureStdout();
+    testing::internal::CaptureStderr();
+    BenchmarkRun run(*cli_, "hash", RuntimeInfo{});
+    const int rc = run.run(setup);
+    stdout_ = testing::internal::GetCapturedStdout();
+    stderr_ = testing::internal::GetCapturedStderr();
+    return rc;
+  }
+
+  std::vector<fs::path> reports() const {
+    std::vector<fs::path> out;
+    if (!fs::exists(dir_)) return out;
+    for (const auto& e : fs::directory_iterator(dir_)) out.push_back(e.path());
+    return out;
+  }
+  nlohmann::json only_report() const {
+    const auto files = reports();
+    EXPECT_EQ(files.size(), 1u);
+    std::ifstream in(files.at(0));
+    return nlohmann::json::parse(in);
+  }
+
+  fs::path dir_;
+  std::unique_ptr<BenchCli> cli_;
+  std::string stdout_, stderr_;
+};
+
+TEST_F(BenchmarkRunTest, CompletedRunWritesEveryContractField) {
+  const int rc = run([] {
+    Workload w;
+    w.items_per_iteration = 8;
+    w.step = [](Iteration& it) { it.set_loss([] { return 0.5; }); };
+    w.finish = [](nlohmann::json& r) { r["pipeline"] = {{"source", "test"}}; };
+    return w;
+  });
+  EXPECT_EQ(rc, 0);
+  const auto files = reports();
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].filename().string().rfind("t.fake.R0.D0.2", 0), 0u) << files[0];
+  EXPECT_EQ(files[0].string().find(".FAIL."), std::string::npos);
+  const auto r = only_report();
+  for (const char* key : {"name", "suite", "run_id", "vcd", "jr_id", "batch_size", "workers", "cpu_cores", "repeat",
+                          "number", "seed", "hostname", "gpu", "version", "unique_id", "batch_loss", "epoch_loss",
+                          "metrics", "train", "train_item", "completed", "start_time", "end_time", "stall",
+                          "pipeline", "resources", "machine", "args"}) {
+    EXPECT_TRUE(r.contains(key)) << key;
+  }
+  EXPECT_EQ(r["completed"], true);
+  EXPECT_FALSE(r.contains("reason"));
+  EXPECT_EQ(r["train"]["count"], 2);  // 3 repeats, warm-up min(10, 3/2) = 1
+  EXPECT_EQ(r["epoch_loss"].size(), 3u);
+  EXPECT_EQ(r["pipeline"]["source"], "test");
+  EXPECT_EQ(r["version"]["source"], "hash");
+  EXPECT_NE(stdout_.find("Report: "), std::string::npos);
+}
+
+TEST_F(BenchmarkRunTest, NaNLossWritesFailReportAndExitsOne) {
+  const int rc = run([] {
+    Workload w;
+    w.items_per_iteration = 8;
+    w.step = [](Iteration& it) { it.set_loss([] { return std::nan(""); }); };
+    return w;
+  });
+  EXPECT_EQ(rc, 1);
+  const auto files = reports();
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_NE(files[0].string().find(".FAIL."), std::string::npos);
+  const auto r = only_report();
+  EXPECT_EQ(r["completed"], false);
+  EXPECT_EQ(r["reason"], "loss is nan at repeat 0 iteration 0");
+  EXPECT_NE(stderr_.find("fake: error: loss is nan"), std::string::npos);
+}
+
+TEST_F(BenchmarkRunTest, SetupFailureStillWritesFailReport) {
+  const int rc = run([]() -> Workload { throw std::runtime_error("dataset data/x not found"); });
+  EXPECT_EQ(rc, 1);
+  const auto r = only_report();
+  EXPECT_EQ(r["completed"], false);
+  EXPECT_EQ(r["reason"], "dataset data/x not found");
+}
+
+TEST_F(BenchmarkRunTest, UsageErrorExitsTwoWithoutReport) {
+  const int rc = run([]() -> Workload { throw UsageError("--cuda given but no CUDA"); });
+  EXPECT_EQ(rc, 2);
+  EXPECT_TRUE(reports().empty());
+  EXPECT_NE(stderr_.find("--cuda given"), std::string::npos);
+}
+
+TEST_F(BenchmarkRunTest, UnwritableReportDirectoryIsAnError) {
+  fs::create_directories(dir_.parent_path());
+  std::ofstream(dir_) << "a file, not a directory";
+  const int rc = run([] {
+    Workload w;
+    w.items_per_iteration = 1;
+    w.step = [](Iteration&) {};
+    return w;
+  });
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(stderr_.find(dir_.string()), std::string::npos) << stderr_;
+  fs::remove(dir_);
+}
+
+}  // namespace
+}  // namespace mlbench::core

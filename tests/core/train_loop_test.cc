@@ -1,0 +1,128 @@
+#include "core/train_loop.h"
+
+#include <cmath>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace mlbench::core {
+namespace {
+
+void spin_for(double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+TEST(TrainLoop, RunsRepeatTimesNumberIterationsAndDropsWarmup) {
+  LoopConfig cfg;
+  cfg.repeat = 5;
+  cfg.number = 4;
+  cfg.warmup = 2;
+  int calls = 0;
+  LoopResult r;
+  TrainLoop(cfg).run(
+      [&](Iteration& it) {
+        ++calls;
+        it.set_loss([] { return 1.0; });
+      },
+      r);
+  EXPECT_EQ(calls, 20);
+  EXPECT_EQ(r.iterations, 20);
+  EXPECT_EQ(r.chrono.stage("train").seen(), 5u);
+  EXPECT_EQ(r.chrono.stage("train").count(), 3u);
+  EXPECT_EQ(r.iteration.count(), 12u);  // (5 - 2) * 4
+  EXPECT_EQ(r.stall_json()["warmup_iterations"], 8);
+  EXPECT_EQ(r.epoch_loss.size(), 5u);
+  EXPECT_EQ(r.batch_loss.size(), 20u);
+}
+
+TEST(TrainLoop, PhasesAreTimedAndStallPctIsWaitShare) {
+  LoopConfig cfg;
+  cfg.repeat = 2;
+  cfg.number = 3;
+  LoopResult r;
+  TrainLoop(cfg).run(
+      [&](Iteration& it) {
+        const int v = it.wait([] {
+          spin_for(0.003);
+          return 7;
+        });
+        EXPECT_EQ(v, 7);
+        it.h2d([] {});
+        it.compute([] { spin_for(0.001); });
+      },
+      r);
+  EXPECT_GE(r.wait.min(), 0.003);
+  EXPECT_GE(r.compute.min(), 0.001);
+  const double pct = r.stall_pct();
+  EXPECT_GT(pct, 60.0);
+  EXPECT_LT(pct, 80.0);  // 3 ms of 4 ms, with slack for the clock
+  EXPECT_DOUBLE_EQ(r.stall_json()["stall_pct"].get<double>(), pct);
+}
+
+TEST(TrainLoop, BatchLossKeepsTheLastHundred) {
+  LoopConfig cfg;
+  cfg.repeat = 3;
+  cfg.number = 50;
+  LoopResult r;
+  int i = 0;
+  TrainLoop(cfg).run([&](Iteration& it) { it.set_loss([v = i++] { return static_cast<double>(v); }); }, r);
+  ASSERT_EQ(r.batch_loss.size(), 100u);
+  EXPECT_EQ(r.batch_loss.front(), 50.0);
+  EXPECT_EQ(r.batch_loss.back(), 149.0);
+  EXPECT_DOUBLE_EQ(r.epoch_loss[0], 24.5);
+}
+
+TEST(TrainLoop, NonFiniteLossEndsTheRunNamingWhere) {
+  LoopConfig cfg;
+  cfg.repeat = 4;
+  cfg.number = 2;
+  LoopResult r;
+  int i = 0;
+  try {
+    TrainLoop(cfg).run(
+        [&](Iteration& it) {
+          const int k = i++;
+          it.set_loss([k] { return k == 5 ? std::nan("") : 1.0; });
+        },
+        r);
+    FAIL() << "expected NonFiniteLoss";
+  } catch (const NonFiniteLoss& e) {
+    EXPECT_STREQ(e.what(), "loss is nan at repeat 2 iteration 1");
+  }
+  EXPECT_EQ(r.epoch_loss.size(), 2u);  // what was measured before stays
+}
+
+TEST(TrainLoop, InterruptStopsBeforeTheNextIteration) {
+  LoopConfig cfg;
+  cfg.repeat = 10;
+  cfg.number = 10;
+  int calls = 0;
+  cfg.interrupted = [&] { return calls >= 7 ? 2 : 0; };
+  LoopResult r;
+  EXPECT_THROW(TrainLoop(cfg).run([&](Iteration&) { ++calls; }, r), Interrupted);
+  EXPECT_EQ(calls, 7);
+}
+
+TEST(TrainLoop, StepExceptionsPropagate) {
+  LoopConfig cfg;
+  LoopResult r;
+  EXPECT_THROW(TrainLoop(cfg).run([](Iteration&) { throw std::runtime_error("corrupt batch"); }, r),
+               std::runtime_error);
+}
+
+TEST(TrainLoop, OnIterationSeesEveryIterationInOrder) {
+  LoopConfig cfg;
+  cfg.repeat = 2;
+  cfg.number = 3;
+  std::vector<long> seen;
+  cfg.on_iteration = [&](long i, const Iteration&) { seen.push_back(i); };
+  LoopResult r;
+  TrainLoop(cfg).run([](Iteration&) {}, r);
+  EXPECT_EQ(seen, (std::vector<long>{0, 1, 2, 3, 4, 5}));
+}
+
+}  // namespace
+}  // namespace mlbench::core
