@@ -1,0 +1,135 @@
+#include "analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace mlbench::stall {
+namespace {
+void require_positive(double v, const char* name) {
+  if (!(v > 0) || !std::isfinite(v)) {
+    throw std::invalid_argument(fmt::format("rate {} must be positive and finite, got {}", name, v));
+  }
+}
+}  // namespace
+
+Split split(double G, double P, double F_obs) {
+  require_positive(G, "G");
+  require_positive(P, "P");
+  require_positive(F_obs, "F_obs");
+  const double tg = 1.0 / G, tp = 1.0 / P, tc = 1.0 / F_obs;
+  Split s;
+  s.raw_compute_pct = 100.0 * tg / tc;
+  s.raw_prep_pct = 100.0 * (tp - tg) / tc;
+  s.raw_fetch_pct = 100.0 * (tc - tp) / tc;
+  const double c = std::max(0.0, s.raw_compute_pct);
+  const double p = std::max(0.0, s.raw_prep_pct);
+  const double f = std::max(0.0, s.raw_fetch_pct);
+  const double sum = c + p + f;
+  s.compute_pct = 100.0 * c / sum;
+  s.prep_pct = 100.0 * p / sum;
+  s.fetch_pct = 100.0 * f / sum;
+  return s;
+}
+
+double fetch_rate(double x, double C, double S) {
+  require_positive(C, "C");
+  require_positive(S, "S");
+  if (!(x >= 0.0 && x <= 1.0)) throw std::invalid_argument(fmt::format("cache fraction must be in [0, 1], got {}", x));
+  return 1.0 / (x / C + (1.0 - x) / S);
+}
+
+double predicted_speed(double x, double P, double G, double C, double S) {
+  return std::min({fetch_rate(x, C, S), P, G});
+}
+
+std::optional<double> recommended_cache(double P, double G, double C, double S) {
+  require_positive(P, "P");
+  require_positive(G, "G");
+  require_positive(C, "C");
+  require_positive(S, "S");
+  const double need = std::min(P, G);
+  if (S >= need) return 0.0;
+  if (C < need) return std::nullopt;
+  // x / C + (1 - x) / S <= 1 / need  <=>  x >= (1/S - 1/need) / (1/S - 1/C)
+  const double x = (1.0 / S - 1.0 / need) / (1.0 / S - 1.0 / C);
+  return std::clamp(x, 0.0, 1.0);
+}
+
+std::optional<int> recommended_cores(const std::map<int, double>& P_by_cores, double need) {
+  for (const auto& [cores, rate] : P_by_cores) {
+    if (rate >= need) return cores;
+  }
+  return std::nullopt;
+}
+
+double prep_rate_at(const std::map<int, double>& P_by_cores, double cores) {
+  if (P_by_cores.empty()) throw std::invalid_argument("no prep rates measured");
+  auto hi = P_by_cores.lower_bound(static_cast<int>(std::ceil(cores)));
+  if (hi == P_by_cores.begin()) return hi->second;
+  if (hi == P_by_cores.end()) return std::prev(hi)->second;
+  if (hi->first == cores) return hi->second;
+  auto lo = std::prev(hi);
+  const double t = (cores - lo->first) / (hi->first - lo->first);
+  return lo->second + t * (hi->second - lo->second);
+}
+
+const char* to_string(Bound b) {
+  switch (b) {
+    case Bound::Compute: return "compute-bound";
+    case Bound::Prep: return "prep-bound";
+    case Bound::Fetch: return "fetch-bound";
+  }
+  return "?";
+}
+
+Bound bound_of(const Split& s) {
+  if (s.fetch_pct >= s.prep_pct && s.fetch_pct >= s.compute_pct) return Bound::Fetch;
+  if (s.prep_pct >= s.compute_pct) return Bound::Prep;
+  return Bound::Compute;
+}
+
+Verdict verdict(const Split& s, std::optional<double> cache_rec, std::optional<int> cores_rec, int cores_now) {
+  const Bound b = bound_of(s);
+  std::string dram, cpus;
+  if (cache_rec && *cache_rec > 0.0) {
+    dram = fmt::format("more DRAM helps up to {:.0f}% cached", 100.0 * *cache_rec);
+  } else if (cache_rec) {
+    dram = "more DRAM does not help (storage keeps up)";
+  } else {
+    dram = "even a fully cached dataset cannot keep up (memory reads are too slow)";
+  }
+  if (cores_rec && *cores_rec > cores_now) {
+    cpus = fmt::format("{} CPUs instead of {} remove the prep stall", *cores_rec, cores_now);
+  } else if (cores_rec) {
+    cpus = "more CPUs do not help";
+  } else {
+    cpus = "more CPUs help beyond the largest count measured";
+  }
+  std::string text;
+  switch (b) {
+    case Bound::Fetch: text = fmt::format("fetch-bound: {}, {}", dram, cpus); break;
+    case Bound::Prep: text = fmt::format("prep-bound: {}; {}", cpus, cache_rec && *cache_rec > 0.0 ? dram : "more DRAM does not help"); break;
+    case Bound::Compute:
+      text = fmt::format("compute-bound: the accelerator is the limit ({:.0f}% of the time computing); "
+                         "neither DRAM nor CPUs help",
+                         s.compute_pct);
+      break;
+  }
+  return Verdict{b, text};
+}
+
+std::vector<CurvePoint> whatif_curve(const std::vector<double>& xs, double P, double G, double C, double S) {
+  std::vector<CurvePoint> out;
+  out.reserve(xs.size());
+  for (double x : xs) out.push_back({x, fetch_rate(x, C, S), predicted_speed(x, P, G, C, S)});
+  return out;
+}
+
+double relative_error(double predicted, double measured) {
+  return std::abs(predicted - measured) / measured;
+}
+
+}  // namespace mlbench::stall

@@ -1,0 +1,73 @@
+// The arithmetic of differential data-stall analysis (DS-Analyzer, VLDB'21):
+// the compute / prep / fetch split, the what-if model of a never-evicting
+// cache, the recommendations and the verdict. Pure functions: numbers in,
+// numbers out, so every formula is unit-tested.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlbench::stall {
+
+// Rates in samples/s: G ingestion (synthetic data), P prep-bound (data cached),
+// F_obs observed cold; C and S cache and storage fetch rates.
+struct Split {
+  double compute_pct = 0;
+  double prep_pct = 0;
+  double fetch_pct = 0;
+  // Before clamping negatives to 0 and rescaling to 100: how far noise pushed them.
+  double raw_compute_pct = 0;
+  double raw_prep_pct = 0;
+  double raw_fetch_pct = 0;
+};
+
+// With T_x = 1 / rate_x (time per sample): compute% = T_G / T_cold,
+// prep% = (T_P - T_G) / T_cold, fetch% = (T_cold - T_P) / T_cold; each clamped
+// at 0, then rescaled so the three sum to 100. Throws on a non-positive rate.
+Split split(double G, double P, double F_obs);
+
+// Fetch rate with fraction x of the dataset in a never-evicting cache:
+// F(x) = 1 / (x / C + (1 - x) / S).
+double fetch_rate(double x, double C, double S);
+
+// min(F(x), P, G).
+double predicted_speed(double x, double P, double G, double C, double S);
+
+// Smallest x in [0, 1] with F(x) >= min(P, G); nullopt when even x = 1 is
+// not enough (C < min(P, G)).
+std::optional<double> recommended_cache(double P, double G, double C, double S);
+
+// Smallest core count whose prep rate reaches `need` (= min(F(x_rec), G));
+// nullopt when none of the measured counts does.
+std::optional<int> recommended_cores(const std::map<int, double>& P_by_cores, double need);
+
+// Prep rate at `cores` by linear interpolation between measured counts (held
+// flat beyond them).
+double prep_rate_at(const std::map<int, double>& P_by_cores, double cores);
+
+enum class Bound { Compute, Prep, Fetch };
+const char* to_string(Bound b);
+// Which of the three limits the observed speed: the largest share of the split.
+Bound bound_of(const Split& s);
+
+struct Verdict {
+  Bound bound;
+  std::string text;  // one line in plain words
+};
+// E.g. "fetch-bound: more DRAM helps up to 48% cached, more CPUs do not".
+Verdict verdict(const Split& s, std::optional<double> cache_rec, std::optional<int> cores_rec, int cores_now);
+
+// A what-if curve: predicted speed at each cache fraction.
+struct CurvePoint {
+  double x;
+  double fetch;      // F(x)
+  double predicted;  // min(F(x), P, G)
+};
+std::vector<CurvePoint> whatif_curve(const std::vector<double>& xs, double P, double G, double C, double S);
+
+// Relative difference |a - b| / b.
+double relative_error(double predicted, double measured);
+
+}  // namespace mlbench::stall

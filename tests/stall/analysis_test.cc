@@ -1,0 +1,100 @@
+#include "stall/analysis.h"
+
+#include <stdexcept>
+
+#include <gtest/gtest.h>
+
+namespace mlbench::stall {
+namespace {
+
+TEST(Split, HandComputedMixedCase) {
+  // T_G = 10 ms, T_P = 20 ms, T_cold = 40 ms per sample.
+  const Split s = split(100, 50, 25);
+  EXPECT_DOUBLE_EQ(s.compute_pct, 25.0);
+  EXPECT_DOUBLE_EQ(s.prep_pct, 25.0);
+  EXPECT_DOUBLE_EQ(s.fetch_pct, 50.0);
+}
+
+TEST(Split, PureCases) {
+  const Split compute = split(100, 100, 100);
+  EXPECT_DOUBLE_EQ(compute.compute_pct, 100.0);
+  EXPECT_DOUBLE_EQ(compute.prep_pct, 0.0);
+  EXPECT_DOUBLE_EQ(compute.fetch_pct, 0.0);
+  const Split prep = split(400, 100, 100);
+  EXPECT_DOUBLE_EQ(prep.compute_pct, 25.0);
+  EXPECT_DOUBLE_EQ(prep.prep_pct, 75.0);
+  EXPECT_DOUBLE_EQ(prep.fetch_pct, 0.0);
+}
+
+TEST(Split, NoiseIsClampedAndRescaledToHundred) {
+  // Cached run slightly faster than synthetic: prep share would be negative.
+  const Split s = split(100, 101, 99);
+  EXPECT_LT(s.raw_prep_pct, 0.0);
+  EXPECT_DOUBLE_EQ(s.prep_pct, 0.0);
+  EXPECT_NEAR(s.compute_pct + s.prep_pct + s.fetch_pct, 100.0, 1e-9);
+  EXPECT_NEAR(s.compute_pct, 100.0 * s.raw_compute_pct / (s.raw_compute_pct + s.raw_fetch_pct), 1e-9);
+  EXPECT_NEAR(s.raw_compute_pct, 99.0, 1e-9);
+}
+
+TEST(Split, RejectsNonPositiveRates) {
+  EXPECT_THROW(split(0, 1, 1), std::invalid_argument);
+  EXPECT_THROW(split(1, -1, 1), std::invalid_argument);
+}
+
+TEST(WhatIf, FetchRateFollowsTheCacheModel) {
+  EXPECT_DOUBLE_EQ(fetch_rate(0.0, 1000, 100), 100.0);
+  EXPECT_DOUBLE_EQ(fetch_rate(1.0, 1000, 100), 1000.0);
+  EXPECT_NEAR(fetch_rate(0.5, 1000, 100), 1.0 / (0.5 / 1000 + 0.5 / 100), 1e-9);
+  EXPECT_THROW(fetch_rate(1.5, 1000, 100), std::invalid_argument);
+}
+
+TEST(WhatIf, PredictedSpeedIsTheMinimum) {
+  EXPECT_DOUBLE_EQ(predicted_speed(0.0, 500, 300, 1000, 100), 100.0);  // fetch
+  EXPECT_DOUBLE_EQ(predicted_speed(1.0, 500, 300, 1000, 100), 300.0);  // compute
+  EXPECT_DOUBLE_EQ(predicted_speed(1.0, 200, 300, 1000, 100), 200.0);  // prep
+}
+
+TEST(WhatIf, RecommendedCacheIsTheSmallestSufficientFraction) {
+  const auto x = recommended_cache(200, 300, 1000, 100);
+  ASSERT_TRUE(x.has_value());
+  EXPECT_NEAR(*x, 5.0 / 9.0, 1e-12);
+  EXPECT_NEAR(fetch_rate(*x, 1000, 100), 200.0, 1e-9);
+  EXPECT_EQ(recommended_cache(200, 300, 1000, 250), 0.0);   // storage already fast enough
+  EXPECT_FALSE(recommended_cache(2000, 3000, 1000, 100).has_value());  // memory too slow
+}
+
+TEST(WhatIf, RecommendedCoresIsTheSmallestSufficientCount) {
+  const std::map<int, double> p{{1, 50}, {2, 100}, {4, 190}, {8, 300}};
+  EXPECT_EQ(recommended_cores(p, 180), 4);
+  EXPECT_EQ(recommended_cores(p, 10), 1);
+  EXPECT_FALSE(recommended_cores(p, 400).has_value());
+  EXPECT_DOUBLE_EQ(prep_rate_at(p, 3), 145.0);
+  EXPECT_DOUBLE_EQ(prep_rate_at(p, 16), 300.0);
+  EXPECT_DOUBLE_EQ(prep_rate_at(p, 0.5), 50.0);
+}
+
+TEST(WhatIf, CurveAndRelativeError) {
+  const auto curve = whatif_curve({0, 0.5, 1}, 200, 300, 1000, 100);
+  ASSERT_EQ(curve.size(), 3u);
+  EXPECT_DOUBLE_EQ(curve[0].predicted, 100.0);
+  EXPECT_NEAR(curve[1].fetch, 181.818181818, 1e-6);
+  EXPECT_DOUBLE_EQ(curve[2].predicted, 200.0);
+  EXPECT_DOUBLE_EQ(relative_error(105, 100), 0.05);
+}
+
+TEST(Verdict, PlainWords) {
+  const Split fetch = split(100, 90, 30);
+  const auto v = verdict(fetch, 0.48, 1, 2);
+  EXPECT_EQ(v.bound, Bound::Fetch);
+  EXPECT_EQ(v.text, "fetch-bound: more DRAM helps up to 48% cached, more CPUs do not help");
+  const Split prep = split(400, 100, 100);
+  const auto p = verdict(prep, 0.0, 8, 2);
+  EXPECT_EQ(p.bound, Bound::Prep);
+  EXPECT_EQ(p.text, "prep-bound: 8 CPUs instead of 2 remove the prep stall; more DRAM does not help");
+  const auto c = verdict(split(100, 100, 100), 0.0, 1, 2);
+  EXPECT_EQ(c.bound, Bound::Compute);
+  EXPECT_NE(c.text.find("compute-bound"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mlbench::stall
