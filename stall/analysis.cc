@@ -133,3 +133,23 @@ double relative_error(double predicted, double measured) {
 }
 
 }  // namespace mlbench::stall
+
+namespace mlbench::stall {
+
+SplitNoise split_noise(double G, double P, double F_obs, double cv_G, double cv_P, double cv_F) {
+  const Split base = split(G, P, F_obs);
+  SplitNoise n;
+  for (int mask = 0; mask < 8; ++mask) {
+    const double g = G * (1 + ((mask & 1) ? cv_G : -cv_G));
+    const double p = P * (1 + ((mask & 2) ? cv_P : -cv_P));
+    const double f = F_obs * (1 + ((mask & 4) ? cv_F : -cv_F));
+    if (g <= 0 || p <= 0 || f <= 0) continue;
+    const Split s = split(g, p, f);
+    n.compute_pp = std::max(n.compute_pp, std::abs(s.compute_pct - base.compute_pct));
+    n.prep_pp = std::max(n.prep_pp, std::abs(s.prep_pct - base.prep_pct));
+    n.fetch_pp = std::max(n.fetch_pp, std::abs(s.fetch_pct - base.fetch_pct));
+  }
+  return n;
+}
+
+}  // namespace mlbench::stall

@@ -71,3 +71,16 @@ std::vector<CurvePoint> whatif_curve(const std::vector<double>& xs, double P, do
 double relative_error(double predicted, double measured);
 
 }  // namespace mlbench::stall
+
+namespace mlbench::stall {
+
+// Run-to-run noise of the split: the largest change of each share (percentage
+// points) when each rate moves by +-1 relative sd (all 8 sign combinations).
+struct SplitNoise {
+  double compute_pp = 0;
+  double prep_pp = 0;
+  double fetch_pp = 0;
+};
+SplitNoise split_noise(double G, double P, double F_obs, double cv_G, double cv_P, double cv_F);
+
+}  // namespace mlbench::stall

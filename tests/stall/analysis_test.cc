@@ -98,3 +98,21 @@ TEST(Verdict, PlainWords) {
 
 }  // namespace
 }  // namespace mlbench::stall
+
+namespace mlbench::stall {
+namespace {
+
+TEST(SplitNoise, ZeroNoiseZeroSpreadAndGrowsWithNoise) {
+  const SplitNoise none = split_noise(100, 50, 25, 0, 0, 0);
+  EXPECT_DOUBLE_EQ(none.compute_pp, 0.0);
+  EXPECT_DOUBLE_EQ(none.fetch_pp, 0.0);
+  const SplitNoise small = split_noise(100, 50, 25, 0.01, 0.01, 0.01);
+  const SplitNoise big = split_noise(100, 50, 25, 0.05, 0.05, 0.05);
+  EXPECT_GT(small.fetch_pp, 0.0);
+  EXPECT_GT(big.fetch_pp, small.fetch_pp);
+  // compute% = T_G / T_cold = 25%; with G and F_obs off by 1% each way it moves by about 0.5 pp.
+  EXPECT_NEAR(small.compute_pp, 25.0 * (1.01 / 0.99 - 1), 0.05);
+}
+
+}  // namespace
+}  // namespace mlbench::stall

@@ -1,0 +1,181 @@
+#include "analyzer.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "analysis.h"
+
+namespace mlbench::stall {
+namespace {
+
+const RunOutcome& need(const std::map<std::string, RunOutcome>& runs, const std::string& label) {
+  auto it = runs.find(label);
+  if (it == runs.end()) throw std::runtime_error("stall analysis: run '" + label + "' is missing");
+  return it->second;
+}
+
+nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+nlohmann::json residency_json(const Residency& r) {
+  return {{"fraction", r.fraction()}, {"pages", r.pages}, {"resident_pages", r.resident_pages}, {"files", r.files}};
+}
+
+double stall_pct_of(const RunOutcome& r) {
+  const auto& s = r.report["stall"];
+  return (s.is_object() && s["stall_pct"].is_number()) ? s["stall_pct"].get<double>() : std::nan("");
+}
+
+}  // namespace
+
+nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, RunOutcome>& runs, const RawRates& raw) {
+  const RunOutcome& synthetic = need(runs, "synthetic");
+  const RunOutcome& cached = need(runs, "cached");
+  const RunOutcome& cold = need(runs, "cold");
+  const RunOutcome& fetch_cold = need(runs, "fetch-cold");
+  const RunOutcome& fetch_cached = need(runs, "fetch-cached");
+  const double G = synthetic.rate, P = cached.rate, F_obs = cold.rate;
+  const double S = fetch_cold.rate, C = fetch_cached.rate;
+
+  const Split s = split(G, P, F_obs);
+  const SplitNoise noise = split_noise(G, P, F_obs, synthetic.cv, cached.cv, cold.cv);
+
+  std::map<int, double> p_by_cores;
+  nlohmann::json sweep = nlohmann::json::object();
+  for (const auto& [label, r] : runs) {
+    if (label.rfind("cpus-", 0) == 0) {
+      const int n = std::stoi(label.substr(5));
+      p_by_cores[n] = r.rate;
+      sweep[std::to_string(n)] = r.rate;
+    }
+  }
+  if (p_by_cores.empty()) p_by_cores[ctx.cores_now] = P;
+
+  const auto cache_rec = recommended_cache(P, G, C, S);
+  const double need_rate = std::min(fetch_rate(cache_rec.value_or(1.0), C, S), G);
+  const auto cores_rec = recommended_cores(p_by_cores, need_rate * 0.98);  // 2%: within run-to-run noise
+  const Verdict v = verdict(s, cache_rec, cores_rec, ctx.cores_now);
+
+  std::vector<double> xs;
+  for (int i = 0; i <= 20; ++i) xs.push_back(i / 20.0);
+  nlohmann::json curve = nlohmann::json::array();
+  for (const auto& c : whatif_curve(xs, P, G, C, S)) {
+    curve.push_back({{"x", c.x}, {"fetch", c.fetch}, {"predicted", c.predicted}});
+  }
+  nlohmann::json measured = nlohmann::json::array();
+  double max_err = 0, sum_err = 0;
+  for (const auto& [label, r] : runs) {
+    if (label.rfind("cache-", 0) != 0) continue;
+    const double x = std::stod(label.substr(6));
+    const double pred = predicted_speed(x, P, G, C, S);
+    const double err = 100 * relative_error(pred, r.rate);
+    max_err = std::max(max_err, err);
+    sum_err += err;
+    measured.push_back({{"x", x}, {"measured", r.rate}, {"predicted", pred}, {"error_pct", err}});
+  }
+
+  nlohmann::json storage_whatif = nlohmann::json::array();
+  for (double factor : {0.5, 2.0, 4.0, 10.0}) {
+    storage_whatif.push_back({{"S_factor", factor},
+                              {"S", S * factor},
+                              {"speed_uncached", predicted_speed(0.0, P, G, C, S * factor)}});
+  }
+
+  const double direct_cold = stall_pct_of(cold);
+  nlohmann::json run_json = nlohmann::json::object();
+  for (const auto& [label, r] : runs) {
+    run_json[label] = {{"rate", r.rate},
+                       {"cv", r.cv},
+                       {"wall_s", r.wall_s},
+                       {"residency_before", residency_json(r.before)},
+                       {"residency_after", residency_json(r.after)},
+                       {"stall_pct", num(stall_pct_of(r))},
+                       {"pipeline", r.report.value("pipeline", nlohmann::json())},
+                       {"report", r.report_path.string()},
+                       {"log", r.log_path.string()}};
+  }
+  const double mb = raw.mean_file_bytes / 1e6;
+  return {
+      {"bench", ctx.config.bench},
+      {"data", ctx.config.data},
+      {"items", ctx.items},
+      {"batch_size", ctx.batch_size},
+      {"cores", ctx.cores_now},
+      {"iterations", ctx.config.iterations},
+      {"rates", {{"G", G}, {"P", P}, {"F_obs", F_obs}, {"C", C}, {"S", S}, {"unit", "samples/s"}}},
+      {"storage",
+       {{"seq_cold_MBps", raw.seq_cold.mb_per_s},
+        {"rand_cold_MBps", raw.rand_cold.mb_per_s},
+        {"cached_MBps", raw.cached.mb_per_s},
+        {"mean_file_bytes", raw.mean_file_bytes},
+        {"S_raw", mb > 0 ? num(raw.rand_cold.mb_per_s / mb) : nlohmann::json()},
+        {"C_raw", mb > 0 ? num(raw.cached.mb_per_s / mb) : nlohmann::json()},
+        {"unit_raw", "samples/s from whole-file reads"}}},
+      {"split", {{"compute_pct", s.compute_pct}, {"prep_pct", s.prep_pct}, {"fetch_pct", s.fetch_pct}}},
+      {"split_raw", {{"compute_pct", s.raw_compute_pct}, {"prep_pct", s.raw_prep_pct}, {"fetch_pct", s.raw_fetch_pct}}},
+      {"noise_pp", {{"compute", noise.compute_pp}, {"prep", noise.prep_pp}, {"fetch", noise.fetch_pp}}},
+      {"cv", {{"G", synthetic.cv}, {"P", cached.cv}, {"F_obs", cold.cv}, {"C", fetch_cached.cv}, {"S", fetch_cold.cv}}},
+      {"direct",
+       {{"stall_pct_cold", num(direct_cold)},
+        {"stall_pct_cached", num(stall_pct_of(cached))},
+        {"differential_stall_pct", s.prep_pct + s.fetch_pct},
+        {"disagreement_pp", num(std::abs(direct_cold - (s.prep_pct + s.fetch_pct)))}}},
+      {"prep_by_cores", sweep},
+      {"recommendation",
+       {{"cache_fraction", cache_rec ? nlohmann::json(*cache_rec) : nlohmann::json()},
+        {"cores", cores_rec ? nlohmann::json(*cores_rec) : nlohmann::json()},
+        {"bound", to_string(v.bound)},
+        {"verdict", v.text}}},
+      {"whatif",
+       {{"curve", curve},
+        {"measured", measured},
+        {"max_error_pct", measured.empty() ? nlohmann::json() : nlohmann::json(max_err)},
+        {"mean_error_pct", measured.empty() ? nlohmann::json() : nlohmann::json(sum_err / measured.size())},
+        {"storage", storage_whatif}}},
+      {"runs", run_json},
+  };
+}
+
+std::string console_summary(const nlohmann::json& r) {
+  std::string out;
+  const auto& rates = r["rates"];
+  out += fmt::format("{:<28}{:>12}\n", "rate (samples/s)", "value");
+  out += fmt::format("{:<28}{:>12.1f}\n", "G  ingestion (synthetic)", rates["G"].get<double>());
+  out += fmt::format("{:<28}{:>12.1f}\n", "P  prep (dataset cached)", rates["P"].get<double>());
+  out += fmt::format("{:<28}{:>12.1f}\n", "F  observed (cold)", rates["F_obs"].get<double>());
+  out += fmt::format("{:<28}{:>12.1f}\n", "C  fetch from memory", rates["C"].get<double>());
+  out += fmt::format("{:<28}{:>12.1f}\n", "S  fetch from storage", rates["S"].get<double>());
+  const auto& s = r["split"];
+  const auto& n = r["noise_pp"];
+  out += fmt::format("\nsplit of cold epoch time: compute {:.1f}% (±{:.1f}), prep stall {:.1f}% (±{:.1f}), fetch stall "
+                     "{:.1f}% (±{:.1f})\n",
+                     s["compute_pct"].get<double>(), n["compute"].get<double>(), s["prep_pct"].get<double>(),
+                     n["prep"].get<double>(), s["fetch_pct"].get<double>(), n["fetch"].get<double>());
+  const auto& d = r["direct"];
+  if (d["stall_pct_cold"].is_number()) {
+    out += fmt::format("direct instrumentation (cold run): {:.1f}% of iteration time waiting for data; differential: "
+                       "{:.1f}% (disagreement {:.1f} pp)\n",
+                       d["stall_pct_cold"].get<double>(), d["differential_stall_pct"].get<double>(),
+                       d["disagreement_pp"].get<double>());
+  }
+  if (!r["prep_by_cores"].empty()) {
+    out += "prep rate by CPUs:";
+    for (const auto& [k, v] : r["prep_by_cores"].items()) out += fmt::format(" {}: {:.1f}", k, v.get<double>());
+    out += "\n";
+  }
+  for (const auto& m : r["whatif"]["measured"]) {
+    out += fmt::format("cache {:>5.1f}%: measured {:.1f}/s, predicted {:.1f}/s ({:.1f}% off)\n",
+                       100 * m["x"].get<double>(), m["measured"].get<double>(), m["predicted"].get<double>(),
+                       m["error_pct"].get<double>());
+  }
+  const auto& rec = r["recommendation"];
+  out += fmt::format("\nrecommended cache: {}\nrecommended CPUs:  {}\nverdict: {}\n",
+                     rec["cache_fraction"].is_number() ? fmt::format("{:.0f}% of the dataset", 100 * rec["cache_fraction"].get<double>())
+                                                       : std::string("none is enough"),
+                     rec["cores"].is_number() ? std::to_string(rec["cores"].get<int>()) : std::string("more than measured"),
+                     rec["verdict"].get<std::string>());
+  return out;
+}
+
+}  // namespace mlbench::stall

@@ -1,0 +1,39 @@
+// Turns the measured runs of a stall analysis into its result (stall.json):
+// rates, split with noise, direct-vs-differential comparison, CPU sweep,
+// what-if curve with the measured points, recommendations and verdict.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "executor.h"
+#include "page_cache.h"
+#include "plan.h"
+
+namespace mlbench::stall {
+
+// Direct reads of the dataset's files, outside any benchmark.
+struct RawRates {
+  ReadRate seq_cold;
+  ReadRate rand_cold;
+  ReadRate cached;
+  double mean_file_bytes = 0;
+};
+
+struct AnalysisContext {
+  StallConfig config;
+  std::size_t items = 0;
+  int batch_size = 0;
+  int cores_now = 1;   // CPUs the main runs had
+};
+
+// The stall.json object (documented in docs/stall.md). Needs the runs
+// synthetic, cached, cold, fetch-cold and fetch-cached; throws naming a missing one.
+nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, RunOutcome>& runs, const RawRates& raw);
+
+// The console table printed after an analysis.
+std::string console_summary(const nlohmann::json& result);
+
+}  // namespace mlbench::stall

@@ -1,0 +1,162 @@
+#include "executor.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/sysinfo.h"
+
+namespace mlbench::stall {
+namespace fs = std::filesystem;
+
+constexpr double kWarmResidency = 0.98;
+constexpr double kColdResidency = 0.05;
+
+ProcessExecutor::ProcessExecutor(fs::path bench_exe, fs::path out_dir, std::vector<fs::path> dataset,
+                                 bool use_drop_caches, int timeout_s)
+    : bench_(std::move(bench_exe)), out_(std::move(out_dir)), dataset_(std::move(dataset)),
+      drop_caches_(use_drop_caches), timeout_s_(timeout_s) {}
+
+void ProcessExecutor::prepare_cache(const RunSpec& spec) {
+  if (spec.cache == CacheState::Warm) {
+    warm(dataset_);
+    const double f = residency(dataset_).fraction();
+    if (f < kWarmResidency) {
+      throw RunFailed(fmt::format("run {}: could not make the dataset resident in the page cache ({:.1f}% of its "
+                                  "pages after reading it; not enough free memory?)",
+                                  spec.label, 100 * f));
+    }
+  } else if (spec.cache == CacheState::Cold) {
+    if (drop_caches_ && !drop_caches()) {
+      throw RunFailed("--drop-caches: cannot write /proc/sys/vm/drop_caches (needs root)");
+    }
+    evict(dataset_);
+    const double f = residency(dataset_).fraction();
+    if (f > kColdResidency) {
+      throw RunFailed(fmt::format("run {}: could not evict the dataset from the page cache ({:.1f}% of its pages "
+                                  "still resident; is it on tmpfs?)",
+                                  spec.label, 100 * f));
+    }
+  }
+}
+
+RunOutcome read_outcome(const fs::path& dir, const std::string& label) {
+  std::vector<fs::path> reports;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".json") reports.push_back(e.path());
+  }
+  if (reports.empty()) throw RunFailed(fmt::format("run {} wrote no report", label));
+  std::sort(reports.begin(), reports.end());
+  RunOutcome out;
+  out.report_path = reports.back();
+  std::ifstream in(out.report_path);
+  try {
+    out.report = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw RunFailed(fmt::format("run {}: unreadable report {}: {}", label, out.report_path.string(), e.what()));
+  }
+  if (!out.report.value("completed", false)) {
+    throw RunFailed(fmt::format("run {} failed: {}", label, out.report.value("reason", std::string("unknown reason"))));
+  }
+  const auto& item = out.report["train_item"];
+  const auto& train = out.report["train"];
+  if (!item.is_object() || !item["avg"].is_number() || !train["avg"].is_number()) {
+    throw RunFailed(fmt::format("run {}: report {} has no throughput", label, out.report_path.string()));
+  }
+  out.rate = item["avg"].get<double>();
+  out.cv = train["sd"].is_number() ? train["sd"].get<double>() / train["avg"].get<double>() : 0.0;
+  return out;
+}
+
+RunOutcome ProcessExecutor::run(const RunSpec& spec) {
+  const fs::path report_dir = out_ / "runs" / spec.label;
+  const fs::path log = out_ / "runs" / (spec.label + ".log");
+  fs::remove_all(report_dir);
+  fs::create_directories(report_dir);
+  prepare_cache(spec);
+  const Residency before = residency(dataset_);
+
+  std::vector<std::string> args{bench_.string()};
+  args.insert(args.end(), spec.args.begin(), spec.args.end());
+  args.push_back("--report");
+  args.push_back(report_dir.string());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<int> cpus = core::affinity_cpus();
+  if (spec.cpus > 0 && spec.cpus < static_cast<int>(cpus.size())) cpus.resize(static_cast<std::size_t>(spec.cpus));
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) throw RunFailed(fmt::format("run {}: cannot fork", spec.label));
+  if (pid == 0) {
+    setpgid(0, 0);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus) CPU_SET(c, &set);
+    sched_setaffinity(0, sizeof(set), &set);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    unsetenv("OUTPUT_DIRECTORY");
+    setenv("CPU_COUNT", std::to_string(cpus.size()).c_str(), 1);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  bool timed_out = false;
+  while (true) {
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!timed_out && elapsed > timeout_s_) {
+      timed_out = true;
+      kill(-pid, SIGTERM);
+      std::thread([pid] {
+        std::this_thread::sleep_for(std::chrono::seconds(10));
+        kill(-pid, SIGKILL);
+      }).detach();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (timed_out) throw RunFailed(fmt::format("run {} timed out after {} s (log: {})", spec.label, timeout_s_, log.string()));
+  if (WIFSIGNALED(status)) {
+    throw RunFailed(fmt::format("run {} died of signal {} (log: {})", spec.label, WTERMSIG(status), log.string()));
+  }
+  const int code = WEXITSTATUS(status);
+  if (code == 127) throw RunFailed(fmt::format("cannot execute {}", bench_.string()));
+  if (code == 2) {
+    // A usage error: show the benchmark's own line.
+    std::ifstream in(log);
+    std::string line, last;
+    while (std::getline(in, line)) {
+      if (!line.empty()) last = line;
+    }
+    throw RunFailed(fmt::format("run {}: {}", spec.label, last));
+  }
+  RunOutcome out;
+  try {
+    out = read_outcome(report_dir, spec.label);
+  } catch (const RunFailed& e) {
+    throw RunFailed(fmt::format("{} (exit {}, log: {})", e.what(), code, log.string()));
+  }
+  out.before = before;
+  out.after = residency(dataset_);
+  out.wall_s = wall;
+  out.log_path = log;
+  return out;
+}
+
+}  // namespace mlbench::stall

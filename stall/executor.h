@@ -1,0 +1,61 @@
+// Runs one planned benchmark run: puts the dataset in the required page-cache
+// state and checks it, launches the benchmark executable (on the first N CPUs
+// when asked), waits with a timeout, and reads its report.
+#pragma once
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "page_cache.h"
+#include "plan.h"
+
+namespace mlbench::stall {
+
+struct RunOutcome {
+  double rate = 0;       // train_item.avg, samples/s
+  double cv = 0;         // train.sd / train.avg: run-to-run noise of one observation
+  nlohmann::json report;
+  Residency before;      // dataset residency right before launch
+  Residency after;       // and after the run
+  double wall_s = 0;
+  std::filesystem::path report_path;
+  std::filesystem::path log_path;
+};
+
+// A run that could not be made or did not complete; what() is one line.
+class RunFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual RunOutcome run(const RunSpec& spec) = 0;
+};
+
+class ProcessExecutor : public Executor {
+ public:
+  // Reports and logs go to out_dir/runs/<label>/ and out_dir/runs/<label>.log.
+  ProcessExecutor(std::filesystem::path bench_exe, std::filesystem::path out_dir,
+                  std::vector<std::filesystem::path> dataset, bool use_drop_caches, int timeout_s);
+  RunOutcome run(const RunSpec& spec) override;
+
+ private:
+  void prepare_cache(const RunSpec& spec);
+  std::filesystem::path bench_;
+  std::filesystem::path out_;
+  std::vector<std::filesystem::path> dataset_;
+  bool drop_caches_;
+  int timeout_s_;
+};
+
+// Reads the one report in `dir` into an outcome; throws RunFailed naming the
+// reason when there is none, it is a FAIL report, or it has no throughput.
+RunOutcome read_outcome(const std::filesystem::path& dir, const std::string& label);
+
+}  // namespace mlbench::stall

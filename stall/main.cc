@@ -1,0 +1,163 @@
+// mlbench-stall: differential data-stall analysis of one benchmark on this
+// machine (synthetic, cached and cold runs, storage and memory read rates, a
+// CPU sweep, measured cache fractions), what-if prediction and recommendations.
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+#include <numeric>
+#include <random>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "analyzer.h"
+#include "charts.h"
+#include "core/progress.h"
+#include "core/report.h"
+#include "core/sysinfo.h"
+
+namespace fs = std::filesystem;
+using namespace mlbench;
+using namespace mlbench::stall;
+
+namespace {
+
+fs::path self_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : exe.parent_path();
+}
+
+RawRates measure_raw(const std::vector<fs::path>& files, bool use_drop_caches) {
+  RawRates raw;
+  std::vector<std::size_t> order(files.size());
+  std::iota(order.begin(), order.end(), 0);
+  if (use_drop_caches) drop_caches();
+  evict(files);
+  raw.seq_cold = read_rate(files, order);
+  std::shuffle(order.begin(), order.end(), std::mt19937(42));
+  evict(files);
+  raw.rand_cold = read_rate(files, order);
+  warm(files);
+  raw.cached = read_rate(files, order);
+  raw.mean_file_bytes = static_cast<double>(raw.cached.bytes) / static_cast<double>(files.size());
+  return raw;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("mlbench-stall: where a benchmark's epoch time goes (compute, prep stall, fetch stall), "
+               "what more DRAM or CPUs would change, and what to buy",
+               "mlbench-stall");
+  StallConfig config;
+  std::string bench_dir = (self_dir() / ".." / "benchmarks").lexically_normal().string();
+  std::string out_dir;
+  bool use_drop_caches = false;
+  int timeout_s = 600;
+  std::string data_directory = getenv("DATA_DIRECTORY") ? getenv("DATA_DIRECTORY") : "data";
+  config.cpus = {};
+  config.cache_fracs = {0, 0.25, 0.5, 0.75, 1};
+  app.add_option("--bench", config.bench, "Benchmark to analyse (an executable in --bench-dir)")->required();
+  app.add_option("--bench-dir", bench_dir, "Where benchmark executables are")->capture_default_str();
+  app.add_option("--data", config.data, "Dataset root (default: $DATA_DIRECTORY/fake-imagenet-small/train)");
+  app.add_option("--cpus", config.cpus, "CPU counts of the prep sweep (default: 1 .. all)")->delimiter(',');
+  app.add_option("--cache-fracs", config.cache_fracs, "Cache fractions to measure against the prediction")
+      ->delimiter(',')
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--iterations", config.iterations, "Timed iterations per run")->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  app.add_option("--out", out_dir, "Output directory (default: stall-<bench>)");
+  app.add_flag("--drop-caches", use_drop_caches, "Also drop the whole page cache before cold runs (root)");
+  app.add_option("--timeout", timeout_s, "Seconds before one run is killed")->capture_default_str();
+  app.add_option("extra", config.extra, "Arguments after -- go to every benchmark run");
+  app.footer("Writes OUT/stall.json, OUT/split.svg, OUT/whatif.svg and OUT/runs/ (every run's report and log).\n"
+             "Exit status: 0 done, 1 a run or measurement failed (runs done so far stay in OUT), 2 bad usage.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "mlbench-stall: error: " << e.what() << " (see --help)\n";
+    return 2;
+  }
+  const fs::path bench = fs::path(bench_dir) / config.bench;
+  if (!fs::exists(bench)) {
+    std::cerr << fmt::format("mlbench-stall: error: unknown benchmark '{}': no executable {}\n", config.bench,
+                             bench.string());
+    return 2;
+  }
+  if (config.data.empty()) config.data = (fs::path(data_directory) / "fake-imagenet-small" / "train").string();
+  if (out_dir.empty()) out_dir = "stall-" + config.bench;
+  const int all_cpus = static_cast<int>(core::affinity_cpus().size());
+  if (config.cpus.empty()) {
+    for (int n = 1; n <= all_cpus; n *= 2) config.cpus.push_back(n);
+    if (config.cpus.back() != all_cpus) config.cpus.push_back(all_cpus);
+  }
+  for (int n : config.cpus) {
+    if (n < 1 || n > all_cpus) {
+      std::cerr << fmt::format("mlbench-stall: error: --cpus {} is outside 1..{} (the CPUs this process may use)\n", n,
+                               all_cpus);
+      return 2;
+    }
+  }
+  std::vector<fs::path> files;
+  try {
+    files = dataset_files(config.data);
+  } catch (const std::exception& e) {
+    std::cerr << "mlbench-stall: error: " << e.what()
+              << " (generate one with: mlbench-datagen ensure fake-imagenet-small --root $DATA_DIRECTORY)\n";
+    return 2;
+  }
+
+  const fs::path out(out_dir);
+  fs::create_directories(out / "runs");
+  std::cout << fmt::format("mlbench-stall: {} on {} ({} files), results in {}\n", config.bench, config.data,
+                           files.size(), out.string());
+  std::map<std::string, RunOutcome> runs;
+  AnalysisContext ctx{config, files.size(), 0, all_cpus};
+  try {
+    const RawRates raw = measure_raw(files, use_drop_caches);
+    std::cout << fmt::format("storage: {:.1f} MB/s sequential, {:.1f} MB/s random (cold); memory: {:.1f} MB/s\n",
+                             raw.seq_cold.mb_per_s, raw.rand_cold.mb_per_s, raw.cached.mb_per_s);
+    ProcessExecutor exec(bench, out, files, use_drop_caches, timeout_s);
+    // The synthetic run first: its report gives the batch size the plan needs.
+    const auto first = plan_runs(config, files.size(), 1).front();
+    std::unique_ptr<core::ProgressPrinter> progress;
+    const auto record = [&](const RunSpec& spec, RunOutcome r) {
+      std::cout << fmt::format("  {:<14} {:>10.1f} samples/s  (±{:.1f}%, {} cache {:.0f}% resident)\n", spec.label,
+                               r.rate, 100 * r.cv, to_string(spec.cache), 100 * r.before.fraction());
+      runs[spec.label] = std::move(r);
+      nlohmann::json done = nlohmann::json::object();
+      for (const auto& [label, o] : runs) done[label] = {{"rate", o.rate}, {"cv", o.cv}, {"report", o.report_path.string()}};
+      core::write_json_atomic(out / "runs.json", done);  // what is measured survives a later failure
+    };
+    record(first, exec.run(first));
+    ctx.batch_size = runs.at("synthetic").report.value("batch_size", 1);
+    const auto plan = plan_runs(config, files.size(), ctx.batch_size);
+    progress = std::make_unique<core::ProgressPrinter>(std::cout, core::is_terminal(1), static_cast<int>(plan.size()),
+                                                       "mlbench-stall");
+    progress->update(1, std::nullopt, true);
+    for (std::size_t i = 1; i < plan.size(); ++i) {
+      record(plan[i], exec.run(plan[i]));
+      progress->update(static_cast<int>(i + 1), std::nullopt, true);
+    }
+    progress->finish();
+    const nlohmann::json result = analyze(ctx, runs, raw);
+    core::write_json_atomic(out / "stall.json", result);
+    const Split s{result["split"]["compute_pct"], result["split"]["prep_pct"], result["split"]["fetch_pct"]};
+    core::write_file_atomic(out / "split.svg", split_svg(config.bench, s));
+    std::vector<CurvePoint> curve;
+    for (const auto& c : result["whatif"]["curve"]) curve.push_back({c["x"], c["fetch"], c["predicted"]});
+    std::vector<MeasuredPoint> measured;
+    for (const auto& m : result["whatif"]["measured"]) measured.push_back({m["x"], m["measured"]});
+    core::write_file_atomic(out / "whatif.svg",
+                            whatif_svg(config.bench, curve, result["rates"]["P"], result["rates"]["G"], measured));
+    std::cout << "\n" << console_summary(result) << "\nWrote " << (out / "stall.json").string() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "mlbench-stall: error: " << e.what() << " (runs done so far: " << (out / "runs.json").string()
+              << ")\n";
+    return 1;
+  }
+  return 0;
+}

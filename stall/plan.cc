@@ -1,0 +1,92 @@
+#include "plan.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace mlbench::stall {
+
+constexpr int kObservations = 10;
+constexpr int kWarmupObservations = 2;
+
+const char* to_string(CacheState s) {
+  switch (s) {
+    case CacheState::Warm: return "warm";
+    case CacheState::Cold: return "cold";
+    case CacheState::Any: break;
+  }
+  return "any";
+}
+
+std::vector<std::string> iteration_args(int iterations, int warmup_observations) {
+  const int number = std::max(1, (iterations + kObservations - 1) / kObservations);
+  return {"--repeat", std::to_string(kObservations + warmup_observations), "--number", std::to_string(number),
+          "--warmup", std::to_string(warmup_observations)};
+}
+
+std::vector<std::string> without_flags(const std::vector<std::string>& extra, const std::vector<std::string>& flags) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < extra.size(); ++i) {
+    const std::string& a = extra[i];
+    bool drop = false;
+    for (const auto& f : flags) {
+      if (a == f) {
+        drop = true;
+        if (i + 1 < extra.size() && extra[i + 1].rfind("-", 0) != 0) ++i;  // its value
+      } else if (a.rfind(f + "=", 0) == 0) {
+        drop = true;
+      }
+    }
+    if (!drop) out.push_back(a);
+  }
+  return out;
+}
+
+std::vector<RunSpec> plan_runs(const StallConfig& c, std::size_t items, int batch_size) {
+  std::vector<RunSpec> runs;
+  const auto base = [&](std::vector<std::string> own, int warmup, const std::vector<std::string>& extra) {
+    std::vector<std::string> args{"--data", c.data};
+    for (auto& a : iteration_args(c.iterations, warmup)) args.push_back(std::move(a));
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), own.begin(), own.end());
+    return args;
+  };
+  const auto add = [&](std::string label, std::string kind, std::vector<std::string> own, CacheState cache,
+                       int warmup = kWarmupObservations, const std::vector<std::string>* extra = nullptr) {
+    RunSpec r;
+    r.label = std::move(label);
+    r.kind = std::move(kind);
+    r.args = base(std::move(own), warmup, extra ? *extra : c.extra);
+    r.cache = cache;
+    runs.push_back(std::move(r));
+    return &runs.back();
+  };
+  add("synthetic", "synthetic", {"--synthetic"}, CacheState::Any);
+  add("cached", "cached", {}, CacheState::Warm);
+  add("cold", "cold", {"--drop-after-read"}, CacheState::Cold);
+  add("fetch-cold", "fetch-cold", {"--fetch-only", "--drop-after-read"}, CacheState::Cold);
+  add("fetch-cached", "fetch-cached", {"--fetch-only"}, CacheState::Warm);
+  const auto sweep_extra = without_flags(c.extra, {"--workers", "-j", "--cpu-cores"});
+  for (int n : c.cpus) {
+    RunSpec* r = add(fmt::format("cpus-{}", n), "cpus",
+                     {"--workers", std::to_string(n), "--cpu-cores", std::to_string(n)}, CacheState::Warm,
+                     kWarmupObservations, &sweep_extra);
+    r->cpus = n;
+  }
+  // A never-evicting cache fills during the first epoch: drop at least one
+  // epoch of observations so the measured speed is the steady state.
+  const int number = std::max(1, (c.iterations + kObservations - 1) / kObservations);
+  const auto epoch_iters = static_cast<int>((items + static_cast<std::size_t>(batch_size) - 1) /
+                                            static_cast<std::size_t>(std::max(1, batch_size)));
+  const int epoch_warmup = (epoch_iters + number - 1) / number + 1;
+  for (double x : c.cache_fracs) {
+    RunSpec* r = add(fmt::format("cache-{:.2f}", x), "cache",
+                     {"--cache-size", fmt::format("{:g}%", 100.0 * x), "--drop-after-read"}, CacheState::Cold,
+                     epoch_warmup);
+    r->cache_frac = x;
+  }
+  return runs;
+}
+
+}  // namespace mlbench::stall

@@ -1,0 +1,43 @@
+// Which benchmark runs a differential stall analysis needs, with which flags,
+// in which page-cache state and on how many CPUs. Pure: no process, no file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mlbench::stall {
+
+enum class CacheState { Any, Warm, Cold };
+const char* to_string(CacheState s);
+
+struct StallConfig {
+  std::string bench;                 // benchmark name (report label)
+  std::string data;                  // dataset root passed as --data
+  std::vector<int> cpus;             // CPU sweep; empty = none
+  std::vector<double> cache_fracs;   // measured what-if points
+  int iterations = 100;              // timed iterations per run
+  std::vector<std::string> extra;    // passed through to every run
+};
+
+struct RunSpec {
+  std::string label;       // "synthetic", "cached", "cold", "fetch-cold", "fetch-cached", "cpus-2", "cache-0.50"
+  std::string kind;        // same without the value: "cpus", "cache", ...
+  std::vector<std::string> args;
+  CacheState cache = CacheState::Any;
+  int cpus = 0;            // 0: every CPU of the analyzer; else the first `cpus` of its affinity
+  double cache_frac = -1;  // for "cache" runs
+};
+
+// The timed-iteration flags: `iterations` split into 10 observations, plus
+// `warmup` observations dropped.
+std::vector<std::string> iteration_args(int iterations, int warmup_observations);
+
+// Every run, in order: synthetic, cached, cold, fetch-cold, fetch-cached, the
+// CPU sweep, the cache fractions. `items`: samples in the dataset;
+// `batch_size`: as the benchmark reported it (cache runs drop one epoch as warm-up).
+std::vector<RunSpec> plan_runs(const StallConfig& config, std::size_t items, int batch_size);
+
+// `extra` without the given flags (and their values): the sweep sets them itself.
+std::vector<std::string> without_flags(const std::vector<std::string>& extra, const std::vector<std::string>& flags);
+
+}  // namespace mlbench::stall

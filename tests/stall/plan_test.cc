@@ -1,0 +1,65 @@
+#include "stall/plan.h"
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+namespace mlbench::stall {
+namespace {
+
+bool has(const std::vector<std::string>& args, const std::string& a) {
+  return std::find(args.begin(), args.end(), a) != args.end();
+}
+std::string value_of(const std::vector<std::string>& args, const std::string& flag) {
+  auto it = std::find(args.begin(), args.end(), flag);
+  return (it == args.end() || it + 1 == args.end()) ? "" : *(it + 1);
+}
+
+TEST(Plan, IterationArgsSplitIntoTenObservationsPlusWarmup) {
+  EXPECT_EQ(iteration_args(100, 2),
+            (std::vector<std::string>{"--repeat", "12", "--number", "10", "--warmup", "2"}));
+  EXPECT_EQ(value_of(iteration_args(5, 0), "--number"), "1");
+}
+
+TEST(Plan, RunsInOrderWithTheirFlagsAndCacheStates) {
+  StallConfig c;
+  c.bench = "loader";
+  c.data = "/d";
+  c.cpus = {1, 2};
+  c.cache_fracs = {0, 0.5};
+  c.iterations = 20;
+  c.extra = {"--image-size", "64", "--workers", "4"};
+  const auto runs = plan_runs(c, 1000, 50);
+  std::vector<std::string> labels;
+  for (const auto& r : runs) labels.push_back(r.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"synthetic", "cached", "cold", "fetch-cold", "fetch-cached", "cpus-1",
+                                              "cpus-2", "cache-0.00", "cache-0.50"}));
+  EXPECT_TRUE(has(runs[0].args, "--synthetic"));
+  EXPECT_EQ(runs[1].cache, CacheState::Warm);
+  EXPECT_EQ(runs[2].cache, CacheState::Cold);
+  EXPECT_TRUE(has(runs[2].args, "--drop-after-read"));
+  EXPECT_TRUE(has(runs[3].args, "--fetch-only"));
+  EXPECT_EQ(runs[4].cache, CacheState::Warm);
+  for (const auto& r : runs) {
+    EXPECT_EQ(value_of(r.args, "--data"), "/d") << r.label;
+    EXPECT_TRUE(has(r.args, "--image-size")) << r.label;
+  }
+  // The sweep sets workers and cores itself, once.
+  EXPECT_EQ(runs[6].cpus, 2);
+  EXPECT_EQ(std::count(runs[6].args.begin(), runs[6].args.end(), "--workers"), 1);
+  EXPECT_EQ(value_of(runs[6].args, "--workers"), "2");
+  EXPECT_EQ(value_of(runs[6].args, "--cpu-cores"), "2");
+  // Cache runs: capacity as a percentage, one epoch (1000/50 = 20 iterations = 10 observations of 2) + 1 dropped.
+  EXPECT_EQ(value_of(runs[8].args, "--cache-size"), "50%");
+  EXPECT_DOUBLE_EQ(runs[8].cache_frac, 0.5);
+  EXPECT_EQ(value_of(runs[8].args, "--warmup"), "11");
+  EXPECT_EQ(value_of(runs[8].args, "--repeat"), "21");
+}
+
+TEST(Plan, WithoutFlagsDropsFlagAndValue) {
+  EXPECT_EQ(without_flags({"--workers", "4", "--x", "-j", "2", "--cpu-cores=3", "--y", "1"}, {"--workers", "-j", "--cpu-cores"}),
+            (std::vector<std::string>{"--x", "--y", "1"}));
+}
+
+}  // namespace
+}  // namespace mlbench::stall
