@@ -1,0 +1,148 @@
+// Slots and instance planning (see plan.h).
+#include "plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "core/report.h"
+#include "core/sysinfo.h"
+
+namespace mlbench::runner {
+
+std::vector<Slot> make_slots(const std::vector<int>& cpus, std::uint64_t ram_total, int n,
+                             std::optional<std::uint64_t> memory_per_slot) {
+  if (n < 1) throw std::invalid_argument("slots must be at least 1");
+  if (cpus.empty()) throw std::invalid_argument("no CPUs to share out");
+  std::vector<Slot> slots;
+  const int total = static_cast<int>(cpus.size());
+  const int per = total / n;
+  for (int i = 0; i < n; ++i) {
+    Slot s;
+    s.index = i;
+    if (per >= 1) {
+      s.cpus.assign(cpus.begin() + i * per, cpus.begin() + (i + 1) * per);
+    } else {
+      s.cpus = {cpus[static_cast<std::size_t>(i % total)]};
+    }
+    s.memory_bytes = memory_per_slot ? *memory_per_slot : ram_total / static_cast<std::uint64_t>(n);
+    slots.push_back(std::move(s));
+  }
+  return slots;
+}
+
+int default_slot_count(int gpus, int cpus) { return gpus > 0 ? gpus : std::max(1, cpus / 2); }
+
+std::string format_bytes(std::optional<std::uint64_t> bytes) {
+  if (!bytes) return "unlimited";
+  const double b = static_cast<double>(*bytes);
+  if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.1f} GiB", b / (1024.0 * 1024 * 1024));
+  if (b >= 1024.0 * 1024) return fmt::format("{:.0f} MiB", b / (1024.0 * 1024));
+  return fmt::format("{} B", *bytes);
+}
+
+std::uint64_t parse_size(const std::string& text) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw std::invalid_argument("'" + text + "' is not a size (e.g. 512M, 2G)");
+  }
+  std::string unit = text.substr(used);
+  double mult = 1;
+  if (unit == "" || unit == "B") {
+    mult = 1;
+  } else if (unit == "K" || unit == "KiB") {
+    mult = 1024;
+  } else if (unit == "M" || unit == "MiB") {
+    mult = 1024.0 * 1024;
+  } else if (unit == "G" || unit == "GiB") {
+    mult = 1024.0 * 1024 * 1024;
+  } else {
+    throw std::invalid_argument("'" + text + "': unknown size unit '" + unit + "' (use K, M or G)");
+  }
+  if (v <= 0 || !std::isfinite(v)) throw std::invalid_argument("'" + text + "': a size must be positive");
+  return static_cast<std::uint64_t>(v * mult);
+}
+
+std::vector<PlannedStep> make_plan(const std::vector<JobSpec>& jobs, const std::vector<std::string>& executables,
+                                   const std::vector<Slot>& slots, const PlanSettings& s,
+                                   const std::map<std::string, std::string>& env, const std::string& file) {
+  std::vector<PlannedStep> plan;
+  const int nslots = static_cast<int>(slots.size());
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    const JobSpec& job = jobs[j];
+    const std::vector<SweepPoint> points = sweep_points(job, env, file);
+    const bool has_seed = std::any_of(job.args.begin(), job.args.end(), [](const auto& a) { return a.first == "--seed"; });
+    for (std::size_t p = 0; p < points.size(); ++p) {
+      PlannedStep step;
+      step.job = static_cast<int>(j);
+      step.point = static_cast<int>(p);
+      step.points = static_cast<int>(points.size());
+      step.title = points[p].label.empty() ? job.name : job.name + " [" + points[p].label + "]";
+      const bool all = job.cgroup == CgroupKind::All;
+      const int count = all ? 1 : nslots;
+      for (int i = 0; i < count; ++i) {
+        Instance inst;
+        inst.job = step.job;
+        inst.point = step.point;
+        inst.points = step.points;
+        inst.slot = all ? 0 : i;
+        inst.whole_machine = all;
+        inst.name = job.name;
+        inst.label = points[p].label;
+        inst.executable = executables[j];
+        inst.argv = points[p].argv;
+        inst.seed = all ? s.uid + nslots : s.uid + (i + 1) * 100LL;
+        if (!has_seed) {
+          inst.argv.push_back("--seed");
+          inst.argv.push_back(std::to_string(inst.seed));
+        }
+        inst.cpus = all ? s.all_cpus : slots[static_cast<std::size_t>(i)].cpus;
+        inst.memory_bytes = all ? std::nullopt : slots[static_cast<std::size_t>(i)].memory_bytes;
+        inst.timeout = (job.timeout && !s.timeout_forced) ? *job.timeout : s.default_timeout;
+        inst.cgroup = all ? "all" : "student" + std::to_string(i);
+        const std::string sweep = step.points > 1 ? fmt::format(".S{}", p) : "";
+        inst.log_name = fmt::format("{}{}.R{}.D{}.log", job.name, sweep, s.run_id, inst.slot);
+        inst.report_prefix = fmt::format("{}.{}.R{}.D{}.", s.suite, job.name, s.run_id, inst.slot);
+        inst.env = {{"JOB_ID", std::to_string(inst.slot)},
+                    {"CPU_COUNT", std::to_string(inst.cpus.size())},
+                    {"BENCH_NAME", job.name},
+                    {"RUN_ID", std::to_string(s.run_id)},
+                    {"SUITE_NAME", s.suite},
+                    {"OUTPUT_DIRECTORY", s.output_directory},
+                    {"DATA_DIRECTORY", s.data_directory}};
+        if (s.gpus > 0) {
+          std::string vcd = std::to_string(i);
+          if (all) {
+            vcd.clear();
+            for (int g = 0; g < s.gpus; ++g) vcd += (g ? "," : "") + std::to_string(g);
+          }
+          inst.env["CUDA_VISIBLE_DEVICES"] = vcd;
+        }
+        step.instances.push_back(std::move(inst));
+      }
+      plan.push_back(std::move(step));
+    }
+  }
+  return plan;
+}
+
+std::string shell_line(const Instance& inst) {
+  auto quote = [](const std::string& s) {
+    if (!s.empty() && s.find_first_of(" \t\"'$\\;&|<>*?()") == std::string::npos) return s;
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  std::string line;
+  for (const auto& [k, v] : inst.env) line += k + "=" + quote(v) + " ";
+  line += quote(inst.executable);
+  for (const auto& a : inst.argv) line += " " + quote(a);
+  return line;
+}
+
+}  // namespace mlbench::runner

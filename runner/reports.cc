@@ -1,0 +1,103 @@
+// Instance report finishing and lookup (see reports.h).
+#include "reports.h"
+
+#include <fstream>
+
+#include "core/report.h"
+
+namespace mlbench::runner {
+
+namespace fs = std::filesystem;
+
+std::set<fs::path> list_reports(const fs::path& dir, const std::string& prefix) {
+  std::set<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind(prefix, 0) == 0 && n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0 &&
+        n.find(".tmp") == std::string::npos) {
+      out.insert(e.path());
+    }
+  }
+  return out;
+}
+
+std::optional<nlohmann::json> read_report(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) return std::nullopt;
+  try {
+    nlohmann::json j = nlohmann::json::parse(in);
+    if (j.is_object()) return j;
+  } catch (const nlohmann::json::exception&) {
+  }
+  return std::nullopt;
+}
+
+namespace {
+// Whether a report belongs to this sweep point (reports the runner has not touched
+// count as point 0 of a job without a sweep).
+bool same_point(const nlohmann::json& r, const Instance& inst) {
+  if (r.contains("runner") && r["runner"].is_object() && r["runner"].contains("point")) {
+    return r["runner"]["point"] == inst.point;
+  }
+  return inst.points == 1;
+}
+bool is_fail_name(const fs::path& p) { return p.filename().string().find(".FAIL.") != std::string::npos; }
+}  // namespace
+
+std::optional<fs::path> completed_report(const fs::path& dir, const Instance& inst) {
+  for (const auto& p : list_reports(dir, inst.report_prefix)) {
+    if (is_fail_name(p)) continue;
+    auto r = read_report(p);
+    if (r && r->value("completed", false) && same_point(*r, inst)) return p;
+  }
+  return std::nullopt;
+}
+
+int supersede_failures(const fs::path& dir, const Instance& inst) {
+  int moved = 0;
+  for (const auto& p : list_reports(dir, inst.report_prefix)) {
+    auto r = read_report(p);
+    const bool failed = is_fail_name(p) || !r || !r->value("completed", false);
+    if (!failed || (r && !same_point(*r, inst))) continue;
+    fs::create_directories(dir / "superseded");
+    std::error_code ec;
+    fs::rename(p, dir / "superseded" / p.filename(), ec);
+    if (!ec) ++moved;
+  }
+  return moved;
+}
+
+fs::path finalize_report(const fs::path& dir, const Instance& inst, const std::optional<fs::path>& written,
+                         const Outcome& outcome, const nlohmann::json& blocks, const nlohmann::json& base) {
+  std::optional<nlohmann::json> report;
+  if (written) report = read_report(*written);
+  const auto now = std::chrono::system_clock::now();
+  nlohmann::json r = report ? *report : base;
+  for (const auto& [k, v] : blocks.items()) r[k] = v;
+  r["completed"] = outcome.passed;
+  if (outcome.passed) {
+    r.erase("reason");
+  } else {
+    const std::string own = r.value("reason", std::string());
+    if (!own.empty() && own != outcome.reason) r["benchmark_reason"] = own;
+    r["reason"] = outcome.reason;
+    if (!r.contains("end_time")) r["end_time"] = core::utc_iso8601(now);
+  }
+  fs::path target;
+  if (report && (outcome.passed == !is_fail_name(*written))) {
+    target = *written;  // already named right: rewrite in place
+  } else {
+    target = dir / core::report_file_name(r.value("suite", std::string()), inst.name,
+                                          r.value("run_id", 0), inst.slot, !outcome.passed, now);
+  }
+  core::write_json_atomic(target, r);
+  // The instance's own file is replaced by the runner's: one report per instance.
+  if (written && *written != target) {
+    std::error_code ec;
+    fs::remove(*written, ec);
+  }
+  return target;
+}
+
+}  // namespace mlbench::runner

@@ -1,0 +1,39 @@
+// The runner's side of the instance reports: finding the report an instance
+// wrote, adding the `resources`/`isolation`/`runner` blocks, turning it into a
+// `.FAIL.` report, writing one when the instance left none, and (--resume)
+// finding instances that already completed. All writes are atomic.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "outcome.h"
+#include "plan.h"
+
+namespace mlbench::runner {
+
+// Report files in `dir` whose names start with `prefix` and end in ".json".
+std::set<std::filesystem::path> list_reports(const std::filesystem::path& dir, const std::string& prefix);
+
+// A completed (non-FAIL, `completed: true`) report of this instance and sweep point, if any.
+std::optional<std::filesystem::path> completed_report(const std::filesystem::path& dir, const Instance& inst);
+
+// Moves this instance's earlier FAIL reports (same sweep point) into dir/superseded/,
+// so a rerun leaves one report per instance. Returns how many moved.
+int supersede_failures(const std::filesystem::path& dir, const Instance& inst);
+
+// Writes the final report of an ended instance and returns its path. `written`: the
+// report the instance wrote itself (nullopt: none); `blocks`: resources, isolation,
+// runner; `base`: fields for a report the runner writes itself.
+std::filesystem::path finalize_report(const std::filesystem::path& dir, const Instance& inst,
+                                      const std::optional<std::filesystem::path>& written, const Outcome& outcome,
+                                      const nlohmann::json& blocks, const nlohmann::json& base);
+
+// Reads a report; nullopt when missing or not a JSON object.
+std::optional<nlohmann::json> read_report(const std::filesystem::path& file);
+
+}  // namespace mlbench::runner

@@ -1,0 +1,336 @@
+// End-to-end: the real mlbench-run on jobs files that run fakebench. Checks
+// concurrency, CPU sets, OOM, timeouts, crashes, Ctrl-C, --resume, --dry and
+// bad jobs files. Cgroup cases need root with cgroups and skip elsewhere.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cgroup/slice.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string output;
+};
+
+Result sh(const std::string& cmd) {
+  Result r;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p)) r.output += buf;
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class RunnerE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("mlbench-e2e-" + std::to_string(getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  // A jobs file in the test directory; FAKE stands for fakebench's path.
+  std::string jobs(const std::string& text) {
+    std::string t = text;
+    for (auto p = t.find("FAKE"); p != std::string::npos; p = t.find("FAKE")) t.replace(p, 4, FAKEBENCH);
+    const fs::path f = dir_ / "jobs.json";
+    std::ofstream(f) << t;
+    return f.string();
+  }
+  Result runner(const std::string& args) {
+    return sh(std::string(MLBENCH_RUN) + " --outdir " + (dir_ / "out").string() + " " + args);
+  }
+  std::vector<json> reports(const std::string& job) {
+    std::vector<json> out;
+    for (const auto& e : fs::directory_iterator(dir_ / "out")) {
+      const std::string n = e.path().filename().string();
+      if (n.find("." + job + ".R") != std::string::npos && e.path().extension() == ".json") {
+        json j = json::parse(std::ifstream(e.path()));
+        j["_file"] = n;
+        out.push_back(j);
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a["jr_id"] < b["jr_id"]; });
+    return out;
+  }
+  static bool cgroups_usable(std::string* why) { return mlbench::cgroup::Hierarchy::open(why).has_value(); }
+
+  fs::path dir_;
+};
+
+}  // namespace
+
+TEST_F(RunnerE2E, StudentInstancesRunConcurrentlyEachOnItsCpus) {
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs 2 CPUs for 2 disjoint CPU sets";
+  std::string why;
+  const bool cg = cgroups_usable(&why);
+  const std::string j = jobs(R"([{"name": "par", "cmd": "FAKE", "args": {"--sleep": 1}, "cgroup": "student"}])");
+  const Result r = runner("--jobs " + j + " --slots 2" + (cg ? "" : " --no-cgroup"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto rs = reports("par");
+  ASSERT_EQ(rs.size(), 2u) << r.output;
+  EXPECT_EQ(rs[0]["metrics"]["affinity"], "0");
+  EXPECT_EQ(rs[1]["metrics"]["affinity"], "1");
+  // Overlapping lifetimes: each started before the other ended.
+  EXPECT_LT(rs[0]["metrics"]["t_start"].get<double>(), rs[1]["metrics"]["t_end"].get<double>());
+  EXPECT_LT(rs[1]["metrics"]["t_start"].get<double>(), rs[0]["metrics"]["t_end"].get<double>());
+  EXPECT_EQ(rs[0]["seed"], 100);
+  EXPECT_EQ(rs[1]["seed"], 200);
+  EXPECT_EQ(rs[0]["isolation"], cg ? "cgroup-v1" : "affinity") << "(v2 machines: cgroup-v2)";
+  EXPECT_TRUE(rs[0]["resources"]["cpu_seconds"].is_number());
+  const json machine = json::parse(std::ifstream(dir_ / "out" / "machine.json"));
+  EXPECT_EQ(machine["isolation"], rs[0]["isolation"]);
+  EXPECT_EQ(machine["slots"].size(), 2u);
+  std::ifstream summary(dir_ / "out" / "summary.txt");
+  std::string line;
+  std::getline(summary, line);
+  EXPECT_EQ(line.substr(0, 24), "[ 1/ 1][  /  ] PASSED | ") << line;
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "par.R0.D0.log"));
+}
+
+TEST_F(RunnerE2E, AffinityOnlyModeRecordsIt) {
+  const std::string j = jobs(R"([{"name": "aff", "cmd": "FAKE", "args": {}, "cgroup": "student"}])");
+  const Result r = runner("--jobs " + j + " --slots 1 --no-cgroup");
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto rs = reports("aff");
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0]["isolation"], "affinity");
+  EXPECT_EQ(rs[0]["resources"]["source"], "rusage");
+}
+
+TEST_F(RunnerE2E, MemoryLimitGivesOomWhileSiblingPasses) {
+  std::string why;
+  if (!cgroups_usable(&why)) GTEST_SKIP() << "needs cgroups for a memory limit: " << why;
+  const std::string j = jobs(
+      R"([{"name": "mem", "cmd": "FAKE", "args": {"--alloc-mib": 400, "--alloc-only-slot": 1}, "cgroup": "student"}])");
+  const Result r = runner("--jobs " + j + " --slots 2 --slot-memory 128M");
+  EXPECT_EQ(r.code, 1) << r.output;
+  auto rs = reports("mem");
+  ASSERT_EQ(rs.size(), 2u) << r.output;
+  EXPECT_EQ(rs[0]["completed"], true);
+  EXPECT_EQ(rs[1]["completed"], false);
+  EXPECT_EQ(rs[1]["reason"], "oom");
+  EXPECT_NE(rs[1]["_file"].get<std::string>().find(".FAIL."), std::string::npos);
+  EXPECT_GE(rs[1]["resources"]["oom_kills"].get<int>(), 1);
+}
+
+TEST_F(RunnerE2E, HangIsKilledAtTimeout) {
+  const std::string j = jobs(R"([
+    {"name": "hang", "cmd": "FAKE", "args": {"--hang": "", "--repeat": 3}, "cgroup": "all", "timeout": 1},
+    {"name": "stubborn", "cmd": "FAKE", "args": {"--ignore-term": ""}, "cgroup": "all", "timeout": 1}])");
+  const auto t0 = std::chrono::steady_clock::now();
+  const Result r = runner("--jobs " + j + " --no-cgroup --kill-grace 0.5");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_LT(took, 8.0);
+  for (const char* name : {"hang", "stubborn"}) {
+    auto rs = reports(name);
+    ASSERT_EQ(rs.size(), 1u) << name << " must leave exactly one report\n" << r.output;
+    EXPECT_EQ(rs[0]["reason"], "timeout 1s") << name;
+    EXPECT_EQ(rs[0]["completed"], false);
+  }
+  EXPECT_EQ(reports("hang")[0]["benchmark_reason"], "terminated");  // its own report, reason replaced
+}
+
+TEST_F(RunnerE2E, CrashExitAndMissingReportAreFailReasons) {
+  const std::string j = jobs(R"([
+    {"name": "crash", "cmd": "FAKE", "args": {"--crash": ""}, "cgroup": "all"},
+    {"name": "exit3", "cmd": "FAKE", "args": {"--exit-code": 3}, "cgroup": "all"},
+    {"name": "silent", "cmd": "FAKE", "args": {"--no-report": ""}, "cgroup": "all"},
+    {"name": "fine", "cmd": "FAKE", "args": {}, "cgroup": "all"}])");
+  const Result r = runner("--jobs " + j + " --no-cgroup");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_EQ(reports("crash").at(0)["reason"], "signal 11");
+  EXPECT_EQ(reports("exit3").at(0)["reason"], "exit 3");
+  EXPECT_EQ(reports("silent").at(0)["reason"], "no report");
+  EXPECT_EQ(reports("fine").at(0)["completed"], true);
+  std::ifstream summary(dir_ / "out" / "summary.txt");
+  std::string all((std::istreambuf_iterator<char>(summary)), {});
+  EXPECT_NE(all.find("[ 1/ 4][ 1/ 1] FAILED"), std::string::npos) << all;
+  EXPECT_NE(all.find("[ 4/ 4][  /  ] PASSED"), std::string::npos) << all;
+  EXPECT_NE(all.find("Total Time"), std::string::npos) << all;
+}
+
+TEST_F(RunnerE2E, RaiseErrorStopsAfterFirstFailure) {
+  const std::string j = jobs(R"([{"name": "bad", "cmd": "FAKE", "args": {"--exit-code": 2}, "cgroup": "all"},
+                                 {"name": "never", "cmd": "FAKE", "args": {}, "cgroup": "all"}])");
+  const Result r = runner("--jobs " + j + " --no-cgroup --raise-error");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(reports("never").empty());
+}
+
+TEST_F(RunnerE2E, CtrlCLeavesNoChildNoCgroupAndInterruptedRecords) {
+  std::string why;
+  const bool cg = cgroups_usable(&why);
+  const std::string j = jobs(R"([{"name": "long", "cmd": "FAKE", "args": {"--hang": ""}, "cgroup": "student"},
+                                 {"name": "later", "cmd": "FAKE", "args": {}, "cgroup": "student"}])");
+  const std::string out = (dir_ / "out").string();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = ::open((dir_ / "runner.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<std::string> args = {MLBENCH_RUN, "--jobs", j, "--outdir", out, "--slots", "2"};
+    if (!cg) args.push_back("--no-cgroup");
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  // Wait until both instances have started (their logs show the config block).
+  auto children = [&] {
+    std::set<int> kids;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      const std::string n = e.path().filename().string();
+      if (n.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream st(e.path() / "stat");
+      std::string s;
+      std::getline(st, s);
+      const auto close = s.rfind(')');
+      if (close == std::string::npos) continue;
+      char state;
+      int ppid = 0;
+      if (sscanf(s.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == pid && state != 'Z') kids.insert(std::stoi(n));
+    }
+    return kids;
+  };
+  std::set<int> kids;
+  for (int i = 0; i < 100 && kids.size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    kids = children();
+  }
+  ASSERT_EQ(kids.size(), 2u) << "instances did not start";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let them install their handlers
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::ifstream txt(dir_ / "runner.txt");
+  std::string output((std::istreambuf_iterator<char>(txt)), {});
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << output;
+  for (int k : kids) EXPECT_FALSE(fs::exists("/proc/" + std::to_string(k))) << "child " << k << " left behind";
+  auto rs = reports("long");
+  ASSERT_EQ(rs.size(), 2u) << output;
+  for (const auto& r : rs) EXPECT_EQ(r["reason"], "interrupted");
+  EXPECT_TRUE(reports("later").empty());
+  EXPECT_NE(output.find("Results: " + out), std::string::npos) << output;
+  const json machine = json::parse(std::ifstream(dir_ / "out" / "machine.json"));
+  if (cg) {
+    const std::string parent = machine["cgroup_parent"];
+    for (const char* c : {"cpuset", "cpu", "cpuacct", "memory"}) {
+      EXPECT_FALSE(fs::exists(fs::path("/sys/fs/cgroup") / c / parent)) << c << "/" << parent;
+    }
+  }
+}
+
+TEST_F(RunnerE2E, ResumeRerunsOnlyWhatFailed) {
+  const fs::path flag = dir_ / "fail-now";
+  std::ofstream(flag) << "x";
+  const std::string j = jobs(R"([{"name": "good", "cmd": "FAKE", "args": {}, "cgroup": "all"},
+    {"name": "flaky", "cmd": "FAKE", "args": {"--fail-if-exists": ")" + flag.string() + R"("}, "cgroup": "all"}])");
+  Result r = runner("--jobs " + j + " --no-cgroup");
+  ASSERT_EQ(r.code, 1) << r.output;
+  const std::string good_file = reports("good").at(0)["_file"];
+  EXPECT_EQ(reports("flaky").at(0)["reason"], "exit 3");
+  fs::remove(flag);
+  r = sh(std::string(MLBENCH_RUN) + " --jobs " + j + " --no-cgroup --resume " + (dir_ / "out").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto good = reports("good");
+  ASSERT_EQ(good.size(), 1u);
+  EXPECT_EQ(good[0]["_file"], good_file);  // not rerun
+  auto flaky = reports("flaky");
+  ASSERT_EQ(flaky.size(), 1u) << "the old FAIL report moves to superseded/";
+  EXPECT_EQ(flaky[0]["completed"], true);
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "superseded"));
+  EXPECT_NE(r.output.find("PASSED |     0.00 MIN | good (resumed)"), std::string::npos) << r.output;
+}
+
+TEST_F(RunnerE2E, DryPrintsEveryCommandWithSlotCpusAndMemory) {
+  const std::string j = jobs(R"([{"name": "d", "cmd": "FAKE", "args": {"--batch-size": [8, 16]}, "cgroup": "student"}])");
+  const Result r = runner("--jobs " + j + " --slots 2 --slot-memory 1G --dry --uid 5");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("[1/2] d [--batch-size 8]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("slot 1 | cpus "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("memory 1.0 GiB"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--batch-size 16 --seed 205"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("JOB_ID=1"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "out")) << "--dry writes nothing";
+  const Result show = runner("--jobs " + j + " --show");
+  EXPECT_EQ(show.code, 0);
+  EXPECT_EQ(show.output.substr(0, 1), "d");
+}
+
+TEST_F(RunnerE2E, BadJobsFilesAreRejectedInOneLine) {
+  struct Case {
+    std::string text, expect;
+  };
+  const std::vector<Case> cases = {
+      {"[{", "not valid JSON"},
+      {R"([{"name": "a", "args": {}}])", "job 0 (a): field 'cmd': missing required field"},
+      {R"([{"name": "a", "cmd": "FAKE", "args": {"--x": {"y": 1}}}])",
+       "job 0 (a): field 'args.--x': expected a number, a string or a list, got an object"},
+      {R"([{"name": "a", "cmd": "no_such_bench", "args": {}}])", "job 0 (a): field 'cmd': unknown benchmark 'no_such_bench'"},
+      {R"([{"name": "a", "cmd": "FAKE", "args": {"--data": "$NOT_SET_ANYWHERE/x"}}])",
+       "job 0 (a): field 'args.--data': $NOT_SET_ANYWHERE is not set"},
+  };
+  for (const auto& c : cases) {
+    const std::string j = jobs(c.text);
+    const Result r = runner("--jobs " + j);
+    EXPECT_EQ(r.code, 2) << c.text;
+    EXPECT_EQ(r.output.rfind("mlbench-run: error: " + j + ": ", 0), 0u) << r.output;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_FALSE(fs::exists(dir_ / "out")) << "nothing ran";
+  }
+  // An unbuilt benchmark only matters when its job is selected.
+  const std::string j = jobs(R"([{"name": "a", "cmd": "FAKE", "args": {}, "cgroup": "all"},
+                                 {"name": "b", "cmd": "not_built_yet", "args": {}}])");
+  EXPECT_EQ(runner("--jobs " + j + " --name a --no-cgroup").code, 0);
+  const Result unknown = runner("--jobs " + j + " --name zzz");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.output.find("no job named 'zzz'"), std::string::npos) << unknown.output;
+}
+
+TEST_F(RunnerE2E, DatasetJobsFailClearlyWhenDatagenIsMissingOrFails) {
+  // A copy of mlbench-run in a directory without (then with a failing) mlbench-datagen.
+  const fs::path bin = dir_ / "bin";
+  fs::create_directories(bin);
+  fs::copy_file(MLBENCH_RUN, bin / "mlbench-run");
+  const std::string j = jobs(R"([{"name": "needs", "cmd": "FAKE", "args": {}, "cgroup": "all", "dataset": "tiny"},
+                                 {"name": "free", "cmd": "FAKE", "args": {}, "cgroup": "all"}])");
+  const std::string cmd = (bin / "mlbench-run").string() + " --no-cgroup --outdir " + (dir_ / "out").string() + " --jobs " + j;
+  Result r = sh(cmd);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(reports("needs").at(0)["reason"].get<std::string>().find("dataset tiny: mlbench-datagen not found"),
+            std::string::npos);
+  EXPECT_EQ(reports("free").at(0)["completed"], true);
+  fs::remove_all(dir_ / "out");
+  std::ofstream(bin / "mlbench-datagen") << "#!/bin/sh\necho \"mlbench-datagen: error: disk full\"\nexit 1\n";
+  fs::permissions(bin / "mlbench-datagen", fs::perms::owner_all);
+  r = sh(cmd);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_EQ(reports("needs").at(0)["reason"], "dataset tiny: mlbench-datagen: error: disk full");
+}
