@@ -144,6 +144,7 @@ int BenchmarkRun::run(const std::function<Workload()>& setup) {
     config.progress = &std::cout;
     config.progress_tty = is_terminal(1);
     config.interrupted = [] { return pending_signal(); };
+    config.on_iteration = work.on_iteration;
     TrainLoop(config).run(work.step, result);
     fill();
     return finish(std::move(report), true, "", 0);

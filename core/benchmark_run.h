@@ -31,6 +31,8 @@ struct Workload {
   // Called after the loop (also after a failure) to fill report blocks such as
   // "pipeline" and "metrics".
   std::function<void(nlohmann::json& report)> finish;
+  // Optional: called after every iteration (index over the run, its phases), e.g. for --trace.
+  std::function<void(long, const Iteration&)> on_iteration;
 };
 
 // Errors that are the user's doing (exit 2, no report): e.g. --cuda without CUDA.
