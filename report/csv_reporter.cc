@@ -1,0 +1,70 @@
+// The CSV export: a per-bench table with per-run values, then the suite
+// statistics, then (with --compare) the comparison; blocks separated by one
+// empty line. Shortest round-trip numbers so nothing is lost; NaN as an empty cell.
+#include <cmath>
+#include <ostream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "report/reporter.h"
+
+namespace mlbench::report {
+namespace {
+// fmt's "{}" is the shortest text that reads back as the same double: lossless and short.
+std::string num(double x) {
+  return std::isfinite(x) ? fmt::format("{}", x) : "";
+}
+
+std::string quoted(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+std::string boolean(bool b) {
+  return b ? "True" : "False";
+}
+}  // namespace
+
+void CsvReporter::write(const Report& report, std::ostream& out) const {
+  out << "bench,target,result,sd,sd_frac,diff,n,failures,instances,stall_pct,compute_frac,h2d_frac,wait_frac,"
+         "analysis_compute_pct,analysis_prep_pct,analysis_fetch_pct";
+  for (const std::string& run : report.runs) out << "," << quoted("run_" + run);
+  out << "\n";
+  for (const BenchResult& b : report.benches) {
+    out << quoted(b.name) << "," << num(b.target ? b.target->items_per_s : kNaN) << "," << num(b.result) << ","
+        << num(b.sd) << "," << num(b.sd_frac) << "," << num(b.diff) << "," << b.n << "," << b.failures << ","
+        << b.instances << "," << num(b.stall_pct) << "," << num(b.compute_frac) << "," << num(b.h2d_frac) << ","
+        << num(b.wait_frac) << "," << num(b.analysis ? b.analysis->compute_pct : kNaN) << ","
+        << num(b.analysis ? b.analysis->prep_pct : kNaN) << "," << num(b.analysis ? b.analysis->fetch_pct : kNaN);
+    for (const std::string& run : report.runs) {
+      double v = kNaN;
+      for (const RunValue& r : b.runs) {
+        if (r.run == run) v = r.items_per_s;
+      }
+      out << "," << num(v);
+    }
+    out << "\n";
+  }
+  const SuiteStatistics& s = report.stats;
+  out << "\nstatistic,value,pass\n";
+  out << "bench_passes,," << boolean(s.bench_passes) << "\n";
+  out << "deviation_quantile_80_pct," << num(s.deviation_q80_pct) << "," << boolean(s.deviation_passes) << "\n";
+  out << "performance_pct," << num(s.performance_pct) << "," << boolean(s.performance_passes) << "\n";
+  out << "geomean_ratio," << num(s.geomean_ratio) << ",\n";
+  out << "failure_rate," << num(s.failure_rate) << ",\n";
+  out << "failed_instances," << s.failed_instances << ",\n";
+  out << "total_instances," << s.total_instances << ",\n";
+  out << "milabench_score," << num(s.milabench_score) << ",\n";
+  if (report.comparison) {
+    out << "\nbench,result,sd,other_result,other_sd,ratio,change_pct,combined_sd,significant\n";
+    for (const CompareRow& r : report.comparison->rows) {
+      out << quoted(r.name) << "," << num(r.a_result) << "," << num(r.a_sd) << "," << num(r.b_result) << ","
+          << num(r.b_sd) << "," << num(r.ratio) << "," << num(r.change_pct) << "," << num(r.combined_sd) << ","
+          << boolean(r.significant) << "\n";
+    }
+  }
+}
+
+}  // namespace mlbench::report

@@ -1,0 +1,158 @@
+// The HTML export: one self-contained page (inline CSS, SVG and script; a
+// Content-Security-Policy that forbids any network access) with the table,
+// the suite statistics and the charts; mlbench-stall's charts are embedded as
+// data: images so their ids and styles cannot clash with the page.
+#include <cmath>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "report/reporter.h"
+#include "report/svg_charts.h"
+
+namespace mlbench::report {
+namespace {
+std::string cell(double x, int decimals) {
+  return std::isfinite(x) ? fmt::format("<td data-v=\"{:.17g}\">{:.{}f}</td>", x, x, decimals)
+                          : "<td data-v=\"\">NaN</td>";
+}
+std::string pass_cell(bool pass) {
+  return fmt::format("<td class=\"{}\">{}</td>", pass ? "pass" : "fail", pass ? "True" : "False");
+}
+
+constexpr const char* kStyle = R"(
+body{font-family:sans-serif;margin:24px;color:#222}
+table{border-collapse:collapse;margin:8px 0 20px}
+th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
+th{background:#f0f0f0;cursor:pointer}
+td:first-child,th:first-child{text-align:left}
+.pass{color:#1a7f37;font-weight:bold}.fail{color:#c62828;font-weight:bold}
+.note{color:#555}.chart{display:block;margin:8px 0 24px}
+.stall-charts img{max-width:48%;margin-right:1%;border:1px solid #ddd}
+)";
+
+// Sorts the results table by a clicked header; records any script error on <body>
+// so a headless browser's DOM dump shows it.
+constexpr const char* kScript = R"(
+window.addEventListener('error', function (e) {
+  document.body.setAttribute('data-js-errors', (document.body.getAttribute('data-js-errors') || '') + e.message + ';');
+});
+(function () {
+  var table = document.getElementById('results');
+  var headers = table.tHead.rows[0].cells;
+  for (var c = 0; c < headers.length; c++) {
+    (function (col) {
+      headers[col].addEventListener('click', function () {
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        var asc = headers[col].getAttribute('data-order') !== 'asc';
+        rows.sort(function (a, b) {
+          var x = a.cells[col].getAttribute('data-v'), y = b.cells[col].getAttribute('data-v');
+          if (x === null) { x = a.cells[col].textContent; y = b.cells[col].textContent; return asc ? x.localeCompare(y) : y.localeCompare(x); }
+          x = x === '' ? -Infinity : parseFloat(x); y = y === '' ? -Infinity : parseFloat(y);
+          return asc ? x - y : y - x;
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+        headers[col].setAttribute('data-order', asc ? 'asc' : 'desc');
+      });
+    })(c);
+  }
+  document.body.setAttribute('data-bar-groups', String(document.querySelectorAll('g.bar-group').length));
+  document.body.setAttribute('data-rendered', 'ok');
+})();
+)";
+}  // namespace
+
+void HtmlReporter::write(const Report& report, std::ostream& out) const {
+  const SuiteStatistics& s = report.stats;
+  std::string runs;
+  for (const std::string& r : report.runs) runs += (runs.empty() ? "" : " ") + r;
+  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
+         "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n"
+      << "<title>mlbench report: " << html_escape(report.suite) << "</title>\n<style>" << kStyle << "</style></head>\n"
+      << "<body>\n<h1>mlbench report: " << html_escape(report.suite) << "</h1>\n"
+      << fmt::format("<p class=\"note\">{} runs ({}) from {}; targets: {}{}</p>\n", report.runs.size(),
+                     html_escape(runs), html_escape(report.reports_dir),
+                     report.targets.source.empty()
+                         ? "none"
+                         : html_escape(report.targets.model + " (" + report.targets.source + ")"),
+                     report.targets.note.empty() ? "" : " — " + html_escape(report.targets.note));
+
+  out << "<h2>Results</h2>\n<p class=\"note\">items/s; result = mean of the run values without the min and max run; "
+         "sd = sample sd over runs; sd% = sd/result; diff = result/target - 1. Click a header to sort.</p>\n"
+      << "<table id=\"results\"><thead><tr><th>bench</th><th>target</th><th>result</th><th>sd</th><th>sd%</th>"
+         "<th>diff</th><th>n</th><th>fail</th><th>stall%</th><th>fetch%</th><th>prep%</th></tr></thead><tbody>\n";
+  for (const BenchResult& b : report.benches) {
+    out << "<tr><td>" << html_escape(b.name) << "</td>" << cell(b.target ? b.target->items_per_s : kNaN, 2)
+        << cell(b.result, 4) << cell(b.sd, 4) << cell(b.sd_frac * 100.0, 3) << cell(b.diff * 100.0, 2)
+        << fmt::format("<td data-v=\"{0}\">{0}</td><td data-v=\"{1}\">{1}</td>", b.n, b.failures)
+        << cell(b.stall_pct, 2) << cell(b.analysis ? b.analysis->fetch_pct : kNaN, 2)
+        << cell(b.analysis ? b.analysis->prep_pct : kNaN, 2) << "</tr>\n";
+  }
+  out << "</tbody></table>\n<p class=\"note\">sd% and diff in this table are in percent.</p>\n";
+
+  auto pct = [](double x) { return std::isfinite(x) ? fmt::format("{:+.4f} %", x) : std::string("n/a"); };
+  out << "<h2>Statistics</h2>\n<table id=\"statistics\"><thead><tr><th>Statistic</th><th>Value</th><th>Pass</th></tr>"
+         "</thead><tbody>\n"
+      << "<tr><td>Bench Passes</td><td></td>" << pass_cell(s.bench_passes) << "</tr>\n"
+      << "<tr><td>Deviation Quantile (80%)</td><td>" << pct(s.deviation_q80_pct) << "</td>"
+      << pass_cell(s.deviation_passes) << "</tr>\n"
+      << "<tr><td>Performance</td><td>" << pct(s.performance_pct) << "</td>" << pass_cell(s.performance_passes)
+      << "</tr>\n</tbody></table>\n"
+      << fmt::format(
+             "<p id=\"score\">Score: geometric mean of result/target {} over {} benches; failure rate {} ({} of {} "
+             "instances); milabench score {}</p>\n",
+             std::isfinite(s.geomean_ratio) ? fmt::format("{:.4f}", s.geomean_ratio) : "n/a", s.ratio_benches,
+             std::isfinite(s.failure_rate) ? fmt::format("{:.2f} %", s.failure_rate * 100.0) : "n/a",
+             s.failed_instances, s.total_instances,
+             std::isfinite(s.milabench_score) ? fmt::format("{:.4f}", s.milabench_score) : "n/a");
+  if (!s.missing.empty() || !s.failed.empty()) {
+    out << "<h3>Problems</h3><ul>\n";
+    for (const std::string& m : s.missing) {
+      out << "<li>" << html_escape(m) << ": fewer than " << report.min_runs << " runs with results</li>\n";
+    }
+    for (const BenchResult& b : report.benches) {
+      for (const std::string& r : b.failure_reasons) out << "<li>" << html_escape(b.name + " " + r) << "</li>\n";
+    }
+    out << "</ul>\n";
+  }
+
+  out << "<h2>Where the time went</h2>\n<p class=\"note\">One bar per benchmark: compute / fetch stall / prep stall "
+         "from mlbench-stall where an analysis exists, otherwise compute / copy / data wait measured per iteration "
+         "in the reports.</p>\n"
+      << time_split_svg(report.benches) << "\n"
+      << "<h2>Result against target</h2>\n"
+      << result_svg(report.benches) << "\n"
+      << "<h2>Per-run items/s</h2>\n"
+      << drift_svg(report.benches, report.runs) << "\n";
+
+  bool any = false;
+  for (const BenchResult& b : report.benches) {
+    if (!b.analysis || (b.analysis->split_svg.empty() && b.analysis->whatif_svg.empty())) continue;
+    if (!any) out << "<h2>Stall analyses (mlbench-stall)</h2>\n";
+    any = true;
+    out << "<h3>" << html_escape(b.name) << "</h3><div class=\"stall-charts\">";
+    for (const auto& [svg, what] : {std::pair{&b.analysis->split_svg, "split"}, {&b.analysis->whatif_svg, "what-if"}}) {
+      if (svg->empty()) continue;
+      out << fmt::format("<img alt=\"{} chart of {}\" src=\"data:image/svg+xml;base64,{}\">", what, html_escape(b.name),
+                         base64(*svg));
+    }
+    out << "</div>\n";
+  }
+
+  if (report.comparison) {
+    out << "<h2>Compared with " << html_escape(report.comparison->other_dir) << "</h2>\n"
+        << "<table id=\"comparison\"><thead><tr><th>bench</th><th>this</th><th>sd</th><th>other</th><th>sd</th>"
+           "<th>ratio</th><th>change %</th><th>beyond combined sd</th></tr></thead><tbody>\n";
+    for (const CompareRow& r : report.comparison->rows) {
+      out << "<tr><td>" << html_escape(r.name) << "</td>" << cell(r.a_result, 4) << cell(r.a_sd, 4)
+          << cell(r.b_result, 4) << cell(r.b_sd, 4) << cell(r.ratio, 4) << cell(r.change_pct, 2)
+          << (r.significant ? "<td class=\"fail\">yes</td>" : "<td>no</td>") << "</tr>\n";
+    }
+    out << "</tbody></table>\n";
+  }
+  out << "<script>" << kScript << "</script>\n</body></html>\n";
+}
+
+}  // namespace mlbench::report

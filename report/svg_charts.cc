@@ -1,0 +1,213 @@
+#include "report/svg_charts.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace mlbench::report {
+namespace {
+constexpr int kWidth = 960;
+constexpr int kLabel = 220;  // room for the bench name
+constexpr int kPlot = 520;   // the bar area (room on the right for a label)
+constexpr int kRow = 26;
+constexpr int kTop = 34;
+
+struct Segment {
+  const char* name;
+  const char* color;
+  double frac;
+};
+
+std::string legend(const std::vector<std::pair<const char*, const char*>>& items) {
+  std::string out;
+  int x = kLabel;
+  for (const auto& [name, color] : items) {
+    out += fmt::format(R"(<rect x="{}" y="8" width="12" height="12" fill="{}"/><text x="{}" y="19">{}</text>)", x,
+                       color, x + 16, name);
+    x += 24 + 8 * static_cast<int>(std::string(name).size());
+  }
+  return out;
+}
+
+std::string svg_open(int rows, const char* title) {
+  const int height = kTop + rows * kRow + 24;
+  return fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{0}" height="{1}" )"
+                     R"(viewBox="0 0 {0} {1}" role="img" aria-label="{2}" font-family="sans-serif" font-size="12">)",
+                     kWidth, height, title);
+}
+}  // namespace
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string base64(const std::string& bytes) {
+  static const char* table = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const unsigned v = (static_cast<unsigned char>(bytes[i]) << 16) | (static_cast<unsigned char>(bytes[i + 1]) << 8) |
+                       static_cast<unsigned char>(bytes[i + 2]);
+    out += {table[(v >> 18) & 63], table[(v >> 12) & 63], table[(v >> 6) & 63], table[v & 63]};
+  }
+  if (i + 1 == bytes.size()) {
+    const unsigned v = static_cast<unsigned char>(bytes[i]) << 16;
+    out += {table[(v >> 18) & 63], table[(v >> 12) & 63], '=', '='};
+  } else if (i + 2 == bytes.size()) {
+    const unsigned v = (static_cast<unsigned char>(bytes[i]) << 16) | (static_cast<unsigned char>(bytes[i + 1]) << 8);
+    out += {table[(v >> 18) & 63], table[(v >> 12) & 63], table[(v >> 6) & 63], '='};
+  }
+  return out;
+}
+
+std::string time_split_svg(const std::vector<BenchResult>& benches) {
+  std::string out = svg_open(static_cast<int>(benches.size()), "Where the time went, per benchmark");
+  out += legend({{"compute", "#4e79a7"},
+                 {"fetch stall", "#e15759"},
+                 {"prep stall", "#f28e2b"},
+                 {"copy (h2d)", "#76b7b2"},
+                 {"data wait", "#b07aa1"}});
+  int row = 0;
+  for (const BenchResult& b : benches) {
+    const int y = kTop + row++ * kRow;
+    std::vector<Segment> segs;
+    std::string source;
+    if (b.analysis && std::isfinite(b.analysis->compute_pct)) {
+      segs = {{"compute", "#4e79a7", b.analysis->compute_pct / 100.0},
+              {"fetch stall", "#e15759", b.analysis->fetch_pct / 100.0},
+              {"prep stall", "#f28e2b", b.analysis->prep_pct / 100.0}};
+      source = "mlbench-stall";
+    } else if (std::isfinite(b.compute_frac)) {
+      segs = {{"compute", "#4e79a7", b.compute_frac},
+              {"copy (h2d)", "#76b7b2", b.h2d_frac},
+              {"data wait", "#b07aa1", b.wait_frac}};
+      source = "reports";
+    }
+    out += fmt::format(R"(<g class="bar-group" data-bench="{0}" data-source="{1}"><text x="{2}" y="{3}" )"
+                       R"(text-anchor="end">{0}</text>)",
+                       html_escape(b.name), source.empty() ? "none" : source, kLabel - 8, y + 15);
+    if (segs.empty()) {
+      out += fmt::format(R"(<text x="{}" y="{}" fill="#888">no timing data</text>)", kLabel, y + 15);
+    }
+    double x = kLabel;
+    for (const Segment& s : segs) {
+      const double f = std::isfinite(s.frac) ? std::clamp(s.frac, 0.0, 1.0) : 0.0;
+      const double w = f * kPlot;
+      out += fmt::format(R"(<rect class="segment" x="{:.2f}" y="{}" width="{:.2f}" height="18" fill="{}">)"
+                         R"(<title>{} {}: {:.1f} %</title></rect>)",
+                         x, y + 2, w, s.color, html_escape(b.name), s.name, f * 100.0);
+      x += w;
+    }
+    if (!segs.empty()) {
+      const double stall = segs.size() == 3 && source == "mlbench-stall"
+                               ? (segs[1].frac + segs[2].frac) * 100.0
+                               : (std::isfinite(b.stall_pct) ? b.stall_pct : segs[2].frac * 100.0);
+      out +=
+          fmt::format(R"(<text x="{}" y="{}">{:.1f} % stall ({})</text>)", kLabel + kPlot + 8, y + 15, stall, source);
+    }
+    out += "</g>";
+  }
+  return out + "</svg>";
+}
+
+std::string result_svg(const std::vector<BenchResult>& benches) {
+  // Scale: ratios up to the largest max-run ratio, at least 1.25 so the target line shows.
+  auto ref = [](const BenchResult& b) {
+    return b.target && std::isfinite(b.target->items_per_s) ? b.target->items_per_s : b.result;
+  };
+  double top = 1.25;
+  for (const BenchResult& b : benches) {
+    const double r = ref(b);
+    if (std::isfinite(b.max_run) && std::isfinite(r) && r > 0) top = std::max(top, b.max_run / r * 1.05);
+  }
+  auto px = [&](double ratio) { return kLabel + std::clamp(ratio / top, 0.0, 1.0) * kPlot; };
+  std::string out = svg_open(static_cast<int>(benches.size()), "Result against target with run-to-run spread");
+  out += legend({{"result / target", "#59a14f"}, {"± sd", "#2f5f2a"}, {"min..max run", "#333333"}});
+  const int bottom = kTop + static_cast<int>(benches.size()) * kRow;
+  out += fmt::format(R"(<line x1="{0:.2f}" y1="{1}" x2="{0:.2f}" y2="{2}" stroke="#e15759" stroke-dasharray="4 3"/>)"
+                     R"(<text x="{0:.2f}" y="{3}" text-anchor="middle" fill="#e15759">target</text>)",
+                     px(1.0), kTop - 2, bottom, bottom + 14);
+  int row = 0;
+  for (const BenchResult& b : benches) {
+    const int y = kTop + row++ * kRow;
+    const double r = ref(b);
+    out += fmt::format(R"(<g class="result-group" data-bench="{0}"><text x="{1}" y="{2}" text-anchor="end">{0}</text>)",
+                       html_escape(b.name), kLabel - 8, y + 15);
+    if (std::isfinite(b.result) && std::isfinite(r) && r > 0) {
+      const double ratio = b.result / r;
+      out += fmt::format(R"(<rect x="{}" y="{}" width="{:.2f}" height="14" fill="#59a14f"><title>{}: {:.4g} items/s, )"
+                         R"({:.1f} % of {}</title></rect>)",
+                         kLabel, y + 4, px(ratio) - kLabel, html_escape(b.name), b.result, ratio * 100.0,
+                         b.target ? "target" : "its own result (no target)");
+      if (std::isfinite(b.sd)) {
+        const double lo = px((b.result - b.sd) / r), hi = px((b.result + b.sd) / r);
+        out += fmt::format(R"(<rect x="{:.2f}" y="{}" width="{:.2f}" height="8" fill="#2f5f2a"/>)", lo, y + 7,
+                           std::max(1.0, hi - lo));
+      }
+      if (std::isfinite(b.min_run) && std::isfinite(b.max_run)) {
+        out += fmt::format(R"(<line x1="{:.2f}" y1="{}" x2="{:.2f}" y2="{}" stroke="#333"/>)", px(b.min_run / r),
+                           y + 11, px(b.max_run / r), y + 11);
+      }
+      out += fmt::format(R"(<text x="{}" y="{}">{:+.1f} %</text>)", kLabel + kPlot + 8, y + 15, (ratio - 1.0) * 100.0);
+    } else {
+      out += fmt::format(R"(<text x="{}" y="{}" fill="#888">no result</text>)", kLabel, y + 15);
+    }
+    out += "</g>";
+  }
+  return out + "</svg>";
+}
+
+std::string drift_svg(const std::vector<BenchResult>& benches, const std::vector<std::string>& runs) {
+  // Each row: points at run index, height = run value / result, band from 0.9 to 1.1.
+  std::string out = svg_open(static_cast<int>(benches.size()), "Items per second per run (drift)");
+  out += legend({{"run value / result (row spans ±20 %)", "#4e79a7"}});
+  const double step = runs.size() > 1 ? static_cast<double>(kPlot) / static_cast<double>(runs.size() - 1) : 0.0;
+  int row = 0;
+  for (const BenchResult& b : benches) {
+    const int y = kTop + row++ * kRow;
+    out += fmt::format(R"(<g class="drift-group" data-bench="{0}"><text x="{1}" y="{2}" text-anchor="end">{0}</text>)"
+                       R"(<rect x="{3}" y="{4}" width="{5}" height="{6}" fill="#eef2f7"/>)",
+                       html_escape(b.name), kLabel - 8, y + 15, kLabel, y + 3, kPlot, 20);
+    std::string points;
+    for (const RunValue& rv : b.runs) {
+      const auto it = std::find(runs.begin(), runs.end(), rv.run);
+      if (it == runs.end() || !std::isfinite(rv.items_per_s) || !std::isfinite(b.result) || b.result <= 0) continue;
+      const double x = kLabel + step * static_cast<double>(it - runs.begin());
+      // ±20 % of the result spans the row; beyond it the point sits on the edge.
+      const double rel = std::clamp(rv.items_per_s / b.result - 1.0, -0.2, 0.2);
+      const double py = y + 13 - rel / 0.2 * 10.0;
+      points += fmt::format("{:.2f},{:.2f} ", x, py);
+      out += fmt::format(
+          R"(<circle cx="{:.2f}" cy="{:.2f}" r="3" fill="#4e79a7"><title>{} {}: {:.4g} items/s</title></circle>)", x,
+          py, html_escape(b.name), rv.run, rv.items_per_s);
+    }
+    if (!points.empty()) out += fmt::format(R"(<polyline points="{}" fill="none" stroke="#4e79a7"/>)", points);
+    out += "</g>";
+  }
+  return out + "</svg>";
+}
+
+}  // namespace mlbench::report

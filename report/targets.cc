@@ -1,0 +1,111 @@
+#include "report/targets.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "report/reports_tree.h"
+
+#ifndef MLBENCH_SOURCE_DIR
+#define MLBENCH_SOURCE_DIR ""
+#endif
+
+namespace mlbench::report {
+namespace fs = std::filesystem;
+
+namespace {
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+double positive(const nlohmann::json& v, const std::string& source, const std::string& field) {
+  if (!v.is_number() || !(v.get<double>() > 0.0) || !std::isfinite(v.get<double>())) {
+    throw InputError(fmt::format("{}: {} must be a positive number, got {}", source, field, v.dump()));
+  }
+  return v.get<double>();
+}
+}  // namespace
+
+Targets parse_targets(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object()) throw InputError(fmt::format("{}: a targets file must be a JSON object", source));
+  if (!j.contains("benchmarks") || !j["benchmarks"].is_object()) {
+    throw InputError(fmt::format("{}: missing object \"benchmarks\" (bench -> target items/s)", source));
+  }
+  Targets t;
+  t.source = source;
+  t.model =
+      j.contains("model") && j["model"].is_string() ? j["model"].get<std::string>() : fs::path(source).stem().string();
+  if (j.contains("note") && j["note"].is_string()) t.note = j["note"].get<std::string>();
+  for (const auto& [bench, v] : j["benchmarks"].items()) {
+    Target target;
+    const std::string where = "benchmarks." + bench;
+    if (v.is_number()) {
+      target.items_per_s = positive(v, source, where);
+    } else if (v.is_object()) {
+      if (!v.contains("target")) throw InputError(fmt::format("{}: {} has no \"target\"", source, where));
+      target.items_per_s = positive(v["target"], source, where + ".target");
+      if (v.contains("perf_target")) target.perf_target = positive(v["perf_target"], source, where + ".perf_target");
+      if (v.contains("sd_target")) target.sd_target = positive(v["sd_target"], source, where + ".sd_target");
+    } else {
+      throw InputError(fmt::format("{}: {} must be a number or an object with \"target\"", source, where));
+    }
+    t.benchmarks[bench] = target;
+  }
+  return t;
+}
+
+Targets load_targets_file(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) throw InputError(fmt::format("--targets {}: cannot open the file", file.string()));
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) throw InputError(fmt::format("{}: not valid JSON", file.string()));
+  return parse_targets(j, file.string());
+}
+
+fs::path find_targets_file(const std::string& model, const std::vector<fs::path>& dirs) {
+  const std::string want = lower(model);
+  std::vector<std::string> available;
+  for (const fs::path& dir : dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    std::vector<fs::path> files;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+      if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) {
+      if (lower(f.stem().string()) == want) return f;
+    }
+    for (const fs::path& f : files) {
+      std::ifstream in(f);
+      const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+      if (j.is_object() && j.contains("model") && j["model"].is_string() &&
+          lower(j["model"].get<std::string>()) == want) {
+        return f;
+      }
+      available.push_back(f.stem().string());
+    }
+    if (!files.empty()) break;  // the first directory with targets is the one in use
+  }
+  std::string where;
+  for (const fs::path& d : dirs) where += (where.empty() ? "" : ", ") + d.string();
+  std::string list;
+  for (const std::string& a : available) list += (list.empty() ? "" : ", ") + a;
+  throw InputError(fmt::format("--gpu-model {}: no targets file for this model in {} (available: {})", model, where,
+                               list.empty() ? "none" : list));
+}
+
+std::vector<fs::path> default_target_dirs(const fs::path& executable) {
+  std::vector<fs::path> dirs{fs::path("configs") / "targets"};
+  if (!executable.empty() && executable.has_parent_path()) {
+    dirs.push_back(executable.parent_path() / ".." / ".." / "configs" / "targets");
+  }
+  if (std::string(MLBENCH_SOURCE_DIR).size() > 0) dirs.push_back(fs::path(MLBENCH_SOURCE_DIR) / "configs" / "targets");
+  return dirs;
+}
+
+}  // namespace mlbench::report

@@ -1,0 +1,30 @@
+// Per machine-model targets (configs/targets/<model>.json): what each benchmark
+// should reach on that GPU (or CPU) model, and the per-bench thresholds of the
+// milabench-style score.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "report/report_model.h"
+
+namespace mlbench::report {
+
+// {"model": "RTX", "note": "...", "benchmarks": {"bench": 1200, "other": {"target": 50,
+// "perf_target": 0.5, "sd_target": 5}}}. Throws InputError naming `source` and the field.
+Targets parse_targets(const nlohmann::json& j, const std::string& source);
+Targets load_targets_file(const std::filesystem::path& file);
+
+// The targets file for a model, case-insensitive: `<dir>/<model>.json` by file
+// name, or a file whose "model" field equals it, in the first directory that has
+// one. Throws InputError listing the models available.
+std::filesystem::path find_targets_file(const std::string& model, const std::vector<std::filesystem::path>& dirs);
+
+// Where --gpu-model looks: ./configs/targets, the checkout the executable was built
+// from (<exe>/../../configs/targets), and the source tree compiled in.
+std::vector<std::filesystem::path> default_target_dirs(const std::filesystem::path& executable);
+
+}  // namespace mlbench::report

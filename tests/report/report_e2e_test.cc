@@ -1,0 +1,273 @@
+// End-to-end tests of the real mlbench-report binary on generated reports
+// trees: failures (FAIL file, completed false, NaN loss), another suite's
+// reports, non-report files, too few runs, targets, stall analyses, CSV, JSON,
+// HTML and --compare.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "report_tree_writer.h"
+
+namespace mlbench::report::testing {
+namespace {
+namespace fs = std::filesystem;
+
+const std::string kBin = MLBENCH_REPORT_BIN;
+
+void write(const fs::path& file, const std::string& text) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file) << text;
+}
+
+// toy_reg: 2 slots x 5 runs, run values 1010 1050 990 1100 1030 -> result 1030, sd 42.19.
+// loader: 1 slot; R2 NaN loss, R3 a FAIL report -> values 100 110 90 -> n = 3, result 100, sd 10.
+// vae: suite "other" -> ignored. Plus machine.json (not a report) and a corrupt report of the suite.
+void build_tree(const fs::path& root, double toy_scale = 1.0) {
+  const double toy[5][2] = {{1000, 1020}, {1040, 1060}, {980, 1000}, {1100, 1100}, {1030, 1030}};
+  const double loader[5] = {100, 110, 999, 999, 90};
+  for (int run = 0; run < 5; ++run) {
+    for (int slot = 0; slot < 2; ++slot) {
+      FakeInstance i;
+      i.name = "toy_reg";
+      i.run = run;
+      i.slot = slot;
+      i.items_per_s = toy[run][slot] * toy_scale;
+      i.stall_pct = 10.0;
+      write_fake_report(root, i);
+    }
+    FakeInstance l;
+    l.name = "loader";
+    l.run = run;
+    l.items_per_s = loader[run];
+    l.stall_pct = 30.0;
+    l.nan_loss = run == 2;
+    l.fail_file = run == 3;
+    l.completed = run != 3;
+    write_fake_report(root, l);
+    FakeInstance other;
+    other.suite = "other";
+    other.name = "vae";
+    other.run = run;
+    write_fake_report(root, other);
+    write(root / ("R" + std::to_string(run)) / "machine.json", R"({"cpu": "test"})");
+  }
+}
+
+fs::path write_targets(const fs::path& dir) {
+  const fs::path file = dir / "targets" / "testgpu.json";
+  write(file,
+        R"({"model": "TestGPU", "benchmarks": {"toy_reg": 1000, "loader": {"target": 100}, "missing_bench": 10}})");
+  return file;
+}
+
+CommandResult report(const std::string& args) {
+  return run_command(kBin + " " + args);
+}
+
+TEST(ReportE2E, ConsoleCsvJsonOnATreeWithFailures) {
+  TempDir tmp;
+  const fs::path tree = tmp.path() / "out";
+  build_tree(tree);
+  write(tree / "R1" / "fast.toy_reg.R1.D9.20260101-000000-000000.json", "{ truncated");
+  const fs::path targets = write_targets(tmp.path());
+  const CommandResult r =
+      report("--reports " + tree.string() + " --name fast --targets " + targets.string() + " --csv " +
+             (tmp.path() / "r.csv").string() + " --json " + (tmp.path() / "r.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string& out = r.output;
+  EXPECT_NE(out.find("Suite fast | 5 runs (R0 R1 R2 R3 R4)"), std::string::npos) << out;
+  // The Mila table (pandas layout: each float column with the fewest decimals, up to 6, that show it).
+  EXPECT_NE(out.find("               target  result         sd       sd%  diff  n  fail  stall%\n"
+                     "bench                                                                    \n"),
+            std::string::npos)
+      << out;
+  // The corrupt toy_reg report counts as a failure of toy_reg in R1.
+  EXPECT_NE(out.find("toy_reg        1000.0  1030.0  42.190046  0.040961  0.03  5     1   10.00\n"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("loader          100.0   100.0  10.000000  0.100000  0.00  3     2   30.00\n"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("missing_bench    10.0     NaN        NaN       NaN   NaN  0     0     NaN\n"), std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("vae"), std::string::npos) << "another suite's bench is shown:\n" << out;
+  EXPECT_NE(out.find("Bench Passes             :           | False\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Deviation Quantile (80%) : +8.8192 % | False |\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Performance              : +1.5000 % | True\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Without 4 runs of results: loader, missing_bench"), std::string::npos) << out;
+  EXPECT_NE(out.find("loader: R2/D0: NaN in batch_loss"), std::string::npos) << out;
+  EXPECT_NE(out.find("loader: R3/D0: loss is NaN"), std::string::npos) << out;
+  EXPECT_NE(out.find("toy_reg: R1/D9: unreadable report"), std::string::npos) << out;
+  EXPECT_NE(out.find("Ignored: 5 report(s) of other suites, 1 unreadable file(s)"), std::string::npos) << out;
+  EXPECT_EQ(out.find('\033'), std::string::npos) << "colour codes although stdout is not a terminal";
+
+  const std::string csv = read_text(tmp.path() / "r.csv");
+  EXPECT_NE(csv.find(",run_R0,run_R1,run_R2,run_R3,run_R4\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\ntoy_reg,1000,1030,42.190046219457976,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",1010,1050,990,1100,1030\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nloader,100,100,10,0.1,0,3,2,5,30,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",100,110,,,90\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("bench_passes,,False\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("performance_pct,1.50000000000000"), std::string::npos) << csv;
+
+  const nlohmann::json j = nlohmann::json::parse(read_text(tmp.path() / "r.json"));
+  ASSERT_EQ(j["benchmarks"].size(), 3u);
+  const nlohmann::json& toy = j["benchmarks"][2];
+  EXPECT_EQ(toy["bench"], "toy_reg");
+  EXPECT_DOUBLE_EQ(toy["result"].get<double>(), 1030.0);
+  EXPECT_NEAR(toy["sd"].get<double>(), 42.190046219457976, 1e-9);
+  EXPECT_NEAR(toy["diff"].get<double>(), 0.03, 1e-12);
+  EXPECT_EQ(toy["n"], 5);
+  EXPECT_EQ(toy["failures"], 1);
+  EXPECT_DOUBLE_EQ(toy["runs"][1]["items_per_s"].get<double>(), 1050.0);
+  EXPECT_EQ(toy["runs"][1]["instances"], 3);
+  const nlohmann::json& loader = j["benchmarks"][0];
+  EXPECT_EQ(loader["bench"], "loader");
+  EXPECT_EQ(loader["n"], 3);
+  EXPECT_FALSE(loader["enough_runs"].get<bool>());
+  EXPECT_TRUE(loader["runs"][2]["items_per_s"].is_null());
+  EXPECT_TRUE(j["benchmarks"][1]["result"].is_null());
+  EXPECT_FALSE(j["statistics"]["bench_passes"]["pass"].get<bool>());
+  EXPECT_NEAR(j["statistics"]["deviation_quantile_80"]["value_pct"].get<double>(), 8.819224196, 1e-6);
+  EXPECT_NEAR(j["statistics"]["performance"]["value_pct"].get<double>(), 1.5, 1e-9);
+  EXPECT_EQ(j["statistics"]["score"]["failed_instances"], 3);
+  EXPECT_EQ(j["statistics"]["score"]["total_instances"], 16);
+  EXPECT_EQ(j["ignored"]["other_suite"], 5);
+  EXPECT_EQ(j["ignored"]["not_reports"], 5);
+}
+
+TEST(ReportE2E, TooFewRunsIsOneClearError) {
+  TempDir tmp;
+  const fs::path tree = tmp.path() / "out";
+  build_tree(tree);
+  fs::remove_all(tree / "R3");
+  fs::remove_all(tree / "R4");
+  const CommandResult r = report("--reports " + tree.string() + " --name fast");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output, "mlbench-report: error: --reports " + tree.string() +
+                          ": found 3 run(s) with reports of suite 'fast' (R0, R1, R2); at least 4 are needed "
+                          "(--min-runs lowers it)\n");
+  const CommandResult lowered = report("--reports " + tree.string() + " --name fast --min-runs 3");
+  EXPECT_EQ(lowered.status, 0) << lowered.output;
+  // A suite with no reports at all: 0 runs found.
+  const CommandResult none = report("--reports " + tree.string() + " --name nosuchsuite");
+  EXPECT_EQ(none.status, 1);
+  EXPECT_NE(none.output.find("found 0 run(s)"), std::string::npos) << none.output;
+}
+
+TEST(ReportE2E, MilaOutputDirectoriesAndGpuModelLookup) {
+  TempDir tmp;
+  for (int run = 0; run < 4; ++run) {
+    FakeInstance i;
+    i.run = run;
+    i.items_per_s = 300000.0 + run * 1000.0;
+    write_fake_report(tmp.path() / "out", i, "output" + std::to_string(run));
+  }
+  const std::string dirs = (fs::path(MLBENCH_SOURCE_DIR) / "configs" / "targets").string();
+  const CommandResult r =
+      report("--reports " + (tmp.path() / "out").string() + " --name fast --gpu-model rTx --targets-dir " + dirs);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("4 runs (output0 output1 output2 output3) | targets: RTX"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("toy_reg"), std::string::npos);
+  EXPECT_NE(r.output.find("Bench Passes             :           | False"), std::string::npos) << r.output;
+  const CommandResult bad = report("--reports " + (tmp.path() / "out").string() +
+                                   " --name fast --gpu-model H9000 "
+                                   "--targets-dir " +
+                                   dirs);
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.output.find("--gpu-model H9000: no targets file for this model"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("rtx"), std::string::npos) << bad.output;
+}
+
+TEST(ReportE2E, BadInputGivesOneLineAndNonZeroExit) {
+  TempDir tmp;
+  CommandResult r = report("--reports " + (tmp.path() / "nope").string() + " --name fast");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.output, "mlbench-report: error: --reports " + (tmp.path() / "nope").string() + ": not a directory\n");
+  r = report("--reports " + tmp.path().string() + " --name fast");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("no run directories"), std::string::npos) << r.output;
+  r = report("--reports " + tmp.path().string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--name is required"), std::string::npos) << r.output;
+  write(tmp.path() / "t.json", R"({"benchmarks": {"x": "fast"}})");
+  build_tree(tmp.path() / "out");
+  r = report("--reports " + (tmp.path() / "out").string() + " --name fast --targets " +
+             (tmp.path() / "t.json").string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("benchmarks.x must be a number or an object"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_EQ(report("--help").status, 0);
+}
+
+TEST(ReportE2E, StallAnalysisAddsFetchPrepColumnsAndCharts) {
+  TempDir tmp;
+  const fs::path tree = tmp.path() / "out";
+  build_tree(tree);
+  write(tree / "stall" / "loader" / "stall.json",
+        R"({"bench": "loader", "split": {"compute_pct": 40.0, "prep_pct": 35.0, "fetch_pct": 25.0},
+            "rates": {"G": 900, "P": 500, "F_obs": 360, "C": 2000, "S": 400}})");
+  write(tree / "stall" / "loader" / "split.svg",
+        R"(<svg xmlns="http://www.w3.org/2000/svg"><rect width="5" height="5"/></svg>)");
+  const CommandResult r = report("--reports " + tree.string() + " --name fast --min-runs 3 --html " +
+                                 (tmp.path() / "r.html").string() + " --json " + (tmp.path() / "r.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("stall%  fetch%  prep%"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("30.00   25.00  35.00"), std::string::npos) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(read_text(tmp.path() / "r.json"));
+  EXPECT_DOUBLE_EQ(j["benchmarks"][0]["stall_analysis"]["fetch_pct"].get<double>(), 25.0);
+  EXPECT_TRUE(j["benchmarks"][0]["stall_analysis"]["has_split_svg"].get<bool>());
+  EXPECT_TRUE(j["benchmarks"][1]["stall_analysis"].is_null());
+  const std::string html = read_text(tmp.path() / "r.html");
+  EXPECT_NE(html.find("data-bench=\"loader\" data-source=\"mlbench-stall\""), std::string::npos);
+  EXPECT_NE(html.find("data-bench=\"toy_reg\" data-source=\"reports\""), std::string::npos);
+  EXPECT_NE(html.find("alt=\"split chart of loader\" src=\"data:image/svg+xml;base64,"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // no links but the SVG namespace
+
+  // The same analysis found through --stall when it lies outside the reports tree.
+  fs::rename(tree / "stall", tmp.path() / "analyses");
+  const CommandResult flag =
+      report("--reports " + tree.string() + " --name fast --min-runs 3 --stall " + (tmp.path() / "analyses").string());
+  ASSERT_EQ(flag.status, 0) << flag.output;
+  EXPECT_NE(flag.output.find("30.00   25.00  35.00"), std::string::npos) << flag.output;
+  const CommandResult none = report("--reports " + tree.string() + " --name fast --min-runs 3");
+  EXPECT_EQ(none.output.find("fetch%"), std::string::npos) << none.output;
+  const CommandResult missing =
+      report("--reports " + tree.string() + " --name fast --min-runs 3 --stall " + (tmp.path() / "nope").string());
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.output.find("--stall " + (tmp.path() / "nope").string() + ": no such file or directory"),
+            std::string::npos)
+      << missing.output;
+}
+
+TEST(ReportE2E, CompareFlagsChangesBeyondTheCombinedSd) {
+  TempDir tmp;
+  build_tree(tmp.path() / "a", 1.2);
+  build_tree(tmp.path() / "b", 1.0);
+  const CommandResult r = report("--reports " + (tmp.path() / "a").string() + " --name fast --compare " +
+                                 (tmp.path() / "b").string() + " --csv " + (tmp.path() / "c.csv").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("Compared with " + (tmp.path() / "b").string() + " (5 runs)"), std::string::npos) << r.output;
+  // toy_reg: 1236 vs 1030, sds 50.63 and 42.19 -> combined 65.9 < 206: flagged.
+  EXPECT_NE(r.output.find("1236.0000"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1.2000    +20.00%  *"), std::string::npos) << r.output;
+  const std::string csv = read_text(tmp.path() / "c.csv");
+  EXPECT_NE(csv.find("\ntoy_reg,1236,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",True\n"), std::string::npos) << csv;
+  // loader is the same in both: ratio 1, not flagged.
+  EXPECT_NE(csv.find("\nloader,100,10,100,10,1,0,14.142135623730951,False\n"), std::string::npos) << csv;
+}
+
+TEST(ReportE2E, ColourOnlyWhenAskedOrOnATerminal) {
+  TempDir tmp;
+  build_tree(tmp.path() / "out");
+  const CommandResult r = report("--reports " + (tmp.path() / "out").string() + " --name fast --color always");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("\033[31mFalse\033[0m"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace mlbench::report::testing
