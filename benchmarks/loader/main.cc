@@ -1,0 +1,142 @@
+// loader: the data pipeline alone, as the Mila `loader` benchmark but honest
+// about what it times. Iterates ImageFolder JPEGs through RandomResizedCrop,
+// flip, normalize and batching, copies each batch to the device when there is
+// one, and reports images/s with the full `stall` and `pipeline` blocks.
+// Worker start-up happens before the timed loop; the report's
+// pipeline.epochs table separates the first (cold) epoch from later (warm) ones.
+#include <cmath>
+#include <filesystem>
+
+#include <torch/torch.h>
+
+#include "benchmarks/common/torch_runtime.h"
+#include "pipeline/options.h"
+#include "pipeline/torch_adapter.h"
+#include "source_hash.h"
+
+namespace {
+
+struct EpochTally {
+  long batches = 0;
+  long images = 0;
+  double seconds = 0;
+  double wait_s = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace mlbench;
+  core::BenchCli cli("loader", "loader: the instrumented data pipeline alone (decode, augment, batch, copy)",
+                     {.batch_size = 256, .repeat = 15, .number = 5, .workers = 8});
+  pipeline::PipelineOptions popts;
+  pipeline::add_pipeline_flags(cli, popts);
+  long epochs = 0;
+  cli.add_option("--epochs", epochs,
+                 "Run this many whole epochs (sets --repeat to cover them; 0: --repeat x --number batches)",
+                 core::ArgKind::Runtime)
+      ->check(CLI::NonNegativeNumber);
+  if (auto rc = cli.parse(argc, argv)) return *rc;
+
+  const core::BenchOptions& o = cli.options();
+  const std::string dataset = "fake-imagenet-small";
+  const std::string data =
+      o.data.empty() ? (std::filesystem::path(o.data_directory) / dataset / "train").string() : o.data;
+
+  // The dataset is scanned before the run so that --epochs can size --repeat.
+  std::shared_ptr<pipeline::ImageFolderReader> source;
+  if (!o.synthetic) {
+    try {
+      source = std::make_shared<pipeline::ImageFolderReader>(data, pipeline::datagen_hint(o, dataset));
+    } catch (const pipeline::DataError& e) {
+      std::cerr << "loader: error: " << e.what() << "\n";
+      return 2;
+    }
+    for (const auto& c : source->empty_classes()) {
+      if (popts.strict_data) {
+        std::cerr << "loader: error: class folder " << (std::filesystem::path(data) / c).string()
+                  << " is empty (--strict-data)\n";
+        return 2;
+      }
+      std::cerr << "warning: class folder " << (std::filesystem::path(data) / c).string()
+                << " is empty (its label has no samples)\n";
+    }
+    if (epochs > 0) {
+      const std::size_t n = source->size();
+      const long bpe = static_cast<long>(popts.keep_last ? (n + o.batch_size - 1) / o.batch_size : n / o.batch_size);
+      cli.options().repeat = static_cast<int>(std::max(1L, (epochs * bpe + o.number - 1) / o.number));
+      if (cli.options().warmup >= cli.options().repeat) cli.options().warmup = 0;
+    }
+  }
+
+  std::shared_ptr<pipeline::TraceRecorder> trace;
+  if (!o.trace.empty()) trace = std::make_shared<pipeline::TraceRecorder>();
+
+  return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
+    pipeline::LoaderConfig config;
+    try {
+      config = pipeline::make_loader_config(cli.options(), popts);
+    } catch (const std::invalid_argument& e) {
+      throw core::UsageError(e.what());
+    }
+    const bool cuda = ctx.device.is_cuda();
+    if (cuda) config.allocator = pipeline::torch_host_allocator();
+    config.trace = trace.get();
+    auto loader = std::make_shared<pipeline::Loader>(source, config);
+    loader->start();  // worker start-up outside the timed loop
+    auto tallies = std::make_shared<std::map<long, EpochTally>>();
+    auto last_epoch = std::make_shared<long>(0);
+    auto last_size = std::make_shared<int>(0);
+    pipeline::TraceRecorder::Track* consumer = trace ? &trace->add_track("consumer") : nullptr;
+
+    core::Workload work;
+    work.items_per_iteration = cli.options().batch_size;
+    work.step = [=, device = ctx.device](core::Iteration& it) {
+      auto batch = it.wait([&] { return loader->next(); });
+      if (!batch) throw std::runtime_error("the pipeline ended before the loop (--epochs too small?)");
+      *last_epoch = batch->epoch;
+      *last_size = batch->size;
+      auto tensors = pipeline::to_tensors(*batch);
+      if (cuda) {
+        auto on_device = it.h2d([&] {
+          return std::make_pair(tensors.data.to(device, /*non_blocking=*/true), tensors.labels.to(device, true));
+        });
+        // Touch the batch on the device so the copy is real work the stage waits for.
+        it.compute([&] { return on_device.first.sum(); });
+      }
+    };
+    work.on_iteration = [=](long, const core::Iteration& it) {
+      EpochTally& t = (*tallies)[*last_epoch];
+      ++t.batches;
+      t.images += *last_size;
+      t.seconds += it.wait_s() + it.h2d_s() + it.compute_s();
+      t.wait_s += it.wait_s();
+      if (consumer) {
+        const double t0 = trace->to_us(it.start());
+        consumer->span_us("wait", t0, it.wait_s() * 1e6);
+        consumer->span_us("h2d", t0 + it.wait_s() * 1e6, it.h2d_s() * 1e6);
+        consumer->span_us("compute", t0 + (it.wait_s() + it.h2d_s()) * 1e6, it.compute_s() * 1e6);
+      }
+    };
+    work.finish = [=, trace_file = cli.options().trace](nlohmann::json& report) {
+      nlohmann::json p = loader->to_json();
+      nlohmann::json per_epoch = nlohmann::json::array();
+      for (const auto& [epoch, t] : *tallies) {
+        per_epoch.push_back({{"epoch", epoch},
+                             {"batches", t.batches},
+                             {"images", t.images},
+                             {"seconds", t.seconds},
+                             {"images_per_s", t.seconds > 0 ? t.images / t.seconds : 0.0},
+                             {"wait_s", t.wait_s}});
+      }
+      p["epochs"] = per_epoch;
+      report["pipeline"] = p;
+      loader->stop();
+      if (trace) {
+        trace->write(trace_file);
+        std::cout << "Trace: " << trace_file << "\n";
+      }
+    };
+    return work;
+  });
+}

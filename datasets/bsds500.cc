@@ -1,0 +1,68 @@
+// bsds500: natural-image-like JPEGs at BSDS500's size (481x321, a third of
+// them portrait 321x481) in DIR/{train,val,test}/images/, the input of reso.
+// Photo-like content (datasets/fake_imagenet.h) so decode cost and crops
+// behave like the real set. Sizes: tiny 16/0/0, small 200/0/0, full 200/100/200.
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "datasets/fake_imagenet.h"
+#include "datasets/recipe.h"
+#include "datasets/vision_sets.h"
+
+namespace mlbench::datasets {
+
+namespace fs = std::filesystem;
+
+Bsds500Config bsds500_preset(const std::string& size) {
+  if (size == "tiny") return {16, 0, 0, 90};
+  if (size == "small") return {200, 0, 0, 90};
+  if (size == "full") return {200, 100, 200, 90};
+  throw std::invalid_argument("unknown size '" + size + "' (tiny, small, full)");
+}
+
+namespace {
+
+void write_file(const fs::path& file, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) throw std::runtime_error("cannot write " + file.string());
+}
+
+}  // namespace
+
+Recipe bsds500_recipe() {
+  Recipe r;
+  r.name = "bsds500";
+  r.description = "natural-image-like JPEGs at 481x321 as BSDS500 (train/val/test each images/); "
+                  "tiny 16, small 200, full 200/100/200 (reso)";
+  r.generate = [](const RecipeOptions& o) {
+    const Bsds500Config cfg = bsds500_preset(o.size);
+    struct Split {
+      const char* name;
+      int count;
+    };
+    const Split splits[] = {{"train", cfg.train}, {"val", cfg.val}, {"test", cfg.test}};
+    std::vector<std::pair<int, int>> items;  // (split, index)
+    for (int s = 0; s < 3; ++s) {
+      if (splits[s].count == 0) continue;
+      fs::create_directories(o.out / splits[s].name / "images");
+      for (int i = 0; i < splits[s].count; ++i) items.emplace_back(s, i);
+    }
+    parallel_for(static_cast<long>(items.size()), o.threads, o.show_progress, "bsds500", [&](long k) {
+      const auto [s, i] = items[static_cast<std::size_t>(k)];
+      const std::uint64_t seed = item_seed(o.seed, 10 + static_cast<std::uint64_t>(s), static_cast<std::uint64_t>(i));
+      const bool portrait = seed % 3 == 0;
+      const int w = portrait ? 321 : 481, h = portrait ? 481 : 321;
+      const auto rgb = synthesize_photo_like(seed, w, h);
+      write_file(o.out / splits[s].name / "images" / fmt::format("{:06d}.jpg", i),
+                 encode_jpeg_rgb(rgb.data(), w, h, cfg.quality));
+    });
+  };
+  return r;
+}
+
+}  // namespace mlbench::datasets

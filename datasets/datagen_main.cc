@@ -1,0 +1,114 @@
+// mlbench-datagen: generates the datasets benchmarks read.
+//   mlbench-datagen <recipe> --out DIR [--seed S] [--size tiny|small|full] [recipe flags]
+//   mlbench-datagen ensure NAME --root DIR   (what the runner calls: DIR/NAME unless complete)
+//   mlbench-datagen list
+#include <iostream>
+#include <map>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "datasets/recipe.h"
+
+namespace {
+
+using namespace mlbench::datasets;
+namespace fs = std::filesystem;
+
+int fail(const std::string& message) {
+  std::cerr << "mlbench-datagen: error: " << message << "\n";
+  return 1;
+}
+
+std::string known_datasets() {
+  std::string out;
+  for (const Recipe& r : all_recipes()) {
+    if (!out.empty()) out += ", ";
+    out += r.name + "[-tiny|-small|-full]";
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("mlbench-datagen: generate the datasets mlbench benchmarks read (deterministic for a seed; "
+               "a complete dataset carries a marker file and is not regenerated)",
+               "mlbench-datagen");
+  app.require_subcommand(1);
+  RecipeOptions common;
+  int threads = 0;
+  bool quiet = false;
+  bool force = false;
+  std::string out_dir;
+  std::string root;
+  std::string dataset;
+
+  auto add_common = [&](CLI::App* sub) {
+    sub->add_option("--seed", common.seed, "Random seed (same seed, same files)")->capture_default_str();
+    sub->add_option("-j,--threads", threads, "Worker threads (0: one per available CPU)")->check(CLI::NonNegativeNumber);
+    sub->add_flag("-q,--quiet", quiet, "No progress line");
+  };
+
+  std::map<CLI::App*, const Recipe*> recipe_commands;
+  for (const Recipe& r : all_recipes()) {
+    CLI::App* sub = app.add_subcommand(r.name, r.description);
+    sub->add_option("--out", out_dir, "Dataset folder to create")->required();
+    sub->add_option("--size", common.size, "Size preset")->check(CLI::IsMember(size_names()))->capture_default_str();
+    sub->add_flag("--force", force, "Regenerate even when DIR holds a complete dataset");
+    add_common(sub);
+    if (r.add_options) r.add_options(*sub);
+    recipe_commands[sub] = &r;
+  }
+  CLI::App* ensure = app.add_subcommand("ensure", "Generate dataset NAME into ROOT/NAME unless it is complete");
+  ensure->add_option("name", dataset, "Dataset name: " + known_datasets())->required();
+  ensure->add_option("--root", root, "Data directory (e.g. $DATA_DIRECTORY)")->required();
+  add_common(ensure);
+  CLI::App* list = app.add_subcommand("list", "List the recipes");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "mlbench-datagen: error: " << e.what() << " (see mlbench-datagen --help)\n";
+    return 2;
+  }
+  common.threads = threads;
+  common.show_progress = !quiet;
+
+  try {
+    if (list->parsed()) {
+      for (const Recipe& r : all_recipes()) std::cout << fmt::format("{:<20} {}\n", r.name, r.description);
+      return 0;
+    }
+    if (ensure->parsed()) {
+      const auto parsed = parse_dataset_name(dataset, all_recipes());
+      if (!parsed) return fail(fmt::format("unknown dataset '{}' (known: {})", dataset, known_datasets()));
+      common.size = parsed->size;
+      const fs::path dir = fs::path(root) / dataset;
+      if (ensure_dataset(*parsed->recipe, dir, common)) {
+        std::cout << "Generated " << dir.string() << "\n";
+      } else {
+        std::cout << dir.string() << " is complete\n";
+      }
+      return 0;
+    }
+    for (const auto& [sub, recipe] : recipe_commands) {
+      if (!sub->parsed()) continue;
+      const fs::path dir(out_dir);
+      if (force && is_complete(dir)) fs::remove_all(dir);  // ours: it carries the marker
+      if (ensure_dataset(*recipe, dir, common)) {
+        std::cout << "Generated " << dir.string() << "\n";
+      } else {
+        std::cout << dir.string() << " is complete (use --force to regenerate)\n";
+      }
+      return 0;
+    }
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  return fail("no command (see mlbench-datagen --help)");
+}

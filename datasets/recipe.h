@@ -1,0 +1,88 @@
+// The dataset recipes of mlbench-datagen and the logic every recipe shares:
+// dataset names (recipe + optional -tiny/-small/-full suffix), the completion
+// marker, and `ensure` (generate into a temporary folder, then rename, so a
+// dataset folder is either complete or absent). Torch-free.
+//
+// Adding a recipe: one .cc file defining `Recipe my_recipe()`, its declaration
+// below, one line in recipes.cc and one line in datasets/CMakeLists.txt.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace mlbench::datasets {
+
+struct RecipeOptions {
+  std::filesystem::path out;      // the dataset folder to fill (exists, empty or partial)
+  std::uint64_t seed = 0;         // same seed, same bytes
+  std::string size = "small";     // "tiny" (tests), "small" (fast.json), "full" (real runs)
+  int threads = 0;                // 0: one per CPU of the affinity mask
+  bool show_progress = true;      // progress line with ETA on stdout
+};
+
+struct Recipe {
+  std::string name;
+  std::string description;
+  std::function<void(const RecipeOptions&)> generate;
+  // Optional recipe-specific flags of `mlbench-datagen <name>` (e.g. --classes);
+  // the values they bind are read by `generate`. Not used by `ensure`.
+  std::function<void(CLI::App&)> add_options = {};
+};
+
+// One factory per recipe.
+Recipe fake_imagenet_recipe();
+Recipe mnist_recipe();      // datasets/mnist.cc (vae)
+Recipe wikitext2_recipe();  // datasets/wikitext2.cc (wlm, wlmfp16)
+Recipe ml20m_recipe();      // datasets/ml20m.cc (recom)
+Recipe wmt16_recipe();      // datasets/wmt16.cc (translator)
+Recipe bsds500_recipe();      // datasets/bsds500.cc (reso)
+Recipe coco_shapes_recipe();  // datasets/coco_shapes.cc (ssd)
+
+// Every recipe, in the order `mlbench-datagen --help` lists them (datasets/recipes.cc).
+const std::vector<Recipe>& all_recipes();
+const Recipe* find_recipe(const std::string& name);
+
+// The size presets every recipe accepts.
+inline const std::vector<std::string>& size_names() {
+  static const std::vector<std::string> kSizes{"tiny", "small", "full"};
+  return kSizes;
+}
+
+// "fake-imagenet-small" -> {recipe "fake-imagenet", size "small"}; a bare recipe
+// name means size "full". nullopt when no recipe matches.
+struct DatasetName {
+  const Recipe* recipe = nullptr;
+  std::string size;
+};
+std::optional<DatasetName> parse_dataset_name(const std::string& name, const std::vector<Recipe>& recipes);
+
+// The file whose presence means "this folder holds a complete dataset".
+inline constexpr const char* kMarkerFile = ".mlbench-dataset-complete";
+bool is_complete(const std::filesystem::path& dataset_dir);
+// Writes the marker (JSON: recipe, size, seed, generator version) atomically.
+void write_marker(const std::filesystem::path& dataset_dir, const std::string& recipe, const RecipeOptions& options);
+
+// Generates `recipe` into `dir` unless `dir` is complete. The work happens in a
+// sibling temporary folder renamed into place at the end. Returns true when it
+// generated, false when the dataset already existed. Throws std::runtime_error.
+bool ensure_dataset(const Recipe& recipe, const std::filesystem::path& dir, RecipeOptions options);
+
+// Seed of item `index` of stream `stream` under a run seed: a stable mix
+// (splitmix64), so items are independent of thread scheduling.
+std::uint64_t item_seed(std::uint64_t seed, std::uint64_t stream, std::uint64_t index);
+
+// Runs `work(i)` for i in [0, count) on `threads` threads (0: affinity CPUs),
+// with a progress line labelled `label` when `show_progress`. Rethrows the first
+// exception after all threads stopped.
+void parallel_for(long count, int threads, bool show_progress, const std::string& label,
+                  const std::function<void(long)>& work);
+
+}  // namespace mlbench::datasets

@@ -1,0 +1,45 @@
+#include "pipeline/options.h"
+
+namespace mlbench::pipeline {
+
+void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
+  cli.add_option("--prefetch", o.prefetch, "Batches in flight or ready ahead of the consumer (0: 2 x workers)",
+                 core::ArgKind::Runtime)
+      ->check(CLI::NonNegativeNumber);
+  cli.add_option("--cache-size", o.cache_size,
+                 "Never-evicting item cache: items (1000), share of the dataset (40%) or bytes (2GiB); 0: off",
+                 core::ArgKind::Runtime);
+  cli.add_flag("--strict-data", o.strict_data, "A corrupt or unreadable sample is an error (default: skip and count)",
+               core::ArgKind::Runtime);
+  cli.add_option("--image-size", o.image_size, "Output image side (RandomResizedCrop size)")
+      ->check(CLI::Range(8, 4096));
+  cli.add_option("--output", o.output, "Batch element type: float32 (normalised) or uint8 (normalise on device)")
+      ->check(CLI::IsMember({"float32", "uint8"}));
+  cli.add_flag("--no-stats", o.no_stats, "Pipeline stage timers off (to measure their overhead)",
+               core::ArgKind::Runtime);
+  cli.add_flag("--no-shuffle", o.no_shuffle, "Sequential order instead of a new permutation per epoch");
+  cli.add_flag("--keep-last", o.keep_last, "Keep the last, smaller batch of an epoch (default: drop it)");
+}
+
+LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineOptions& o) {
+  LoaderConfig c;
+  c.batch_size = bench.batch_size;
+  c.workers = bench.workers;
+  c.prefetch = o.prefetch;
+  c.drop_last = !o.keep_last;
+  c.shuffle = !o.no_shuffle;
+  c.seed = static_cast<std::uint64_t>(bench.seed);
+  c.transform.image_size = o.image_size;
+  c.transform.output = o.output == "uint8" ? OutputType::Uint8 : OutputType::Float32;
+  c.strict = o.strict_data;
+  c.cache = parse_cache_size(o.cache_size);
+  c.synthetic = bench.synthetic;
+  c.stats = !o.no_stats;
+  return c;
+}
+
+std::string datagen_hint(const core::BenchOptions& bench, const std::string& dataset) {
+  return "generate it with: build/bin/mlbench-datagen ensure " + dataset + " --root " + bench.data_directory;
+}
+
+}  // namespace mlbench::pipeline

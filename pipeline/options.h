@@ -1,0 +1,32 @@
+// The pipeline's command-line flags, registered once on a core::BenchCli so
+// every benchmark that reads images shares them (--workers is core's).
+#pragma once
+
+#include <string>
+
+#include "core/cli.h"
+#include "pipeline/loader.h"
+
+namespace mlbench::pipeline {
+
+struct PipelineOptions {
+  int prefetch = 0;                 // --prefetch (0: 2 x workers)
+  std::string cache_size = "0";     // --cache-size
+  bool strict_data = false;         // --strict-data
+  int image_size = 224;             // --image-size
+  std::string output = "float32";   // --output float32|uint8
+  bool no_stats = false;            // --no-stats
+  bool no_shuffle = false;          // --no-shuffle
+  bool keep_last = false;           // --keep-last (drop_last off)
+};
+
+void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& options);
+
+// A LoaderConfig from the shared and pipeline flags (train transforms).
+// Throws std::invalid_argument for a bad --cache-size.
+LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineOptions& options);
+
+// How to make the default dataset, for "missing dataset" errors.
+std::string datagen_hint(const core::BenchOptions& bench, const std::string& dataset);
+
+}  // namespace mlbench::pipeline

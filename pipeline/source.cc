@@ -1,0 +1,80 @@
+#include "pipeline/source.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace mlbench::pipeline {
+
+namespace fs = std::filesystem;
+
+ImageFolderReader::ImageFolderReader(fs::path root, const std::string& hint) : root_(std::move(root)) {
+  const std::string suffix = hint.empty() ? "" : " (" + hint + ")";
+  std::error_code ec;
+  if (!fs::is_directory(root_, ec)) throw DataError("dataset root " + root_.string() + " does not exist" + suffix);
+  std::vector<fs::path> class_dirs;
+  for (const auto& entry : fs::directory_iterator(root_, ec)) {
+    if (entry.is_directory()) class_dirs.push_back(entry.path());
+  }
+  if (ec) throw DataError("cannot list dataset root " + root_.string() + ": " + ec.message());
+  std::sort(class_dirs.begin(), class_dirs.end());
+  for (std::size_t c = 0; c < class_dirs.size(); ++c) {
+    classes_.push_back(class_dirs[c].filename().string());
+    std::vector<std::pair<fs::path, std::uint64_t>> files;
+    for (const auto& entry : fs::directory_iterator(class_dirs[c], ec)) {
+      if (entry.is_regular_file()) files.emplace_back(entry.path(), entry.file_size());
+    }
+    if (files.empty()) empty_classes_.push_back(classes_.back());
+    std::sort(files.begin(), files.end());
+    for (auto& [path, bytes] : files) {
+      files_.push_back(std::move(path));
+      labels_.push_back(static_cast<std::int64_t>(c));
+      total_bytes_ += bytes;
+    }
+  }
+  if (files_.empty()) {
+    throw DataError("dataset root " + root_.string() + " has no images in class folders (expected root/<class>/<file>)" +
+                    suffix);
+  }
+}
+
+void ImageFolderReader::fetch(std::size_t index, Bytes& out) const {
+  const fs::path& file = files_[index];
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DataError("cannot open " + file.string() + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw DataError("cannot stat " + file.string() + ": " + std::strerror(err));
+  }
+  out.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : 0;
+      ::close(fd);
+      throw DataError("cannot read " + file.string() + ": " + (err ? std::strerror(err) : "file shrank while reading"));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+}
+
+DecodedTensorSource::DecodedTensorSource(int width, int height, int channels, std::vector<Bytes> images,
+                                         std::vector<std::int64_t> labels)
+    : width_(width), height_(height), channels_(channels), images_(std::move(images)), labels_(std::move(labels)) {
+  const std::size_t expect = static_cast<std::size_t>(width) * height * channels;
+  if (images_.size() != labels_.size()) throw std::invalid_argument("DecodedTensorSource: images and labels differ in count");
+  for (const Bytes& b : images_) {
+    if (b.size() != expect) throw std::invalid_argument("DecodedTensorSource: an image is not height x width x channels");
+  }
+}
+
+}  // namespace mlbench::pipeline

@@ -1,0 +1,89 @@
+// Where items come from: an ImageFolder of encoded images read with pread
+// (the layout of ImageNet and torchvision: root/<class>/<file>, classes sorted,
+// label = class index), or pre-decoded images held in memory.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "pipeline/item_cache.h"
+
+namespace mlbench::pipeline {
+
+// How a source's bytes are to be read.
+enum class Encoding { Jpeg, RawHwc };
+
+// A user's data problem (missing root, unreadable file): one line naming the path.
+class DataError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class ItemSource {
+ public:
+  virtual ~ItemSource() = default;
+  virtual std::size_t size() const = 0;
+  virtual std::int64_t label(std::size_t index) const = 0;
+  // The item's bytes into `out` (resized); throws DataError naming the item.
+  virtual void fetch(std::size_t index, Bytes& out) const = 0;
+  virtual Encoding encoding() const = 0;
+  // For RawHwc sources: every item is height x width x channels uint8.
+  virtual int raw_width() const { return 0; }
+  virtual int raw_height() const { return 0; }
+  virtual int raw_channels() const { return 0; }
+  // A name for warnings ("root/n01/x.jpg").
+  virtual std::string describe(std::size_t index) const = 0;
+};
+
+class ImageFolderReader : public ItemSource {
+ public:
+  // Scans `root`: one sub-folder per class (sorted by name), its regular files
+  // sorted by name. Throws DataError for a missing or empty root (naming it and
+  // `hint`, e.g. how to generate the dataset). Empty class folders keep their
+  // label and are listed in empty_classes().
+  explicit ImageFolderReader(std::filesystem::path root, const std::string& hint = {});
+
+  std::size_t size() const override { return files_.size(); }
+  std::int64_t label(std::size_t index) const override { return labels_[index]; }
+  void fetch(std::size_t index, Bytes& out) const override;
+  Encoding encoding() const override { return Encoding::Jpeg; }
+  std::string describe(std::size_t index) const override { return files_[index].string(); }
+
+  const std::vector<std::string>& classes() const { return classes_; }
+  const std::vector<std::string>& empty_classes() const { return empty_classes_; }
+  const std::filesystem::path& root() const { return root_; }
+  // Sum of file sizes (from the scan).
+  std::uint64_t total_bytes() const { return total_bytes_; }
+
+ private:
+  std::filesystem::path root_;
+  std::vector<std::string> classes_;
+  std::vector<std::string> empty_classes_;
+  std::vector<std::filesystem::path> files_;
+  std::vector<std::int64_t> labels_;
+  std::uint64_t total_bytes_ = 0;
+};
+
+// Pre-decoded images (HWC uint8, all the same shape) held in memory: no decode.
+class DecodedTensorSource : public ItemSource {
+ public:
+  DecodedTensorSource(int width, int height, int channels, std::vector<Bytes> images, std::vector<std::int64_t> labels);
+  std::size_t size() const override { return images_.size(); }
+  std::int64_t label(std::size_t index) const override { return labels_[index]; }
+  void fetch(std::size_t index, Bytes& out) const override { out = images_[index]; }
+  Encoding encoding() const override { return Encoding::RawHwc; }
+  int raw_width() const override { return width_; }
+  int raw_height() const override { return height_; }
+  int raw_channels() const override { return channels_; }
+  std::string describe(std::size_t index) const override { return "decoded item " + std::to_string(index); }
+
+ private:
+  int width_, height_, channels_;
+  std::vector<Bytes> images_;
+  std::vector<std::int64_t> labels_;
+};
+
+}  // namespace mlbench::pipeline

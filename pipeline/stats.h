@@ -1,0 +1,65 @@
+// Pipeline instrumentation, always on and cheap: per-stage busy time and item
+// counts (fetch, decode, augment, collate), consumer wait per batch, queue
+// depth samples, bytes read, cache hits/misses, corrupt samples. Workers add
+// to atomics once per batch (not per sample), so counting costs nothing
+// measurable; `enabled = false` (--no-stats) skips even the clock reads.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/statistics.h"
+
+namespace mlbench::pipeline {
+
+enum class Stage { Fetch = 0, Decode, Augment, Collate };
+inline constexpr int kStages = 4;
+const char* stage_name(Stage s);
+
+// What one worker measured while building one batch; added to PipelineStats at once.
+struct BatchCounters {
+  std::int64_t busy_ns[kStages] = {0, 0, 0, 0};
+  std::int64_t items[kStages] = {0, 0, 0, 0};
+  std::int64_t bytes_read = 0;      // from storage (cache misses)
+  std::int64_t bytes_cached = 0;    // served by the item cache
+  std::int64_t corrupt = 0;
+};
+
+class PipelineStats {
+ public:
+  explicit PipelineStats(bool enabled = true) : enabled_(enabled) {}
+  bool enabled() const { return enabled_; }
+
+  void add(const BatchCounters& c);
+  // The consumer: seconds blocked for a batch, and how many batches were ready when it asked.
+  void record_wait(double seconds, int ready_batches);
+  void add_batch() { batches_.fetch_add(1, std::memory_order_relaxed); }
+
+  std::int64_t busy_ns(Stage s) const { return busy_ns_[static_cast<int>(s)].load(); }
+  std::int64_t items(Stage s) const { return items_[static_cast<int>(s)].load(); }
+  std::int64_t bytes_read() const { return bytes_read_.load(); }
+  std::int64_t corrupt() const { return corrupt_.load(); }
+  std::int64_t batches() const { return batches_.load(); }
+  const core::StatAccumulator& wait() const { return wait_; }
+
+  // The report's "pipeline" block (docs/pipeline.md). Extra context (source,
+  // cache hits, workers, ...) is merged in by the Loader.
+  nlohmann::json to_json() const;
+
+ private:
+  bool enabled_;
+  std::atomic<std::int64_t> busy_ns_[kStages] = {};
+  std::atomic<std::int64_t> items_[kStages] = {};
+  std::atomic<std::int64_t> bytes_read_{0}, bytes_cached_{0}, corrupt_{0}, batches_{0};
+  // Consumer-side: written by the one consumer thread only.
+  core::StatAccumulator wait_{0};
+  double queue_depth_sum_ = 0;
+  int queue_depth_max_ = 0;
+  long queue_depth_samples_ = 0;
+};
+
+}  // namespace mlbench::pipeline

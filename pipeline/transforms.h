@@ -1,0 +1,74 @@
+// The image transforms, with torchvision's semantics (docs/pipeline.md lists
+// the differences): RandomResizedCrop geometry, Resize+CenterCrop geometry,
+// crop-and-resize (OpenCV), horizontal flip and Normalize fused into the
+// collate step that writes a sample's CHW slot in the batch. Pure functions.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "pipeline/jpeg_decoder.h"
+
+namespace mlbench::pipeline {
+
+// splitmix64: small, fast, deterministic; one per sample (seeded from the
+// run seed, epoch and position), so results do not depend on thread timing.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : s_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
+  // Integer in [lo, hi] inclusive.
+  int integer(int lo, int hi) { return lo + static_cast<int>(next() % static_cast<std::uint64_t>(hi - lo + 1)); }
+
+ private:
+  std::uint64_t s_;
+};
+
+// A crop in source pixels: columns [x, x+w), rows [y, y+h).
+struct CropBox {
+  int x = 0, y = 0, w = 0, h = 0;
+  bool operator==(const CropBox&) const = default;
+};
+
+struct RandomResizedCropParams {
+  double scale_min = 0.08, scale_max = 1.0;
+  double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;
+};
+
+// torchvision.transforms.RandomResizedCrop.get_params: 10 tries of a random
+// area share and log-uniform aspect ratio, else the centred crop of the whole
+// image with its ratio clamped into [ratio_min, ratio_max].
+CropBox random_resized_crop_box(int width, int height, const RandomResizedCropParams& p, Rng& rng);
+
+// Resize(resize_to) (shorter side to resize_to) then CenterCrop(crop), as one
+// box in source pixels (rounded to whole pixels).
+CropBox center_crop_box(int width, int height, int resize_to, int crop);
+
+// The box in an image decoded at `scale` (width x height after scaling), kept inside it.
+CropBox scale_box(const CropBox& box, ScalingFactor scale, int scaled_width, int scaled_height);
+
+// Resizes the `box` region of an interleaved `channels`-channel image to
+// out_w x out_h (bilinear, cv::resize INTER_LINEAR) into `dst` (HWC uint8).
+void resize_crop(const std::uint8_t* src, int width, int height, int channels, const CropBox& box, int out_w,
+                 int out_h, std::uint8_t* dst);
+
+// Normalize: out = (x / 255 - mean) / std per channel (ImageNet by default).
+struct Normalize {
+  std::array<float, 3> mean{0.485f, 0.456f, 0.406f};
+  std::array<float, 3> std{0.229f, 0.224f, 0.225f};
+};
+
+// HWC uint8 -> CHW float32 normalised, mirrored left-right when `flip`.
+void collate_chw_float(const std::uint8_t* hwc, int width, int height, int channels, bool flip, const Normalize& norm,
+                       float* dst);
+// HWC uint8 -> CHW uint8 (normalise later on the device), mirrored when `flip`.
+void collate_chw_uint8(const std::uint8_t* hwc, int width, int height, int channels, bool flip, std::uint8_t* dst);
+
+}  // namespace mlbench::pipeline

@@ -1,0 +1,23 @@
+# End-to-end: generate fake-imagenet-tiny, run `loader` with --trace, check the
+# report (valid, completed, non-zero stage times) and that the trace parses
+# with the documented event names; then a missing dataset must fail in one line.
+file(REMOVE_RECURSE ${WORK})
+execute_process(COMMAND ${DATAGEN} ensure fake-imagenet-tiny --root ${WORK}/data -q RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "datagen failed: ${rc}")
+endif()
+execute_process(COMMAND ${LOADER} --data ${WORK}/data/fake-imagenet-tiny/train -b 8 --workers 2 --repeat 3 --number 2
+                        --no-cuda --report ${WORK}/report --trace ${WORK}/trace.json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "loader failed (${rc}): ${out} ${err}")
+endif()
+execute_process(COMMAND /usr/bin/python3 ${CHECK} ${WORK}/report ${WORK}/trace.json RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "report/trace check failed")
+endif()
+execute_process(COMMAND ${LOADER} --data ${WORK}/nowhere --repeat 2 --report ${WORK}/report2
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "nowhere does not exist.*mlbench-datagen ensure")
+  message(FATAL_ERROR "missing dataset: expected one error line naming the path and datagen, got rc=${rc}: ${err}")
+endif()

@@ -1,0 +1,347 @@
+// Unit tests of the pipeline: sampler, cache policy, crop geometry, flip and
+// normalisation, collate layout, DCT-scaled decode, bad-data handling.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "datasets/fake_imagenet.h"
+#include "pipeline/item_cache.h"
+#include "pipeline/jpeg_decoder.h"
+#include "pipeline/loader.h"
+#include "pipeline/sampler.h"
+#include "pipeline/source.h"
+#include "pipeline/transforms.h"
+
+namespace fs = std::filesystem;
+using namespace mlbench::pipeline;
+
+TEST(Sampler, SequentialIsIdentity) {
+  Sampler s(5, false, 1);
+  EXPECT_EQ(s.epoch_indices(0), (std::vector<std::size_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(s.epoch_indices(3), s.epoch_indices(0));
+}
+
+TEST(Sampler, ShuffleIsAPermutationNewEachEpochAndDeterministic) {
+  Sampler s(100, true, 42);
+  auto e0 = s.epoch_indices(0), e1 = s.epoch_indices(1);
+  EXPECT_NE(e0, e1);
+  EXPECT_EQ(e0, Sampler(100, true, 42).epoch_indices(0));
+  EXPECT_NE(e0, Sampler(100, true, 43).epoch_indices(0));
+  std::sort(e0.begin(), e0.end());
+  std::sort(e1.begin(), e1.end());
+  for (std::size_t i = 0; i < 100; ++i) EXPECT_EQ(e0[i], i);
+  EXPECT_EQ(e0, e1);
+}
+
+TEST(Sampler, ShardsCoverEveryIndexOnce) {
+  for (int shards : {1, 3, 4, 7}) {
+    std::multiset<std::size_t> all;
+    std::size_t total = 0;
+    for (int id = 0; id < shards; ++id) {
+      Sampler s(50, true, 9, shards, id);
+      auto idx = s.epoch_indices(2);
+      EXPECT_EQ(idx.size(), s.shard_size());
+      total += idx.size();
+      all.insert(idx.begin(), idx.end());
+    }
+    EXPECT_EQ(total, 50u);
+    for (std::size_t i = 0; i < 50; ++i) EXPECT_EQ(all.count(i), 1u) << shards << " shards, index " << i;
+  }
+  EXPECT_THROW(Sampler(10, false, 0, 2, 2), std::invalid_argument);
+}
+
+TEST(ItemCache, ParsesCapacities) {
+  EXPECT_EQ(parse_cache_size("1000").unit, CacheCapacity::Unit::Items);
+  EXPECT_DOUBLE_EQ(parse_cache_size("40%").value, 0.4);
+  EXPECT_DOUBLE_EQ(parse_cache_size("2GiB").value, 2147483648.0);
+  EXPECT_DOUBLE_EQ(parse_cache_size("500MB").value, 500e6);
+  EXPECT_FALSE(parse_cache_size("0").enabled());
+  EXPECT_THROW(parse_cache_size("lots"), std::invalid_argument);
+  EXPECT_THROW(parse_cache_size("120%"), std::invalid_argument);
+  EXPECT_THROW(parse_cache_size("1.5"), std::invalid_argument);
+}
+
+TEST(ItemCache, NeverEvictingCacheGetsExactlyCapacityHitsPerEpoch) {
+  const std::size_t n = 200;
+  for (double x : {0.0, 0.25, 0.4, 1.0}) {
+    CacheCapacity cap{CacheCapacity::Unit::Fraction, x};
+    ItemCache cache = ItemCache::from_capacity(cap, n);
+    Sampler s(n, true, 5);
+    for (long epoch = 0; epoch < 4; ++epoch) {
+      const auto h0 = cache.hits();
+      for (std::size_t i : s.epoch_indices(epoch)) {
+        if (!cache.get(i)) cache.put(i, std::make_shared<Bytes>(10, 1));
+      }
+      const auto hits = cache.hits() - h0;
+      EXPECT_EQ(hits, epoch == 0 ? 0u : static_cast<std::uint64_t>(x * n)) << "x=" << x << " epoch " << epoch;
+    }
+  }
+}
+
+TEST(ItemCache, ByteCapacityIsNeverExceeded) {
+  ItemCache cache(UINT64_MAX, 25);
+  EXPECT_TRUE(cache.put(1, std::make_shared<Bytes>(10)));
+  EXPECT_TRUE(cache.put(2, std::make_shared<Bytes>(10)));
+  EXPECT_FALSE(cache.put(3, std::make_shared<Bytes>(10)));  // would exceed
+  EXPECT_TRUE(cache.put(4, std::make_shared<Bytes>(5)));    // still fits
+  EXPECT_EQ(cache.bytes(), 25u);
+  EXPECT_FALSE(cache.put(1, std::make_shared<Bytes>(1)));   // never replaced
+}
+
+// A fixed-sequence Rng stand-in: uniform() returns the values in order.
+TEST(Transforms, RandomResizedCropFallsBackToCentredClampedRatio) {
+  // scale (1,1) and ratio (2,2) on a 100x100 image: w = round(sqrt(1e4*2)) = 141 > 100
+  // every try, so the fallback: in_ratio 1 < 2 -> w = 100, h = round(100/2) = 50, centred.
+  Rng rng(1);
+  RandomResizedCropParams p{1.0, 1.0, 2.0, 2.0};
+  EXPECT_EQ(random_resized_crop_box(100, 100, p, rng), (CropBox{0, 25, 100, 50}));
+  // in_ratio 4 > 4/3: h = 50, w = round(50 * 4/3) = 67, x = (200-67)/2 = 66.
+  RandomResizedCropParams q{1.0, 1.0, 3.0, 4.0 / 3.0};
+  EXPECT_EQ(random_resized_crop_box(200, 50, q, rng), (CropBox{66, 0, 67, 50}));
+}
+
+TEST(Transforms, RandomResizedCropFullAreaSquare) {
+  // scale 1, ratio 1: w = h = round(sqrt(W*H)) only fits when W == H: the whole image.
+  Rng rng(7);
+  RandomResizedCropParams p{1.0, 1.0, 1.0, 1.0};
+  EXPECT_EQ(random_resized_crop_box(64, 64, p, rng), (CropBox{0, 0, 64, 64}));
+}
+
+TEST(Transforms, RandomResizedCropStaysInsideAndInRange) {
+  Rng rng(3);
+  RandomResizedCropParams p;
+  for (int i = 0; i < 2000; ++i) {
+    const CropBox b = random_resized_crop_box(500, 375, p, rng);
+    ASSERT_GE(b.x, 0);
+    ASSERT_GE(b.y, 0);
+    ASSERT_LE(b.x + b.w, 500);
+    ASSERT_LE(b.y + b.h, 375);
+    ASSERT_GT(b.w, 0);
+    ASSERT_GT(b.h, 0);
+  }
+}
+
+TEST(Transforms, CenterCropBoxMatchesResizeThenCenterCrop) {
+  // 512x256: Resize(256) keeps it (scale 1), CenterCrop(224): left = round((512-224)/2) = 144, top = 16.
+  EXPECT_EQ(center_crop_box(512, 256, 256, 224), (CropBox{144, 16, 224, 224}));
+  // 500x375: scale 256/375; resized 341x256; crop left round(58.5)=58 (banker's? lround: 59), top 16.
+  const CropBox b = center_crop_box(500, 375, 256, 224);
+  EXPECT_EQ(b.w, 328);  // round(224 * 375/256) = 328
+  EXPECT_EQ(b.h, 328);
+  EXPECT_NEAR(b.x, (500 - 328) / 2, 1);
+  EXPECT_NEAR(b.y, (375 - 328) / 2, 1);
+}
+
+TEST(Transforms, ScaleBoxFollowsTheDecodeScale) {
+  EXPECT_EQ(scale_box({100, 40, 200, 160}, {1, 2}, 250, 188), (CropBox{50, 20, 100, 80}));
+  EXPECT_EQ(scale_box({100, 40, 200, 160}, {1, 1}, 500, 375), (CropBox{100, 40, 200, 160}));
+}
+
+TEST(Transforms, ChooseScaleKeepsTheCropAtLeastOutputSize) {
+  const std::vector<ScalingFactor> f{{1, 1}, {7, 8}, {3, 4}, {5, 8}, {1, 2}, {3, 8}, {1, 4}, {1, 8}};
+  EXPECT_EQ(choose_scale(f, 500, 500, 224, 224).denom, 2);   // 250 >= 224, 3/8 -> 187 < 224
+  EXPECT_EQ(choose_scale(f, 2000, 2000, 224, 224).denom, 8); // 250
+  const ScalingFactor s = choose_scale(f, 300, 300, 224, 224);  // 3/4 -> 225
+  EXPECT_EQ(s.num, 3);
+  EXPECT_EQ(s.denom, 4);
+  EXPECT_EQ(choose_scale(f, 100, 100, 224, 224).num, 1);     // upsampling: full scale
+}
+
+TEST(Transforms, CollateNormalizesAndFlipsIntoChw) {
+  // A 2x1 RGB image: pixel 0 = (255, 0, 51), pixel 1 = (0, 255, 102).
+  const std::uint8_t hwc[] = {255, 0, 51, 0, 255, 102};
+  Normalize n{{0.5f, 0.5f, 0.0f}, {0.5f, 0.25f, 1.0f}};
+  float out[6];
+  collate_chw_float(hwc, 2, 1, 3, false, n, out);
+  EXPECT_FLOAT_EQ(out[0], 1.0f);    // R(0): (1 - .5)/.5
+  EXPECT_FLOAT_EQ(out[1], -1.0f);   // R(1): (0 - .5)/.5
+  EXPECT_FLOAT_EQ(out[2], -2.0f);   // G(0): (0 - .5)/.25
+  EXPECT_FLOAT_EQ(out[3], 2.0f);    // G(1)
+  EXPECT_NEAR(out[4], 0.2f, 1e-6);  // B(0): 51/255
+  EXPECT_NEAR(out[5], 0.4f, 1e-6);
+  collate_chw_float(hwc, 2, 1, 3, true, n, out);
+  EXPECT_FLOAT_EQ(out[0], -1.0f);
+  EXPECT_FLOAT_EQ(out[1], 1.0f);
+  std::uint8_t u[6];
+  collate_chw_uint8(hwc, 2, 1, 3, true, u);
+  EXPECT_EQ(std::vector<int>(u, u + 6), (std::vector<int>{0, 255, 255, 0, 102, 51}));
+}
+
+TEST(Transforms, ResizeCropOfAUniformImageIsUniform) {
+  std::vector<std::uint8_t> img(40 * 30 * 3, 77);
+  std::vector<std::uint8_t> out(16 * 16 * 3, 0);
+  resize_crop(img.data(), 40, 30, 3, {5, 5, 20, 20}, 16, 16, out.data());
+  for (auto v : out) ASSERT_EQ(v, 77);
+}
+
+TEST(JpegDecoder, DecodesGeneratedJpegAtEveryScale) {
+  const int w = 480, h = 360;
+  const auto rgb = mlbench::datasets::synthesize_photo_like(11, w, h);
+  const auto jpeg = mlbench::datasets::encode_jpeg_rgb(rgb.data(), w, h, 90);
+  JpegDecoder dec;
+  int hw = 0, hh = 0;
+  dec.header(jpeg.data(), jpeg.size(), hw, hh);
+  EXPECT_EQ(hw, w);
+  EXPECT_EQ(hh, h);
+  ASSERT_FALSE(JpegDecoder::scaling_factors().empty());
+  for (const ScalingFactor& f : JpegDecoder::scaling_factors()) {
+    if (f.num > f.denom) continue;
+    Image img;
+    dec.decode(jpeg.data(), jpeg.size(), f, img);
+    EXPECT_EQ(img.width, f.scaled(w)) << f.num << "/" << f.denom;
+    EXPECT_EQ(img.height, f.scaled(h));
+    // Compare the mean colour with the source: scaling must not change the content.
+    double src = 0, dst = 0;
+    for (auto v : rgb) src += v;
+    for (auto v : img.pixels) dst += v;
+    EXPECT_NEAR(dst / img.pixels.size(), src / rgb.size(), 3.0) << f.num << "/" << f.denom;
+  }
+}
+
+TEST(JpegDecoder, RejectsGarbageAndTruncation) {
+  JpegDecoder dec;
+  Image img;
+  const Bytes garbage(1000, 0x42);
+  EXPECT_THROW(dec.decode(garbage.data(), garbage.size(), {1, 1}, img), DecodeError);
+  const auto rgb = mlbench::datasets::synthesize_photo_like(3, 200, 150);
+  auto jpeg = mlbench::datasets::encode_jpeg_rgb(rgb.data(), 200, 150, 90);
+  jpeg.resize(jpeg.size() / 2);
+  EXPECT_THROW(dec.decode(jpeg.data(), jpeg.size(), {1, 1}, img), DecodeError);
+}
+
+namespace {
+
+// root/<class>/<i>.jpg with `per_class` small photo-like JPEGs per class.
+fs::path make_folder(const std::string& name, int classes, int per_class) {
+  const fs::path root = fs::temp_directory_path() / ("mlbench_pipeline_test_" + name + std::to_string(::getpid()));
+  fs::remove_all(root);
+  for (int c = 0; c < classes; ++c) {
+    fs::create_directories(root / ("c" + std::to_string(c)));
+    for (int i = 0; i < per_class; ++i) {
+      const auto rgb = mlbench::datasets::synthesize_photo_like(c * 100 + i, 64, 48);
+      const auto jpeg = mlbench::datasets::encode_jpeg_rgb(rgb.data(), 64, 48, 90);
+      std::ofstream(root / ("c" + std::to_string(c)) / (std::to_string(i) + ".jpg"), std::ios::binary)
+          .write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
+    }
+  }
+  return root;
+}
+
+LoaderConfig small_config(int workers) {
+  LoaderConfig c;
+  c.batch_size = 4;
+  c.workers = workers;
+  c.transform.image_size = 16;
+  c.max_epochs = 1;
+  return c;
+}
+
+}  // namespace
+
+TEST(ImageFolderReader, SortedClassesAndLabels) {
+  const fs::path root = make_folder("reader", 3, 2);
+  fs::create_directories(root / "d_empty");
+  ImageFolderReader r(root);
+  EXPECT_EQ(r.classes(), (std::vector<std::string>{"c0", "c1", "c2", "d_empty"}));
+  EXPECT_EQ(r.empty_classes(), (std::vector<std::string>{"d_empty"}));
+  ASSERT_EQ(r.size(), 6u);
+  EXPECT_EQ(r.label(0), 0);
+  EXPECT_EQ(r.label(5), 2);
+  Bytes b;
+  r.fetch(5, b);
+  EXPECT_EQ(b.size(), fs::file_size(root / "c2" / "1.jpg"));
+  fs::remove_all(root);
+  EXPECT_THROW(ImageFolderReader(root, "run datagen"), DataError);
+}
+
+TEST(Loader, CollatesFullBatchesInOrderWithLabels) {
+  const fs::path root = make_folder("collate", 2, 6);
+  auto source = std::make_shared<ImageFolderReader>(root);
+  for (int workers : {0, 3}) {
+    LoaderConfig c = small_config(workers);
+    c.shuffle = false;
+    c.transform.mode = TransformMode::Eval;
+    c.transform.resize_size = 16;
+    Loader loader(source, c);
+    EXPECT_EQ(loader.batches_per_epoch(), 3u);
+    std::vector<std::int64_t> labels;
+    long seq = 0;
+    while (auto b = loader.next()) {
+      EXPECT_EQ(b->sequence, seq++);
+      EXPECT_EQ(b->size, 4);
+      EXPECT_EQ(b->data.bytes, 4u * 3 * 16 * 16 * sizeof(float));
+      labels.insert(labels.end(), b->labels.begin(), b->labels.end());
+    }
+    EXPECT_EQ(labels, (std::vector<std::int64_t>{0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1}));
+    EXPECT_EQ(loader.stats().items(Stage::Decode), 12);
+    EXPECT_GT(loader.stats().busy_ns(Stage::Decode), 0);
+  }
+  fs::remove_all(root);
+}
+
+TEST(Loader, SkipsCorruptFilesByDefaultAndFailsUnderStrict) {
+  const fs::path root = make_folder("corrupt", 2, 6);
+  {
+    std::ofstream(root / "c0" / "2.jpg", std::ios::trunc) << "this is not a jpeg";
+    const auto size = fs::file_size(root / "c1" / "3.jpg");
+    fs::resize_file(root / "c1" / "3.jpg", size / 3);  // truncated
+  }
+  auto source = std::make_shared<ImageFolderReader>(root);
+  {
+    LoaderConfig c = small_config(2);
+    std::ostringstream warnings;
+    c.warnings = &warnings;
+    Loader loader(source, c);
+    int batches = 0;
+    while (auto b = loader.next()) {
+      EXPECT_EQ(b->size, 4);  // kept full
+      ++batches;
+    }
+    EXPECT_EQ(batches, 3);
+    EXPECT_EQ(loader.stats().corrupt(), 2);
+    EXPECT_NE(warnings.str().find("2.jpg"), std::string::npos) << warnings.str();
+    EXPECT_NE(warnings.str().find("3.jpg"), std::string::npos) << warnings.str();
+  }
+  {
+    LoaderConfig c = small_config(2);
+    c.strict = true;
+    Loader loader(source, c);
+    try {
+      while (loader.next()) {
+      }
+      FAIL() << "expected a DataError";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find(".jpg"), std::string::npos) << e.what();
+    }
+  }
+  fs::remove_all(root);
+}
+
+TEST(Loader, CacheCountsHitsAcrossEpochs) {
+  const fs::path root = make_folder("cache", 2, 4);
+  auto source = std::make_shared<ImageFolderReader>(root);
+  LoaderConfig c = small_config(2);
+  c.max_epochs = 3;
+  c.cache = parse_cache_size("50%");
+  Loader loader(source, c);
+  while (loader.next()) {
+  }
+  EXPECT_EQ(loader.cache()->items(), 4u);
+  EXPECT_EQ(loader.cache()->hits(), 8u);  // 4 per epoch after the first
+  EXPECT_EQ(loader.cache()->misses(), 16u);
+  fs::remove_all(root);
+}
+
+TEST(Loader, SyntheticServesOneBatchForever) {
+  LoaderConfig c = small_config(0);
+  c.synthetic = true;
+  Loader loader(nullptr, c);
+  auto a = loader.next(), b = loader.next();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->data.data, b->data.data);
+  EXPECT_EQ(loader.stats().items(Stage::Decode), 0);
+}
