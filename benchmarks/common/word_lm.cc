@@ -1,0 +1,186 @@
+#include "word_lm.h"
+
+#include <fstream>
+
+#include <ATen/autocast_mode.h>
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "benchmarks/common/dataset_path.h"
+#include "benchmarks/common/loss_scaler.h"
+#include "benchmarks/common/seq_models.h"
+#include "benchmarks/common/text_corpus.h"
+#include "benchmarks/common/torch_runtime.h"
+
+namespace mlbench::bench {
+
+namespace {
+
+// Autocast for the forward pass (LibTorch 1.13 has no C++ guard object).
+class AutocastScope {
+ public:
+  AutocastScope(bool enabled, bool cuda) : enabled_(enabled), cuda_(cuda) {
+    if (!enabled_) return;
+    if (cuda_) {
+      at::autocast::set_autocast_gpu_dtype(at::kHalf);
+      at::autocast::set_enabled(true);
+    } else {
+      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+      at::autocast::set_cpu_enabled(true);
+    }
+    at::autocast::increment_nesting();
+  }
+  ~AutocastScope() {
+    if (!enabled_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    if (cuda_) at::autocast::set_enabled(false);
+    else at::autocast::set_cpu_enabled(false);
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool enabled_;
+  bool cuda_;
+};
+
+bool cpu_has_flag(const std::string& flag) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) == 0) return line.find(" " + flag) != std::string::npos;
+  }
+  return false;
+}
+
+}  // namespace
+
+int word_lm_main(int argc, char** argv, bool mixed_precision, const char* source_hash) {
+  const std::string name = mixed_precision ? "wlmfp16" : "wlm";
+  core::BenchCli cli(name,
+                     mixed_precision ? "wlmfp16: word language model (GRU 656, tied) in mixed precision on wikitext-2"
+                                     : "wlm: word language model (GRU 656, tied) on wikitext-2",
+                     {.batch_size = mixed_precision ? 128 : 64, .repeat = 15, .number = 5});
+  RnnLmOptions mo;
+  std::int64_t bptt = 35;
+  double lr = 20.0, clip = 0.25;
+  bool untied = false;
+  cli.add_option("--model", mo.rnn_type, "Recurrent cell")->check(CLI::IsMember({"GRU", "LSTM"}));
+  cli.add_option("--emsize", mo.ninp, "Word embedding size")->check(CLI::Range(1, 1 << 16));
+  cli.add_option("--nhid", mo.nhid, "Hidden units per layer")->check(CLI::Range(1, 1 << 16));
+  cli.add_option("--nlayers", mo.nlayers, "Recurrent layers")->check(CLI::Range(1, 64));
+  cli.add_option("--dropout", mo.dropout, "Dropout")->check(CLI::Range(0.0, 0.99));
+  cli.add_option("--bptt", bptt, "Sequence length (truncated back-propagation)")->check(CLI::Range(1, 100000));
+  cli.add_option("--lr", lr, "SGD learning rate")->check(CLI::PositiveNumber);
+  cli.add_option("--clip", clip, "Gradient norm clipping")->check(CLI::PositiveNumber);
+  cli.add_flag("--untied", untied, "Separate decoder weights (default: tied to the embedding)");
+  if (auto rc = cli.parse(argc, argv)) return *rc;
+  mo.tied = !untied;
+
+  return run_benchmark(cli, source_hash, [&](const TorchContext& ctx) {
+    const auto& o = cli.options();
+    const bool cuda = ctx.device.is_cuda();
+    if (mo.tied && mo.ninp != mo.nhid) throw core::UsageError("tied weights need --emsize equal to --nhid (or --untied)");
+    std::string precision = "float32";
+    if (mixed_precision) {
+      precision = cuda ? "float16 autocast + dynamic loss scaling" : "bfloat16 autocast";
+#if !defined(TORCH_VERSION_MAJOR) || (TORCH_VERSION_MAJOR == 1 && TORCH_VERSION_MINOR < 10)
+      if (!cuda) throw core::UsageError("this LibTorch has no CPU autocast (bf16 needs >= 1.10); use a CUDA device");
+#endif
+    }
+    torch::Tensor train;  // [nbatch, bs] token ids
+    std::string source = "synthetic";
+    if (o.synthetic) {
+      train = torch::randint(mo.ntoken, {bptt + 1, o.batch_size}, torch::kInt64);
+    } else {
+      const auto dir = dataset_path(o, "wikitext2");
+      const auto corpus = read_wikitext(dir);
+      mo.ntoken = corpus.vocab.size();
+      if (static_cast<std::int64_t>(corpus.train.size()) < 2 * o.batch_size) {
+        throw DataError(fmt::format("{}: {} tokens, too few for batch size {}", corpus.train_file.string(),
+                                    corpus.train.size(), o.batch_size));
+      }
+      train = batchify(corpus.train, o.batch_size);
+      source = corpus.train_file.string();
+    }
+    // As the example: the whole batchified corpus lives on the device.
+    train = train.to(ctx.device);
+    RnnLm model(mo);
+    model->to(ctx.device);
+    auto optimizer = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(lr));
+    auto scaler = std::make_shared<LossScaler>();
+    const bool use_scaler = mixed_precision && cuda;
+    struct State {
+      std::int64_t pos = 0;
+      RnnState hidden;
+    };
+    auto state = std::make_shared<State>();
+    state->hidden = model->init_state(o.batch_size, ctx.device);
+    const std::int64_t nbatch = train.size(0);
+    const std::int64_t ntoken = mo.ntoken;
+    core::Workload work;
+    work.items_per_iteration = static_cast<double>(o.batch_size);
+    work.step = [=, synthetic = o.synthetic, bs = o.batch_size, device = ctx.device](core::Iteration& it) mutable {
+      const auto batch = it.wait([&] {
+        if (state->pos >= nbatch - 1) {  // end of the corpus: a new epoch, fresh state
+          state->pos = 0;
+          state->hidden = model->init_state(bs, device);
+        }
+        const auto len = std::min(bptt, nbatch - 1 - state->pos);
+        auto d = train.slice(0, state->pos, state->pos + len);
+        auto t = train.slice(0, state->pos + 1, state->pos + 1 + len).reshape({-1});
+        if (!synthetic) state->pos += len;
+        return std::make_pair(d, t);
+      });
+      auto loss = it.compute([&] {
+        optimizer->zero_grad();
+        torch::Tensor l;
+        {
+          AutocastScope autocast(mixed_precision, cuda);
+          auto out = model->forward(batch.first, state->hidden.detach());
+          state->hidden = out.second;
+          l = torch::nn::functional::cross_entropy(out.first.reshape({-1, ntoken}).to(torch::kFloat32), batch.second);
+        }
+        if (use_scaler) {
+          (l * scaler->scale()).backward();
+          std::vector<torch::Tensor> finite;
+          for (auto& p : model->parameters()) {
+            if (!p.grad().defined()) continue;
+            p.mutable_grad().div_(scaler->scale());
+            finite.push_back(torch::isfinite(p.grad()).all());
+          }
+          const bool found_inf = !torch::stack(finite).all().item<bool>();
+          if (scaler->update(found_inf)) {
+            torch::nn::utils::clip_grad_norm_(model->parameters(), clip);
+            optimizer->step();
+          }
+        } else {
+          l.backward();
+          torch::nn::utils::clip_grad_norm_(model->parameters(), clip);
+          optimizer->step();
+        }
+        return l;
+      });
+      it.set_loss(deferred_loss(loss));
+    };
+    const auto params = parameter_count(*model);
+    work.finish = [=, bs = o.batch_size, synthetic = o.synthetic](nlohmann::json& report) {
+      report["pipeline"] = {{"source", synthetic ? "synthetic" : "in-memory"},
+                            {"dataset", source},
+                            {"tokens", nbatch * bs}};
+      auto& m = report["metrics"];
+      m["parameters"] = params;
+      m["vocabulary"] = ntoken;
+      m["tokens_per_item"] = bptt;
+      m["precision"] = precision;
+      if (mixed_precision && !cuda) m["cpu_native_bf16"] = cpu_has_flag("avx512_bf16") || cpu_has_flag("amx_bf16");
+      if (use_scaler) {
+        m["loss_scale"] = scaler->scale();
+        m["skipped_steps"] = scaler->skipped_steps();
+      }
+    };
+    return work;
+  });
+}
+
+}  // namespace mlbench::bench

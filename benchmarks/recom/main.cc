@@ -1,0 +1,135 @@
+// recom: NeuMF neural collaborative filtering (He et al. 2017, MLPerf NCF
+// sizes: GMF factors 64, MLP 256-256-128-64) on MovieLens ml-20m ratings.csv.
+// Every rating is an implicit positive; each positive comes with --negatives
+// items drawn uniformly (not checked against the user's ratings, unlike MLPerf's
+// exact negatives: cheaper, and the model sees the same batch shapes). BCE loss,
+// Adam (MLPerf's lr 0.0045, betas 0.25/0.5). Items = user-item pairs.
+#include <sstream>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "benchmarks/common/dataset_path.h"
+#include "benchmarks/common/ratings.h"
+#include "benchmarks/common/seq_models.h"
+#include "benchmarks/common/torch_runtime.h"
+#include "source_hash.h"
+
+namespace {
+
+std::vector<std::int64_t> parse_layers(const std::string& s) {
+  std::vector<std::int64_t> out;
+  std::stringstream in(s);
+  std::string tok;
+  while (std::getline(in, tok, ',')) {
+    try {
+      std::size_t used = 0;
+      const long long v = std::stoll(tok, &used);
+      if (used != tok.size() || v < 1) throw std::invalid_argument(tok);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      throw mlbench::core::UsageError(fmt::format("--layers: '{}' is not a positive integer (e.g. 256,256,128,64)", tok));
+    }
+  }
+  if (out.size() < 2 || out[0] % 2 != 0) {
+    throw mlbench::core::UsageError("--layers needs at least 2 sizes and an even first size (e.g. 256,256,128,64)");
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace mlbench;
+  core::BenchCli cli("recom", "recom: NeuMF (GMF + MLP) recommender on MovieLens ml-20m",
+                     {.batch_size = 2048, .repeat = 25, .number = 100});
+  std::int64_t factors = 64;
+  std::string layers = "256,256,128,64";
+  int negatives = 4;
+  double lr = 0.0045;
+  cli.add_option("--factors", factors, "GMF embedding size")->check(CLI::Range(1, 1 << 16));
+  cli.add_option("--layers", layers, "MLP sizes, comma-separated (first = 2 x MLP embedding)");
+  cli.add_option("--negatives", negatives, "Negative items per positive")->check(CLI::Range(0, 1000));
+  cli.add_option("--lr", lr, "Adam learning rate")->check(CLI::PositiveNumber);
+  if (auto rc = cli.parse(argc, argv)) return *rc;
+
+  return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
+    const auto& o = cli.options();
+    bench::NeuMFOptions mo;
+    mo.mf_dim = factors;
+    mo.layers = parse_layers(layers);
+    const std::int64_t bs = o.batch_size;
+    const std::int64_t group = negatives + 1;
+    if (bs < group) throw core::UsageError(fmt::format("--batch-size must be at least --negatives + 1 = {}", group));
+    const std::int64_t positives = bs / group;
+    torch::Tensor users, items;  // one per rating
+    std::string source = "synthetic";
+    if (!o.synthetic) {
+      const auto path = bench::dataset_path(o, "ml20m", "ratings.csv");
+      auto r = bench::read_ratings(path);
+      mo.num_users = r.num_users;
+      mo.num_items = r.num_items;
+      users = torch::from_blob(r.users.data(), {static_cast<std::int64_t>(r.users.size())}, torch::kInt32).to(torch::kInt64);
+      items = torch::from_blob(r.items.data(), {static_cast<std::int64_t>(r.items.size())}, torch::kInt32).to(torch::kInt64);
+      source = (path / "ratings.csv").string();
+    }
+    const std::int64_t num_items = mo.num_items;
+    // positives then their negatives: [users x group], [pos items, random items], labels 1/0.
+    auto make_batch = [=] {
+      torch::Tensor u, pos;
+      if (users.defined()) {
+        auto idx = torch::randint(users.size(0), {positives}, torch::kInt64);
+        u = users.index_select(0, idx);
+        pos = items.index_select(0, idx);
+      } else {
+        u = torch::randint(mo.num_users, {positives}, torch::kInt64);
+        pos = torch::randint(num_items, {positives}, torch::kInt64);
+      }
+      auto neg = torch::randint(num_items, {positives * negatives}, torch::kInt64);
+      auto all_users = u.repeat({group});
+      auto all_items = torch::cat({pos, neg});
+      auto labels = torch::cat({torch::ones({positives}), torch::zeros({positives * negatives})});
+      return std::make_tuple(all_users, all_items, labels);
+    };
+    bench::NeuMF model(mo);
+    model->to(ctx.device);
+    auto optimizer = std::make_shared<torch::optim::Adam>(
+        model->parameters(), torch::optim::AdamOptions(lr).betas({0.25, 0.5}).eps(1e-8));
+    std::optional<std::tuple<torch::Tensor, torch::Tensor, torch::Tensor>> fixed;
+    if (o.synthetic) {
+      auto [u, i, l] = make_batch();
+      fixed = std::make_tuple(u.to(ctx.device), i.to(ctx.device), l.to(ctx.device));
+    }
+    core::Workload work;
+    work.items_per_iteration = static_cast<double>(positives * group);
+    work.step = [=, device = ctx.device](core::Iteration& it) mutable {
+      auto batch = fixed ? *fixed : it.wait(make_batch);
+      if (!fixed) {
+        batch = it.h2d([&] {
+          return std::make_tuple(std::get<0>(batch).to(device, true), std::get<1>(batch).to(device, true),
+                                 std::get<2>(batch).to(device, true));
+        });
+      }
+      auto loss = it.compute([&] {
+        optimizer->zero_grad();
+        auto logits = model->forward(std::get<0>(batch), std::get<1>(batch));
+        auto l = torch::binary_cross_entropy_with_logits(logits, std::get<2>(batch));
+        l.backward();
+        optimizer->step();
+        return l;
+      });
+      it.set_loss(bench::deferred_loss(loss));
+    };
+    const auto params = bench::parameter_count(*model);
+    const std::int64_t ratings = users.defined() ? users.size(0) : 0;
+    work.finish = [=, synthetic = o.synthetic](nlohmann::json& report) {
+      report["pipeline"] = {{"source", synthetic ? "synthetic" : "in-memory"}, {"dataset", source}, {"ratings", ratings}};
+      auto& m = report["metrics"];
+      m["parameters"] = params;
+      m["users"] = mo.num_users;
+      m["items"] = mo.num_items;
+      m["positives_per_batch"] = positives;
+    };
+    return work;
+  });
+}

@@ -1,0 +1,218 @@
+// End-to-end runs of the real toy_lstm, vae, wlm, wlmfp16, recom, translator
+// and cart binaries on tiny settings: each writes a valid report with a finite
+// loss; a missing dataset names the mlbench-datagen command; a malformed input
+// file ends the run with a .FAIL. report naming the file and line.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout + stderr
+  std::vector<nlohmann::json> reports;
+  std::vector<std::string> report_names;
+};
+
+class SeqBenchE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("mlbench_seq_e2e_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(root_);
+  }
+
+  RunResult run(const std::string& bench, const std::string& args) {
+    const fs::path reports = root_ / ("reports_" + bench + "_" + std::to_string(runs_++));
+    fs::create_directories(reports);
+    const fs::path log = reports.string() + ".log";
+    const std::string cmd = std::string(MLBENCH_BENCH_DIR) + "/" + bench + " --cpu-cores 1 --report " +
+                            reports.string() + " " + args + " > " + log.string() + " 2>&1";
+    RunResult r;
+    const int status = std::system(cmd.c_str());
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(log);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    r.output = ss.str();
+    for (const auto& e : fs::directory_iterator(reports)) {
+      std::ifstream f(e.path());
+      r.reports.push_back(nlohmann::json::parse(f));
+      r.report_names.push_back(e.path().filename().string());
+    }
+    return r;
+  }
+
+  // A completed run: one report, positive throughput, every loss finite.
+  void expect_valid(const RunResult& r, const std::string& name) {
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ASSERT_EQ(r.reports.size(), 1u) << r.output;
+    const auto& j = r.reports[0];
+    EXPECT_EQ(j["name"], name);
+    EXPECT_EQ(j["completed"], true);
+    EXPECT_GT(j["train_item"]["avg"].get<double>(), 0.0);
+    ASSERT_FALSE(j["epoch_loss"].empty()) << j.dump();
+    for (const auto& l : j["epoch_loss"]) {
+      ASSERT_TRUE(l.is_number()) << j["epoch_loss"].dump();
+      EXPECT_TRUE(std::isfinite(l.get<double>()));
+    }
+    EXPECT_TRUE(j["stall"]["stall_pct"].is_number()) << j["stall"].dump();
+    EXPECT_TRUE(j["metrics"]["parameters"].is_number()) << j["metrics"].dump();
+    EXPECT_TRUE(j["pipeline"].is_object());
+  }
+
+  std::string write(const std::string& rel, const std::string& content) {
+    const fs::path p = root_ / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << content;
+    return p.parent_path().string();
+  }
+
+  std::string words(std::mt19937& rng, int n, int vocab) {
+    std::string s;
+    std::uniform_int_distribution<int> pick(0, vocab - 1);
+    for (int i = 0; i < n; ++i) s += "w" + std::to_string(pick(rng) * pick(rng) / vocab) + " ";
+    return s;
+  }
+
+  fs::path root_;
+  int runs_ = 0;
+};
+
+constexpr const char* kTiny = "--repeat 3 --number 2 --warmup 1 --seed 1";
+
+std::string idx(std::vector<std::uint32_t> dims, const std::string& data) {
+  std::string s{'\0', '\0', '\x08', static_cast<char>(dims.size())};
+  for (auto d : dims) {
+    for (int shift = 24; shift >= 0; shift -= 8) s.push_back(static_cast<char>((d >> shift) & 0xff));
+  }
+  return s + data;
+}
+
+}  // namespace
+
+TEST_F(SeqBenchE2E, ToyLstm) {
+  expect_valid(run("toy_lstm", std::string(kTiny) + " --batch-size 2 --waves 10 --length 40"), "toy_lstm");
+}
+
+TEST_F(SeqBenchE2E, ToyLstmSyntheticFloat64) {
+  expect_valid(run("toy_lstm", std::string(kTiny) + " --synthetic --dtype float64 --length 20"), "toy_lstm");
+}
+
+TEST_F(SeqBenchE2E, VaeReadsIdxFiles) {
+  std::mt19937 rng(1);
+  std::string pixels(100 * 784, '\0');
+  for (auto& c : pixels) c = static_cast<char>(rng() % 256);
+  write("mnist/train-images-idx3-ubyte", idx({100, 28, 28}, pixels));
+  const auto dir = write("mnist/train-labels-idx1-ubyte", idx({100}, std::string(100, '\3')));
+  auto r = run("vae", std::string(kTiny) + " --batch-size 16 --data " + dir);
+  expect_valid(r, "vae");
+  EXPECT_EQ(r.reports[0]["pipeline"]["images"], 100);
+}
+
+TEST_F(SeqBenchE2E, VaeMissingDataNamesDatagenCommand) {
+  auto r = run("vae", std::string(kTiny) + " --data " + (root_ / "nowhere" / "mnist-tiny").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("mlbench-datagen ensure mnist-tiny --root " + (root_ / "nowhere").string()), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(r.reports.empty());
+}
+
+TEST_F(SeqBenchE2E, WlmGruAndLstm) {
+  std::mt19937 rng(2);
+  std::string text;
+  for (int i = 0; i < 60; ++i) text += words(rng, 20, 200) + "\n";
+  const auto dir = write("wt/train.txt", text);
+  write("wt/valid.txt", words(rng, 50, 200) + "\n");
+  const std::string small = " --batch-size 4 --bptt 8 --nhid 32 --data " + dir;
+  auto r = run("wlm", std::string(kTiny) + small + " --emsize 32");
+  expect_valid(r, "wlm");
+  EXPECT_EQ(r.reports[0]["metrics"]["precision"], "float32");
+  auto lstm = run("wlm", std::string(kTiny) + small + " --model LSTM --nlayers 1 --untied --emsize 16");
+  expect_valid(lstm, "wlm");
+  // Untied: embedding and decoder each vocabulary x size, plus one LSTM(16, 32) layer and the bias.
+  const long v = lstm.reports[0]["metrics"]["vocabulary"];
+  EXPECT_EQ(lstm.reports[0]["metrics"]["parameters"], v * 16 + v * 32 + v + (4 * 32 * (16 + 32) + 8 * 32));
+}
+
+TEST_F(SeqBenchE2E, Wlmfp16OnCpuUsesBf16) {
+  std::mt19937 rng(3);
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += words(rng, 20, 100) + "\n";
+  const auto dir = write("wt/train.txt", text);
+  auto r = run("wlmfp16", std::string(kTiny) + " --no-cuda --batch-size 4 --bptt 8 --emsize 32 --nhid 32 --data " + dir);
+  expect_valid(r, "wlmfp16");
+  EXPECT_EQ(r.reports[0]["metrics"]["precision"], "bfloat16 autocast");
+}
+
+TEST_F(SeqBenchE2E, RecomReadsRatingsCsv) {
+  std::mt19937 rng(4);
+  std::string csv = "userId,movieId,rating,timestamp\n";
+  for (int i = 0; i < 500; ++i) csv += std::to_string(1 + rng() % 40) + "," + std::to_string(1 + rng() % 90) + ",4.0,1000\n";
+  const auto dir = write("ml/ratings.csv", csv);
+  auto r = run("recom", std::string(kTiny) + " --batch-size 50 --factors 8 --layers 16,8 --data " + dir);
+  expect_valid(r, "recom");
+  EXPECT_EQ(r.reports[0]["pipeline"]["ratings"], 500);
+}
+
+TEST_F(SeqBenchE2E, RecomMalformedLineFailsWithFileAndLine) {
+  const auto dir = write("ml/ratings.csv", "userId,movieId,rating,timestamp\n1,2,3.5,10\n1;2;3.5;10\n");
+  auto r = run("recom", std::string(kTiny) + " --batch-size 50 --data " + dir);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("ratings.csv:3: expected 4 comma-separated fields"), std::string::npos) << r.output;
+  ASSERT_EQ(r.reports.size(), 1u);
+  EXPECT_EQ(r.reports[0]["completed"], false);
+  EXPECT_NE(r.report_names[0].find(".FAIL."), std::string::npos);
+}
+
+TEST_F(SeqBenchE2E, TranslatorReadsParallelCorpus) {
+  std::mt19937 rng(5);
+  std::string en, de;
+  for (int i = 0; i < 80; ++i) {
+    en += words(rng, 3 + static_cast<int>(rng() % 12), 60) + "\n";
+    de += words(rng, 3 + static_cast<int>(rng() % 12), 60) + "\n";
+  }
+  write("wmt/train.en", en);
+  const auto dir = write("wmt/train.de", de);
+  auto r = run("translator",
+               std::string(kTiny) + " --batch-size 4 --hidden-size 16 --num-layers 3 --max-length 10 --data " + dir);
+  expect_valid(r, "translator");
+  EXPECT_EQ(r.reports[0]["metrics"]["num_layers"], 3);
+  EXPECT_EQ(r.reports[0]["pipeline"]["pairs"], 80);
+}
+
+TEST_F(SeqBenchE2E, TranslatorSynthetic) {
+  expect_valid(run("translator", std::string(kTiny) +
+                                     " --synthetic --batch-size 2 --hidden-size 8 --vocab-size 50 --max-length 6"),
+               "translator");
+}
+
+TEST_F(SeqBenchE2E, CartCountsEnvironmentSteps) {
+  auto r = run("cart", "--repeat 3 --number 150 --warmup 1 --seed 2 --max-steps 60");
+  expect_valid(r, "cart");
+  const auto& m = r.reports[0]["metrics"];
+  EXPECT_GE(m["episodes"].get<long>(), 450 / 60);
+  EXPECT_LE(m["mean_episode_length"].get<double>(), 60.0);
+  EXPECT_EQ(r.reports[0]["iterations"], 450);
+}
+
+TEST_F(SeqBenchE2E, CartRefusesCuda) {
+  auto r = run("cart", "--cuda --repeat 1 --number 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("CPU only"), std::string::npos) << r.output;
+}
