@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # Side by side on one generated dataset, same transforms, batch size and
 # workers: (a) mlbench's loader (and its --no-stats run: instrumentation
-# overhead), (b) PyTorch's DataLoader + torchvision ImageFolder/transforms,
-# (c) the full-size TurboJPEG decode bound of one core. Page cache warm.
-# Usage: bench/compare_loader.sh [--workers 2] [--batch-size 256] [--dataset fake-imagenet-small]
+# overhead; and a one-thread --workers 0 run: images/s per core), (b) PyTorch's
+# DataLoader + torchvision ImageFolder/transforms, (c) the full-size TurboJPEG
+# decode bound of one core. Page cache warm. The mlbench runs and the decode
+# bound are interleaved over --rounds rounds (a shared machine's load drifts);
+# medians, min-max and the paired per-round differences/ratios are printed.
+# Usage: bench/compare_loader.sh [--workers 2] [--batch-size 256] [--dataset fake-imagenet-small] [--rounds 7] [--repeat 6]
 # Env: MLBENCH_BUILD_DIR (default build), DATA_DIRECTORY (default data), MLBENCH_NO_BUILD=1 (use the built binaries).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MLBENCH_BUILD_DIR:-$root/build}"
 data_dir="${DATA_DIRECTORY:-$root/data}"
-workers=2; batch=256; dataset=fake-imagenet-small; repeat=6; number=5
+workers=2; batch=256; dataset=fake-imagenet-small; repeat=6; number=5; rounds=7
 while (($#)); do
   case "$1" in
     --workers) workers="$2"; shift 2 ;;
     --batch-size) batch="$2"; shift 2 ;;
     --dataset) dataset="$2"; shift 2 ;;
     --repeat) repeat="$2"; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "compare_loader.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -33,15 +37,24 @@ n=$(find "$train" -name '*.jpg' | wc -l)
 find "$train" -name '*.jpg' -exec cat {} + >/dev/null   # warm the page cache
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-run_mlbench() {  # $1: extra flag
-  "$build/benchmarks/loader" --data "$train" --workers "$workers" -b "$batch" --repeat "$repeat" --number "$number" \
-    --warmup 1 --no-cuda --report "$tmp/$2" $1 >/dev/null
-  "$py" -c 'import json,glob,sys; print(json.load(open(glob.glob(sys.argv[1]+"/*.json")[0]))["train_item"]["avg"])' "$tmp/$2"
+run_mlbench() {  # $1: workers, $2: extra flag; prints images/s (train_item avg)
+  local dir; dir=$(mktemp -d -p "$tmp")
+  "$build/benchmarks/loader" --data "$train" --workers "$1" -b "$batch" --repeat "$repeat" --number "$number" \
+    --warmup 1 --no-cuda --report "$dir" $2 >/dev/null
+  "$py" -c 'import json,glob,sys; print(json.load(open(glob.glob(sys.argv[1]+"/*.json")[0]))["train_item"]["avg"])' "$dir"
 }
-mlb=$(run_mlbench "" stats)
-mlb_nostats=$(run_mlbench "--no-stats" nostats)
-mlb2=$(run_mlbench "" stats2)
-mlb_nostats2=$(run_mlbench "--no-stats" nostats2)
+run_decode() {
+  "$build/bin/mlbench-decode-bound" "$train" --seconds 4 | "$py" -c 'import json,sys; print(json.load(sys.stdin)["images_per_s"])'
+}
+: >"$tmp/rounds"
+for ((r = 1; r <= rounds; r++)); do
+  # Alternate the order of the stats/no-stats pair so neither always runs first.
+  if ((r % 2)); then s=$(run_mlbench "$workers" ""); ns=$(run_mlbench "$workers" --no-stats)
+  else ns=$(run_mlbench "$workers" --no-stats); s=$(run_mlbench "$workers" ""); fi
+  one=$(run_mlbench 0 ""); dec=$(run_decode)
+  echo "$s $ns $one $dec $(cut -d' ' -f1-3 /proc/loadavg)" >>"$tmp/rounds"
+  echo "compare_loader: round $r/$rounds: stats $s, no-stats $ns, one thread $one, decode bound $dec images/s (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+done
 
 torch_rate=$("$py" - "$train" "$workers" "$batch" "$((repeat * number))" <<'PY'
 import sys, time, torch, torchvision
@@ -64,17 +77,27 @@ for _ in range(iters):
 print(n / (time.perf_counter() - t0))
 PY
 )
-decode=$("$build/bin/mlbench-decode-bound" "$train" --seconds 5 | "$py" -c 'import json,sys; print(json.load(sys.stdin)["images_per_s"])')
 cores=$(nproc)
-"$py" - "$mlb" "$mlb_nostats" "$mlb2" "$mlb_nostats2" "$torch_rate" "$decode" "$workers" "$cores" "$n" "$batch" <<'PY'
-import sys
-mlb, mns, mlb2, mns2, tr, dec = map(float, sys.argv[1:7]); workers, cores, n, batch = map(int, sys.argv[7:11])
-stats = (mlb + mlb2) / 2; nostats = (mns + mns2) / 2
-per_core = stats / min(workers, cores) if workers else stats
-print(f"dataset: {n} images, batch {batch}, --workers {workers}, {cores} CPUs, page cache warm")
-print(f"(a) mlbench loader          {stats:9.1f} images/s  (runs: {mlb:.1f}, {mlb2:.1f})")
-print(f"    mlbench --no-stats      {nostats:9.1f} images/s  (runs: {mns:.1f}, {mns2:.1f}); overhead {100*(nostats-stats)/nostats:+.2f}%")
-print(f"(b) PyTorch DataLoader      {tr:9.1f} images/s")
-print(f"(c) full-size decode bound  {dec:9.1f} images/s per core")
-print(f"ratio a/b = {stats/tr:.2f}x (target >= 3x); mlbench per core / decode bound = {per_core/dec:.2f}x (target >= 1.0x)")
+"$py" - "$tmp/rounds" "$torch_rate" "$workers" "$cores" "$n" "$batch" <<'PY'
+import statistics as st, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+tr = float(sys.argv[2]); workers, cores, n, batch = map(int, sys.argv[3:7])
+col = lambda i: [r[i] for r in rows]
+def summary(v, fmt="{:.1f}"):
+    return f"median {fmt.format(st.median(v))} (min {fmt.format(min(v))}, max {fmt.format(max(v))}, n={len(v)})"
+s, ns, one, dec, load = col(0), col(1), col(2), col(3), col(4)
+over = [100 * (b - a) / b for a, b in zip(s, ns)]           # paired per round: + means stats cost
+ratio_one = [a / d for a, d in zip(one, dec)]                # one thread vs one-thread decode bound, same round
+per_core = [a / min(workers, cores) / d for a, d in zip(s, dec)] if workers else ratio_one
+print(f"dataset: {n} images, batch {batch}, --workers {workers}, {cores} CPUs, page cache warm, {len(rows)} interleaved rounds")
+print(f"load average (1 min) during the rounds: {summary(load, '{:.2f}')}")
+print(f"(a) mlbench loader --workers {workers}   {summary(s)} images/s")
+print(f"    mlbench --no-stats               {summary(ns)} images/s")
+print(f"    mlbench --workers 0 (one thread) {summary(one)} images/s")
+print(f"(b) PyTorch DataLoader, {workers} workers  {tr:.1f} images/s")
+print(f"(c) full-size decode bound, 1 thread {summary(dec)} images/s")
+print(f"ratio a/b = {st.median(s)/tr:.2f}x (target >= 3x)")
+print(f"per core: one-thread mlbench / decode bound, paired per round: {summary(ratio_one, '{:.2f}')} (target >= 1.0x)")
+print(f"per core: (--workers {workers} / {min(workers, cores)} cores) / decode bound, paired: {summary(per_core, '{:.2f}')}")
+print(f"instrumentation overhead (no-stats - stats) / no-stats, paired per round: {summary(over, '{:+.2f}')} % (target < 1%)")
 PY

@@ -23,17 +23,6 @@ Bsds500Config bsds500_preset(const std::string& size) {
   throw std::invalid_argument("unknown size '" + size + "' (tiny, small, full)");
 }
 
-namespace {
-
-void write_file(const fs::path& file, const std::vector<std::uint8_t>& bytes) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) throw std::runtime_error("cannot write " + file.string());
-}
-
-}  // namespace
-
 Recipe bsds500_recipe() {
   Recipe r;
   r.name = "bsds500";

@@ -56,12 +56,6 @@ bool inside(int form, double px, double py, double w, double h) {
   }
 }
 
-void write_file(const fs::path& file, const std::vector<std::uint8_t>& bytes) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) throw std::runtime_error("cannot write " + file.string());
-}
 
 }  // namespace
 

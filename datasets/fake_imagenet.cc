@@ -193,17 +193,6 @@ std::vector<std::uint8_t> encode_jpeg_rgb(const std::uint8_t* rgb, int width, in
   return out;
 }
 
-namespace {
-
-void write_bytes(const std::filesystem::path& file, const std::vector<std::uint8_t>& bytes) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) throw std::runtime_error("cannot write " + file.string());
-}
-
-}  // namespace
-
 void generate_fake_imagenet(const std::string& out_dir, const FakeImagenetConfig& config, std::uint64_t seed,
                             int threads, bool show_progress) {
   namespace fs = std::filesystem;
@@ -234,7 +223,7 @@ void generate_fake_imagenet(const std::string& out_dir, const FakeImagenetConfig
     const auto rgb = synthesize_photo_like(image_seed, w, h);
     const auto jpeg = encode_jpeg_rgb(rgb.data(), w, h, config.quality);
     const std::string name = fmt::format("{}_{}.jpg", fake_class_name(c), k);
-    write_bytes(fs::path(out_dir) / s.name / fake_class_name(c) / name, jpeg);
+    write_file(fs::path(out_dir) / s.name / fake_class_name(c) / name, jpeg);
   });
 }
 

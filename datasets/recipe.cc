@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <exception>
+#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <stdexcept>
@@ -156,6 +157,13 @@ void parallel_for(long count, int threads, bool show_progress, const std::string
     for (auto& t : pool) t.join();
   }
   if (error) std::rethrow_exception(error);
+}
+
+void write_file(const std::filesystem::path& file, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) throw std::runtime_error("cannot write " + file.string());
 }
 
 }  // namespace mlbench::datasets

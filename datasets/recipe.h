@@ -48,6 +48,9 @@ Recipe coco_shapes_recipe();  // datasets/coco_shapes.cc (ssd)
 
 // Every recipe, in the order `mlbench-datagen --help` lists them (datasets/recipes.cc).
 const std::vector<Recipe>& all_recipes();
+
+// Writes `bytes` to `file` (created or truncated); throws naming it on failure.
+void write_file(const std::filesystem::path& file, const std::vector<std::uint8_t>& bytes);
 const Recipe* find_recipe(const std::string& name);
 
 // The size presets every recipe accepts.

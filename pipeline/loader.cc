@@ -254,6 +254,11 @@ void Loader::load_sample(Worker& w, const std::vector<std::size_t>& order, std::
           data = &w.bytes;
         }
       });
+      if (config_.fetch_only || config_.prep) {
+        if (config_.prep && !config_.fetch_only) stage(Stage::Decode, idx, [&] { config_.prep(*data, idx); });
+        batch.labels[slot] = source_->label(idx);
+        return;
+      }
       const std::uint8_t* pixels = nullptr;
       int width = 0, height = 0;
       CropBox box;
@@ -263,9 +268,9 @@ void Loader::load_sample(Worker& w, const std::vector<std::size_t>& order, std::
           w.decoder.header(data->data(), data->size(), full_w, full_h);
           box = tc.mode == TransformMode::Train ? random_resized_crop_box(full_w, full_h, tc.crop, rng)
                                                 : center_crop_box(full_w, full_h, tc.resize_size, s);
-          const ScalingFactor scale = choose_scale(JpegDecoder::scaling_factors(), box.w, box.h, s, s);
-          w.decoder.decode(data->data(), data->size(), scale, w.decoded);
-          box = scale_box(box, scale, w.decoded.width, w.decoded.height);
+          const ScalingFactor scale = choose_scale(JpegDecoder::fast_scaling_factors(), box.w, box.h, s, s);
+          // Only the crop window (widened to iMCU columns) is decoded; box becomes its place in the window.
+          box = w.decoder.decode_region(data->data(), data->size(), box, scale, w.decoded);
           pixels = w.decoded.pixels.data();
           width = w.decoded.width;
           height = w.decoded.height;
@@ -374,6 +379,9 @@ nlohmann::json Loader::to_json() const {
   j["transform"] = config_.transform.mode == TransformMode::Train ? "train" : "eval";
   j["output"] = config_.transform.output == OutputType::Float32 ? "float32" : "uint8";
   j["strict_data"] = config_.strict;
+  j["fetch_only"] = config_.fetch_only;
+  j["custom_prep"] = static_cast<bool>(config_.prep);
+  if (auto folder = std::dynamic_pointer_cast<const ImageFolderReader>(source_)) j["drop_after_read"] = folder->drop_after_read();
   if (cache_) {
     j["cache"] = {{"capacity_items", cache_->max_items() == UINT64_MAX ? nlohmann::json() : nlohmann::json(cache_->max_items())},
                   {"capacity_bytes", cache_->max_bytes() == UINT64_MAX ? nlohmann::json() : nlohmann::json(cache_->max_bytes())},

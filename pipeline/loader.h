@@ -68,6 +68,14 @@ struct LoaderConfig {
   long max_epochs = 0;            // 0: endless
   HostAllocator allocator;        // default: plain aligned host memory
   TraceRecorder* trace = nullptr;
+  // --fetch-only: run the fetch stage alone (no decode, augment or collate; the
+  // batch holds labels and zeroed pixels). mlbench-stall measures storage and
+  // memory fetch rates with it.
+  bool fetch_only = false;
+  // When set, replaces decode and augment: called with a sample's bytes and
+  // index, timed as the "decode" stage; the pixels are left zero. For
+  // simulators with a known prep cost (benchmarks/stallsim).
+  std::function<void(const Bytes& data, std::size_t index)> prep;
   std::ostream* warnings = nullptr;  // where "skipping ..." lines go (default std::cerr)
 };
 

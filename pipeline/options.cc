@@ -19,6 +19,10 @@ void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
                core::ArgKind::Runtime);
   cli.add_flag("--no-shuffle", o.no_shuffle, "Sequential order instead of a new permutation per epoch");
   cli.add_flag("--keep-last", o.keep_last, "Keep the last, smaller batch of an epoch (default: drop it)");
+  cli.add_flag("--drop-after-read", o.drop_after_read,
+               "Drop each file from the page cache after reading it: every read comes from storage");
+  cli.add_flag("--fetch-only", o.fetch_only,
+               "Run the pipeline's fetch stage alone (no decode, augment, or model step): measures fetch rates");
 }
 
 LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineOptions& o) {
@@ -35,7 +39,15 @@ LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineO
   c.cache = parse_cache_size(o.cache_size);
   c.synthetic = bench.synthetic;
   c.stats = !o.no_stats;
+  c.fetch_only = o.fetch_only;
   return c;
+}
+
+std::shared_ptr<ImageFolderReader> open_image_folder(const std::string& root, const std::string& hint,
+                                                     const PipelineOptions& options) {
+  auto reader = std::make_shared<ImageFolderReader>(root, hint);
+  reader->set_drop_after_read(options.drop_after_read);
+  return reader;
 }
 
 std::string datagen_hint(const core::BenchOptions& bench, const std::string& dataset) {

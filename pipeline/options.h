@@ -18,6 +18,8 @@ struct PipelineOptions {
   bool no_stats = false;            // --no-stats
   bool no_shuffle = false;          // --no-shuffle
   bool keep_last = false;           // --keep-last (drop_last off)
+  bool drop_after_read = false;     // --drop-after-read (every read from storage)
+  bool fetch_only = false;          // --fetch-only (fetch stage alone, no model step)
 };
 
 void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& options);
@@ -25,6 +27,10 @@ void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& options);
 // A LoaderConfig from the shared and pipeline flags (train transforms).
 // Throws std::invalid_argument for a bad --cache-size.
 LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineOptions& options);
+
+// Opens an ImageFolder dataset with the reader flags (--drop-after-read) applied.
+std::shared_ptr<ImageFolderReader> open_image_folder(const std::string& root, const std::string& hint,
+                                                     const PipelineOptions& options);
 
 // How to make the default dataset, for "missing dataset" errors.
 std::string datagen_hint(const core::BenchOptions& bench, const std::string& dataset);

@@ -42,8 +42,7 @@ ImageFolderReader::ImageFolderReader(fs::path root, const std::string& hint) : r
   }
 }
 
-void ImageFolderReader::fetch(std::size_t index, Bytes& out) const {
-  const fs::path& file = files_[index];
+void read_file(const fs::path& file, Bytes& out, bool drop_after_read) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw DataError("cannot open " + file.string() + ": " + std::strerror(errno));
   struct stat st {};
@@ -64,8 +63,11 @@ void ImageFolderReader::fetch(std::size_t index, Bytes& out) const {
     }
     done += static_cast<std::size_t>(n);
   }
+  if (drop_after_read) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   ::close(fd);
 }
+
+void ImageFolderReader::fetch(std::size_t index, Bytes& out) const { read_file(files_[index], out, drop_after_read_); }
 
 DecodedTensorSource::DecodedTensorSource(int width, int height, int channels, std::vector<Bytes> images,
                                          std::vector<std::int64_t> labels)

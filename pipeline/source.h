@@ -22,6 +22,10 @@ class DataError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Reads the whole of `file` into `out` with pread; throws DataError naming it.
+// `drop_after_read`: then drops its pages from the page cache (POSIX_FADV_DONTNEED).
+void read_file(const std::filesystem::path& file, Bytes& out, bool drop_after_read = false);
+
 class ItemSource {
  public:
   virtual ~ItemSource() = default;
@@ -55,6 +59,12 @@ class ImageFolderReader : public ItemSource {
   const std::vector<std::string>& classes() const { return classes_; }
   const std::vector<std::string>& empty_classes() const { return empty_classes_; }
   const std::filesystem::path& root() const { return root_; }
+  const std::filesystem::path& path(std::size_t index) const { return files_[index]; }
+  // --drop-after-read: drop each file's pages from the page cache right after
+  // reading it (posix_fadvise DONTNEED), so every read comes from storage, as
+  // with a dataset much larger than memory (the Mila suite's `nocache`).
+  void set_drop_after_read(bool on) { drop_after_read_ = on; }
+  bool drop_after_read() const { return drop_after_read_; }
   // Sum of file sizes (from the scan).
   std::uint64_t total_bytes() const { return total_bytes_; }
 
@@ -65,6 +75,7 @@ class ImageFolderReader : public ItemSource {
   std::vector<std::filesystem::path> files_;
   std::vector<std::int64_t> labels_;
   std::uint64_t total_bytes_ = 0;
+  bool drop_after_read_ = false;
 };
 
 // Pre-decoded images (HWC uint8, all the same shape) held in memory: no decode.

@@ -31,12 +31,6 @@ class Rng {
   std::uint64_t s_;
 };
 
-// A crop in source pixels: columns [x, x+w), rows [y, y+h).
-struct CropBox {
-  int x = 0, y = 0, w = 0, h = 0;
-  bool operator==(const CropBox&) const = default;
-};
-
 struct RandomResizedCropParams {
   double scale_min = 0.08, scale_max = 1.0;
   double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;
@@ -50,9 +44,6 @@ CropBox random_resized_crop_box(int width, int height, const RandomResizedCropPa
 // Resize(resize_to) (shorter side to resize_to) then CenterCrop(crop), as one
 // box in source pixels (rounded to whole pixels).
 CropBox center_crop_box(int width, int height, int resize_to, int crop);
-
-// The box in an image decoded at `scale` (width x height after scaling), kept inside it.
-CropBox scale_box(const CropBox& box, ScalingFactor scale, int scaled_width, int scaled_height);
 
 // Resizes the `box` region of an interleaved `channels`-channel image to
 // out_w x out_h (bilinear, cv::resize INTER_LINEAR) into `dst` (HWC uint8).

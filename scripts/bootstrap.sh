@@ -19,6 +19,7 @@ packages=(
   libboost-dev libboost-filesystem-dev   # Boost.Process (header-only, needs filesystem)
   libgtest-dev libgmock-dev
   libturbojpeg0-dev            # libjpeg-turbo's TurboJPEG API
+  libjpeg62-turbo-dev          # libjpeg-turbo's libjpeg API (jpeg_crop_scanline: region decode)
   libopencv-imgproc-dev        # cv::resize
   libssl-dev                   # sha256 for unique_id
 )

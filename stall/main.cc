@@ -133,8 +133,15 @@ int main(int argc, char** argv) {
       core::write_json_atomic(out / "runs.json", done);  // what is measured survives a later failure
     };
     record(first, exec.run(first));
-    ctx.batch_size = runs.at("synthetic").report.value("batch_size", 1);
-    const auto plan = plan_runs(config, files.size(), ctx.batch_size);
+    const nlohmann::json& first_report = runs.at("synthetic").report;
+    ctx.batch_size = first_report.value("batch_size", 1);
+    int depth = 0;
+    if (first_report["pipeline"].is_object()) {
+      const int workers = first_report["pipeline"].value("workers", 0);
+      const int prefetch = first_report["pipeline"].value("prefetch", 0);
+      depth = (prefetch > 0 ? prefetch : 2 * workers) + workers;
+    }
+    const auto plan = plan_runs(config, files.size(), ctx.batch_size, depth);
     progress = std::make_unique<core::ProgressPrinter>(std::cout, core::is_terminal(1), static_cast<int>(plan.size()),
                                                        "mlbench-stall");
     progress->update(1, std::nullopt, true);

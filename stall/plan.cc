@@ -43,8 +43,10 @@ std::vector<std::string> without_flags(const std::vector<std::string>& extra, co
   return out;
 }
 
-std::vector<RunSpec> plan_runs(const StallConfig& c, std::size_t items, int batch_size) {
+std::vector<RunSpec> plan_runs(const StallConfig& c, std::size_t items, int batch_size, int pipeline_depth) {
   std::vector<RunSpec> runs;
+  const int number = std::max(1, (c.iterations + kObservations - 1) / kObservations);
+  const int depth_warmup = std::max(kWarmupObservations, (pipeline_depth + number - 1) / number + 1);
   const auto base = [&](std::vector<std::string> own, int warmup, const std::vector<std::string>& extra) {
     std::vector<std::string> args{"--data", c.data};
     for (auto& a : iteration_args(c.iterations, warmup)) args.push_back(std::move(a));
@@ -53,7 +55,7 @@ std::vector<RunSpec> plan_runs(const StallConfig& c, std::size_t items, int batc
     return args;
   };
   const auto add = [&](std::string label, std::string kind, std::vector<std::string> own, CacheState cache,
-                       int warmup = kWarmupObservations, const std::vector<std::string>* extra = nullptr) {
+                       int warmup, const std::vector<std::string>* extra = nullptr) {
     RunSpec r;
     r.label = std::move(label);
     r.kind = std::move(kind);
@@ -62,29 +64,41 @@ std::vector<RunSpec> plan_runs(const StallConfig& c, std::size_t items, int batc
     runs.push_back(std::move(r));
     return &runs.back();
   };
-  add("synthetic", "synthetic", {"--synthetic"}, CacheState::Any);
-  add("cached", "cached", {}, CacheState::Warm);
-  add("cold", "cold", {"--drop-after-read"}, CacheState::Cold);
-  add("fetch-cold", "fetch-cold", {"--fetch-only", "--drop-after-read"}, CacheState::Cold);
-  add("fetch-cached", "fetch-cached", {"--fetch-only"}, CacheState::Warm);
+  add("synthetic", "synthetic", {"--synthetic"}, CacheState::Any, depth_warmup);
+  add("cached", "cached", {}, CacheState::Warm, depth_warmup);
+  add("cold", "cold", {"--drop-after-read"}, CacheState::Cold, depth_warmup);
+  add("fetch-cold", "fetch-cold", {"--fetch-only", "--drop-after-read"}, CacheState::Cold, depth_warmup);
+  add("fetch-cached", "fetch-cached", {"--fetch-only"}, CacheState::Warm, depth_warmup);
   const auto sweep_extra = without_flags(c.extra, {"--workers", "-j", "--cpu-cores"});
   for (int n : c.cpus) {
     RunSpec* r = add(fmt::format("cpus-{}", n), "cpus",
                      {"--workers", std::to_string(n), "--cpu-cores", std::to_string(n)}, CacheState::Warm,
-                     kWarmupObservations, &sweep_extra);
+                     depth_warmup, &sweep_extra);
     r->cpus = n;
   }
-  // A never-evicting cache fills during the first epoch: drop at least one
-  // epoch of observations so the measured speed is the steady state.
-  const int number = std::max(1, (c.iterations + kObservations - 1) / kObservations);
-  const auto epoch_iters = static_cast<int>((items + static_cast<std::size_t>(batch_size) - 1) /
-                                            static_cast<std::size_t>(std::max(1, batch_size)));
-  const int epoch_warmup = (epoch_iters + number - 1) / number + 1;
+  // A never-evicting cache fills during the first epoch, then every epoch has
+  // exactly the same number of misses, but a part of an epoch does not: so
+  // one observation is one whole epoch, the warm-up whole epochs covering the
+  // fill and the pipeline depth, and at least 3 epochs are timed. When an
+  // epoch is much longer than --iterations, observations of --iterations / 10
+  // with one epoch of warm-up are used instead (noisier).
+  const int epoch_iters = static_cast<int>(items / static_cast<std::size_t>(std::max(1, batch_size)));
   for (double x : c.cache_fracs) {
     RunSpec* r = add(fmt::format("cache-{:.2f}", x), "cache",
                      {"--cache-size", fmt::format("{:g}%", 100.0 * x), "--drop-after-read"}, CacheState::Cold,
-                     epoch_warmup);
+                     depth_warmup);
     r->cache_frac = x;
+    std::vector<std::string> iters;
+    if (epoch_iters >= 1 && epoch_iters <= 2 * c.iterations) {
+      const int warm_epochs = 1 + (pipeline_depth + epoch_iters - 1) / epoch_iters;
+      const int timed_epochs = std::max(3, (c.iterations + epoch_iters - 1) / epoch_iters);
+      iters = {"--repeat", std::to_string(warm_epochs + timed_epochs), "--number", std::to_string(epoch_iters),
+               "--warmup", std::to_string(warm_epochs)};
+    } else {
+      iters = iteration_args(c.iterations, (epoch_iters + pipeline_depth + number - 1) / number + 1);
+    }
+    // Replace the default iteration flags (they follow --data in every run).
+    std::copy(iters.begin(), iters.end(), r->args.begin() + 2);
   }
   return runs;
 }

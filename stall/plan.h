@@ -34,8 +34,11 @@ std::vector<std::string> iteration_args(int iterations, int warmup_observations)
 
 // Every run, in order: synthetic, cached, cold, fetch-cold, fetch-cached, the
 // CPU sweep, the cache fractions. `items`: samples in the dataset;
-// `batch_size`: as the benchmark reported it (cache runs drop one epoch as warm-up).
-std::vector<RunSpec> plan_runs(const StallConfig& config, std::size_t items, int batch_size);
+// `batch_size`: as the benchmark reported it; `pipeline_depth`: batches the
+// pipeline can have ready before the timed loop starts (prefetch + workers).
+// Warm-up covers that depth (the first batches would come for free), and for
+// cache runs also one epoch (the cache fills during the first).
+std::vector<RunSpec> plan_runs(const StallConfig& config, std::size_t items, int batch_size, int pipeline_depth = 0);
 
 // `extra` without the given flags (and their values): the sweep sets them itself.
 std::vector<std::string> without_flags(const std::vector<std::string>& extra, const std::vector<std::string>& flags);

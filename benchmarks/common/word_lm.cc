@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "benchmarks/common/autocast.h"
 #include "benchmarks/common/dataset_path.h"
 #include "benchmarks/common/loss_scaler.h"
 #include "benchmarks/common/seq_models.h"
@@ -15,34 +16,6 @@
 namespace mlbench::bench {
 
 namespace {
-
-// Autocast for the forward pass (LibTorch 1.13 has no C++ guard object).
-class AutocastScope {
- public:
-  AutocastScope(bool enabled, bool cuda) : enabled_(enabled), cuda_(cuda) {
-    if (!enabled_) return;
-    if (cuda_) {
-      at::autocast::set_autocast_gpu_dtype(at::kHalf);
-      at::autocast::set_enabled(true);
-    } else {
-      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-      at::autocast::set_cpu_enabled(true);
-    }
-    at::autocast::increment_nesting();
-  }
-  ~AutocastScope() {
-    if (!enabled_) return;
-    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    if (cuda_) at::autocast::set_enabled(false);
-    else at::autocast::set_cpu_enabled(false);
-  }
-  AutocastScope(const AutocastScope&) = delete;
-  AutocastScope& operator=(const AutocastScope&) = delete;
-
- private:
-  bool enabled_;
-  bool cuda_;
-};
 
 bool cpu_has_flag(const std::string& flag) {
   std::ifstream in("/proc/cpuinfo");

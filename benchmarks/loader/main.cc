@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   std::shared_ptr<pipeline::ImageFolderReader> source;
   if (!o.synthetic) {
     try {
-      source = std::make_shared<pipeline::ImageFolderReader>(data, pipeline::datagen_hint(o, dataset));
+      source = pipeline::open_image_folder(data, pipeline::datagen_hint(o, dataset), popts);
     } catch (const pipeline::DataError& e) {
       std::cerr << "loader: error: " << e.what() << "\n";
       return 2;

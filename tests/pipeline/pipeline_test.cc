@@ -8,6 +8,9 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
+#include <turbojpeg.h>
+
 #include "datasets/fake_imagenet.h"
 #include "pipeline/item_cache.h"
 #include "pipeline/jpeg_decoder.h"
@@ -171,6 +174,35 @@ TEST(Transforms, CollateNormalizesAndFlipsIntoChw) {
   EXPECT_EQ(std::vector<int>(u, u + 6), (std::vector<int>{0, 255, 255, 0, 102, 51}));
 }
 
+// The SIMD collates (flip, split, convertTo) against the definition, pixel by pixel, on a
+// sample large enough for the vector paths (and an odd width for their tails).
+TEST(Transforms, CollateMatchesTheScalarDefinitionOnWholeSamples) {
+  for (const int w : {224, 37}) {
+    const int h = 19;
+    std::vector<std::uint8_t> hwc(static_cast<std::size_t>(w) * h * 3);
+    Rng rng(3);
+    for (auto& v : hwc) v = static_cast<std::uint8_t>(rng.next());
+    const Normalize n;
+    std::vector<float> f(hwc.size());
+    std::vector<std::uint8_t> u(hwc.size());
+    for (const bool flip : {false, true}) {
+      collate_chw_float(hwc.data(), w, h, 3, flip, n, f.data());
+      collate_chw_uint8(hwc.data(), w, h, 3, flip, u.data());
+      for (int c = 0; c < 3; ++c) {
+        for (int y = 0; y < h; ++y) {
+          for (int x = 0; x < w; ++x) {
+            const int sx = flip ? w - 1 - x : x;
+            const std::uint8_t v = hwc[(static_cast<std::size_t>(y) * w + sx) * 3 + c];
+            const std::size_t o = (static_cast<std::size_t>(c) * h + y) * w + x;
+            ASSERT_EQ(u[o], v) << w << " " << flip << " " << c << " " << y << " " << x;
+            ASSERT_NEAR(f[o], (v / 255.0 - n.mean[c]) / n.std[c], 1e-5) << w << " " << flip;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Transforms, ResizeCropOfAUniformImageIsUniform) {
   std::vector<std::uint8_t> img(40 * 30 * 3, 77);
   std::vector<std::uint8_t> out(16 * 16 * 3, 0);
@@ -202,6 +234,17 @@ TEST(JpegDecoder, DecodesGeneratedJpegAtEveryScale) {
   }
 }
 
+TEST(JpegDecoder, FastScalesArePowersOfTwoDownscales) {
+  const auto& f = JpegDecoder::fast_scaling_factors();
+  ASSERT_EQ(f.size(), 4u);
+  for (const ScalingFactor& s : f) {
+    EXPECT_EQ(s.num, 1);
+    EXPECT_TRUE(s.denom == 1 || s.denom == 2 || s.denom == 4 || s.denom == 8) << s.denom;
+  }
+  EXPECT_EQ(choose_scale(f, 300, 300, 224, 224).denom, 1);  // 3/4 is not among them
+  EXPECT_EQ(choose_scale(f, 460, 450, 224, 224).denom, 2);
+}
+
 TEST(JpegDecoder, RejectsGarbageAndTruncation) {
   JpegDecoder dec;
   Image img;
@@ -211,6 +254,177 @@ TEST(JpegDecoder, RejectsGarbageAndTruncation) {
   auto jpeg = mlbench::datasets::encode_jpeg_rgb(rgb.data(), 200, 150, 90);
   jpeg.resize(jpeg.size() / 2);
   EXPECT_THROW(dec.decode(jpeg.data(), jpeg.size(), {1, 1}, img), DecodeError);
+}
+
+namespace {
+
+// A JPEG of `rgb` with the given TurboJPEG chroma subsampling (TJSAMP_*); TJSAMP_GRAY makes a one-component JPEG.
+Bytes encode_with_subsampling(const std::vector<std::uint8_t>& rgb, int w, int h, int subsamp) {
+  tjhandle handle = tjInitCompress();
+  unsigned char* buf = nullptr;
+  unsigned long size = 0;
+  const int rc = tjCompress2(handle, rgb.data(), w, 0, h, TJPF_RGB, &buf, &size, subsamp, 90, 0);
+  Bytes out;
+  if (rc == 0) out.assign(buf, buf + size);
+  tjFree(buf);
+  tjDestroy(handle);
+  return out;
+}
+
+// Mean and max absolute difference of two equally sized byte arrays.
+std::pair<double, int> diff(const std::uint8_t* a, const std::uint8_t* b, std::size_t n) {
+  double sum = 0;
+  int max = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const int d = std::abs(static_cast<int>(a[i]) - static_cast<int>(b[i]));
+    sum += d;
+    max = std::max(max, d);
+  }
+  return {sum / static_cast<double>(n), max};
+}
+
+// The pixels of `box` in an interleaved RGB image, as a dense array.
+std::vector<std::uint8_t> cut(const Image& img, const CropBox& box) {
+  std::vector<std::uint8_t> out;
+  for (int y = box.y; y < box.y + box.h; ++y) {
+    const std::uint8_t* row = img.pixels.data() + (static_cast<std::size_t>(y) * img.width + box.x) * 3;
+    out.insert(out.end(), row, row + static_cast<std::size_t>(box.w) * 3);
+  }
+  return out;
+}
+
+}  // namespace
+
+// Region decode at scale s == full decode at s + scale_box crop (up to chroma upsampling at the
+// window's edges), and after the resize to the output size; for every scale, boxes at all edges,
+// 4:2:0 / 4:2:2 / 4:4:4 / grayscale.
+TEST(JpegDecoder, RegionDecodeEqualsFullDecodeThenCrop) {
+  const int w = 483, h = 365;  // not multiples of the iMCU size
+  const auto rgb = mlbench::datasets::synthesize_photo_like(29, w, h);
+  const std::vector<CropBox> boxes{{0, 0, w, h},       {0, 0, 50, 40},     {w - 37, h - 29, 37, 29},
+                                   {123, 77, 200, 150}, {1, 333, 479, 32},  {17, 0, 9, h},
+                                   {w - 300, 5, 300, 300}, {241, 180, 1, 1}};
+  JpegDecoder dec;
+  for (int subsamp : {TJSAMP_420, TJSAMP_422, TJSAMP_444, TJSAMP_GRAY}) {
+    const Bytes jpeg = encode_with_subsampling(rgb, w, h, subsamp);
+    ASSERT_FALSE(jpeg.empty());
+    for (const ScalingFactor& f : JpegDecoder::scaling_factors()) {
+      if (f.num > f.denom) continue;
+      Image full, region;
+      dec.decode(jpeg.data(), jpeg.size(), f, full);
+      for (const CropBox& box : boxes) {
+        const std::string what = fmt::format("subsamp {} scale {}/{} box {},{} {}x{}", subsamp, f.num, f.denom, box.x,
+                                             box.y, box.w, box.h);
+        const CropBox expect = scale_box(box, f, full.width, full.height);
+        const CropBox got = dec.decode_region(jpeg.data(), jpeg.size(), box, f, region);
+        ASSERT_EQ(got.w, expect.w) << what;
+        ASSERT_EQ(got.h, expect.h) << what;
+        ASSERT_EQ(got.y, 0) << what;
+        ASSERT_GE(got.x, 0) << what;
+        ASSERT_LE(got.x + got.w, region.width) << what;
+        ASSERT_EQ(region.height, expect.h) << what;
+        const auto a = cut(full, expect), b = cut(region, got);
+        const auto [mean, max] = diff(a.data(), b.data(), a.size());
+        // Chroma upsampling differs only next to the window's left/right edge: a narrow window is all edge.
+        const double mean_limit = expect.w >= 16 ? 0.5 : 6.0;
+        EXPECT_LT(mean, mean_limit) << what;
+        EXPECT_LE(max, 24) << what;
+        // After the resize to the output size.
+        const int out = 32;
+        std::vector<std::uint8_t> ra(out * out * 3), rb(out * out * 3);
+        resize_crop(full.pixels.data(), full.width, full.height, 3, expect, out, out, ra.data());
+        resize_crop(region.pixels.data(), region.width, region.height, 3, got, out, out, rb.data());
+        const auto [rmean, rmax] = diff(ra.data(), rb.data(), ra.size());
+        EXPECT_LT(rmean, mean_limit) << what;
+        EXPECT_LE(rmax, 16) << what;
+      }
+    }
+  }
+}
+
+// What the loader does (RandomResizedCrop box, smallest covering scale, region decode, resize to
+// 224) against the reference (full-size decode, crop the same box, resize): close, as DCT scaling
+// only changes the downscale filter (the remaining bilinear downscale is < 2x).
+TEST(JpegDecoder, ScaledRegionDecodeIsCloseToFullSizeCropResize) {
+  const int w = 500, h = 375;
+  // Smoothed (separable 9-tap box, twice) so that what is compared is the geometry, not how
+  // DCT scaling and bilinear filter pixel noise: the scaled box's corners are whole decoded
+  // pixels, up to one decoded pixel from the exact position.
+  auto rgb = mlbench::datasets::synthesize_photo_like(5, w, h);
+  for (int pass = 0; pass < 4; ++pass) {
+    const bool horizontal = pass % 2 == 0;
+    const auto in = rgb;
+    for (int y = 0; y < h; ++y) {
+      for (int x = 0; x < w; ++x) {
+        for (int c = 0; c < 3; ++c) {
+          int sum = 0;
+          for (int d = -4; d <= 4; ++d) {
+            const int xx = horizontal ? std::clamp(x + d, 0, w - 1) : x;
+            const int yy = horizontal ? y : std::clamp(y + d, 0, h - 1);
+            sum += in[(static_cast<std::size_t>(yy) * w + xx) * 3 + c];
+          }
+          rgb[(static_cast<std::size_t>(y) * w + x) * 3 + c] = static_cast<std::uint8_t>(sum / 9);
+        }
+      }
+    }
+  }
+  const auto jpeg = mlbench::datasets::encode_jpeg_rgb(rgb.data(), w, h, 90);
+  JpegDecoder dec;
+  Image full, region;
+  dec.decode(jpeg.data(), jpeg.size(), {1, 1}, full);
+  Rng rng(7);
+  const int out = 224;
+  int scaled = 0;
+  for (int i = 0; i < 60; ++i) {
+    const CropBox box = random_resized_crop_box(w, h, {}, rng);
+    const ScalingFactor f = choose_scale(JpegDecoder::scaling_factors(), box.w, box.h, out, out);
+    scaled += f.num != f.denom;
+    const CropBox got = dec.decode_region(jpeg.data(), jpeg.size(), box, f, region);
+    std::vector<std::uint8_t> ra(out * out * 3), rb(out * out * 3);
+    resize_crop(full.pixels.data(), full.width, full.height, 3, box, out, out, ra.data());
+    resize_crop(region.pixels.data(), region.width, region.height, 3, got, out, out, rb.data());
+    const auto [mean, max] = diff(ra.data(), rb.data(), ra.size());
+    EXPECT_LT(mean, 2.0) << "scale " << f.num << "/" << f.denom << " box " << box.x << "," << box.y << " " << box.w
+                         << "x" << box.h;
+  }
+  EXPECT_GT(scaled, 20);  // many boxes were decoded below full scale
+}
+
+TEST(JpegDecoder, RegionDecodeRejectsGarbageAndTruncationEvenAboveTheCut) {
+  JpegDecoder dec;
+  Image img;
+  const Bytes garbage(1000, 0x42);
+  EXPECT_THROW(dec.decode_region(garbage.data(), garbage.size(), {0, 0, 10, 10}, {1, 1}, img), DecodeError);
+  const int w = 320, h = 240;
+  const auto rgb = mlbench::datasets::synthesize_photo_like(3, w, h);
+  const auto jpeg = mlbench::datasets::encode_jpeg_rgb(rgb.data(), w, h, 90);
+  for (double keep : {0.3, 0.6, 0.95}) {
+    Bytes cut(jpeg.begin(), jpeg.begin() + static_cast<long>(jpeg.size() * keep));
+    // The window is the top rows, inside the intact part of the file.
+    EXPECT_THROW(dec.decode_region(cut.data(), cut.size(), {0, 0, 64, 16}, {1, 1}, img), DecodeError) << keep;
+    EXPECT_THROW(dec.decode_region(cut.data(), cut.size(), {100, 100, 100, 100}, {1, 2}, img), DecodeError) << keep;
+  }
+  // Corrupt entropy data inside the window: libjpeg's warning is an error.
+  Bytes bad = jpeg;
+  for (std::size_t i = bad.size() / 3; i < bad.size() / 3 + 64; ++i) bad[i] = 0xFF;
+  EXPECT_THROW(dec.decode_region(bad.data(), bad.size(), {0, 0, w, h}, {1, 1}, img), DecodeError);
+  // The decoder is usable again after errors, and trailing bytes after EOI are accepted.
+  Bytes padded = jpeg;
+  padded.insert(padded.end(), {0, 0, 0, 0});
+  const CropBox got = dec.decode_region(padded.data(), padded.size(), {10, 20, 100, 80}, {1, 1}, img);
+  EXPECT_EQ(got.w, 100);
+  EXPECT_EQ(img.height, 80);
+}
+
+TEST(JpegDecoder, EndOfImageMarker) {
+  const std::uint8_t ok[] = {0x12, 0xFF, 0xD9};
+  const std::uint8_t padded[] = {0x12, 0xFF, 0xD9, 0, 0};
+  const std::uint8_t stuffed[] = {0x12, 0xFF, 0x00, 0xD9};
+  EXPECT_TRUE(has_end_of_image(ok, sizeof ok));
+  EXPECT_TRUE(has_end_of_image(padded, sizeof padded));
+  EXPECT_FALSE(has_end_of_image(stuffed, sizeof stuffed));
+  EXPECT_FALSE(has_end_of_image(ok, 2));
+  EXPECT_FALSE(has_end_of_image(ok, 0));
 }
 
 namespace {

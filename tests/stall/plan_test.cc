@@ -49,11 +49,38 @@ TEST(Plan, RunsInOrderWithTheirFlagsAndCacheStates) {
   EXPECT_EQ(std::count(runs[6].args.begin(), runs[6].args.end(), "--workers"), 1);
   EXPECT_EQ(value_of(runs[6].args, "--workers"), "2");
   EXPECT_EQ(value_of(runs[6].args, "--cpu-cores"), "2");
-  // Cache runs: capacity as a percentage, one epoch (1000/50 = 20 iterations = 10 observations of 2) + 1 dropped.
+  // Cache runs: capacity as a percentage; one observation per epoch (1000/50 = 20
+  // iterations), one epoch of warm-up (the fill), three timed epochs.
   EXPECT_EQ(value_of(runs[8].args, "--cache-size"), "50%");
   EXPECT_DOUBLE_EQ(runs[8].cache_frac, 0.5);
-  EXPECT_EQ(value_of(runs[8].args, "--warmup"), "11");
-  EXPECT_EQ(value_of(runs[8].args, "--repeat"), "21");
+  EXPECT_EQ(value_of(runs[8].args, "--number"), "20");
+  EXPECT_EQ(value_of(runs[8].args, "--warmup"), "1");
+  EXPECT_EQ(value_of(runs[8].args, "--repeat"), "4");
+  EXPECT_EQ(std::count(runs[8].args.begin(), runs[8].args.end(), "--repeat"), 1);
+}
+
+TEST(Plan, WarmupCoversThePipelineDepth) {
+  StallConfig c;
+  c.data = "/d";
+  c.iterations = 40;  // 10 observations of 4
+  c.cache_fracs = {0.5};
+  const auto runs = plan_runs(c, 100, 10, 24);  // 24 batches may be ready before the timer starts
+  EXPECT_EQ(value_of(runs[1].args, "--warmup"), "7");   // ceil(24 / 4) + 1
+  EXPECT_EQ(value_of(runs[1].args, "--repeat"), "17");
+  // Cache run: epochs of 10 batches; warm-up = the fill + ceil(24 / 10) epochs of depth.
+  EXPECT_EQ(value_of(runs.back().args, "--number"), "10");
+  EXPECT_EQ(value_of(runs.back().args, "--warmup"), "4");
+  EXPECT_EQ(value_of(runs.back().args, "--repeat"), "8");  // 4 timed epochs cover 40 iterations
+}
+
+TEST(Plan, LongEpochsFallBackToObservationsOfIterations) {
+  StallConfig c;
+  c.data = "/d";
+  c.iterations = 20;
+  c.cache_fracs = {0.5};
+  const auto runs = plan_runs(c, 100000, 10, 0);  // 10000 iterations per epoch
+  EXPECT_EQ(value_of(runs.back().args, "--number"), "2");
+  EXPECT_EQ(value_of(runs.back().args, "--warmup"), "5001");  // one epoch + 1 observation
 }
 
 TEST(Plan, WithoutFlagsDropsFlagAndValue) {

@@ -1,0 +1,106 @@
+#include "benchmarks/common/image_bench.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include "pipeline/source.h"
+#include "pipeline/torch_adapter.h"
+
+namespace mlbench::bench::vision {
+
+std::string default_data_path(const core::BenchOptions& o, const std::string& dataset, const std::string& subdir) {
+  if (!o.data.empty()) return o.data;
+  return (std::filesystem::path(o.data_directory) / dataset / subdir).string();
+}
+
+std::shared_ptr<const pipeline::ItemSource> open_image_folder(const core::BenchOptions& o, const std::string& path,
+                                                              const std::string& dataset,
+                                                              const pipeline::PipelineOptions& p) {
+  try {
+    auto reader = pipeline::open_image_folder(path, pipeline::datagen_hint(o, dataset), p);
+    if (reader->size() == 0) throw pipeline::DataError(path + " holds no images");
+    return reader;
+  } catch (const pipeline::DataError& e) {
+    throw core::UsageError(e.what());
+  }
+}
+
+pipeline::LoaderConfig loader_config(const core::BenchOptions& o, const pipeline::PipelineOptions& p,
+                                     const torch::Device& device) {
+  pipeline::LoaderConfig c;
+  try {
+    c = pipeline::make_loader_config(o, p);
+  } catch (const std::invalid_argument& e) {
+    throw core::UsageError(e.what());
+  }
+  if (device.is_cuda()) c.allocator = pipeline::torch_host_allocator();
+  return c;
+}
+
+ImageStream::ImageStream(std::shared_ptr<const pipeline::ItemSource> source, pipeline::LoaderConfig config,
+                         torch::Device device, Prepare prepare)
+    : device_(device), prepare_(std::move(prepare)), normalize_(config.transform.normalize) {
+  if (source->size() < static_cast<std::size_t>(config.batch_size) && config.drop_last) {
+    throw core::UsageError("the dataset has " + std::to_string(source->size()) + " images, fewer than --batch-size " +
+                           std::to_string(config.batch_size));
+  }
+  loader_ = std::make_shared<pipeline::Loader>(std::move(source), std::move(config));
+  loader_->start();
+}
+
+ImageStream::ImageStream(DeviceBatch fixed) : fixed_(std::move(fixed)) {}
+
+DeviceBatch ImageStream::next(core::Iteration& it) {
+  if (fixed_) return *fixed_;
+  struct Host {
+    pipeline::BatchTensors t;
+    std::vector<torch::Tensor> extra;
+  };
+  Host host = it.wait([&] {
+    auto b = loader_->next();
+    if (!b) throw std::runtime_error("the data pipeline ended before the loop");
+    Host h{pipeline::to_tensors(*b), {}};
+    if (prepare_) h.extra = prepare_(*b, h.t.labels);
+    return h;
+  });
+  return it.h2d([&] {
+    DeviceBatch d;
+    const bool cuda = device_.is_cuda();
+    // Labels and extras come from pageable memory: pin them so the copy stays asynchronous.
+    auto move = [&](const torch::Tensor& t) { return cuda ? t.pin_memory().to(device_, /*non_blocking=*/true) : t; };
+    d.images = cuda ? host.t.data.to(device_, /*non_blocking=*/true) : host.t.data;
+    if (d.images.scalar_type() == torch::kUInt8) {
+      const auto opts = d.images.options().dtype(torch::kFloat32);
+      auto mean = torch::tensor({normalize_.mean[0], normalize_.mean[1], normalize_.mean[2]}, opts).view({1, 3, 1, 1});
+      auto std = torch::tensor({normalize_.std[0], normalize_.std[1], normalize_.std[2]}, opts).view({1, 3, 1, 1});
+      d.images = (d.images.to(torch::kFloat32) / 255.0 - mean) / std;
+    }
+    d.labels = move(host.t.labels);
+    for (const auto& e : host.extra) d.extra.push_back(move(e));
+    return d;
+  });
+}
+
+void ImageStream::finish(nlohmann::json& report) {
+  if (fixed_) {
+    report["pipeline"] = {{"source", "synthetic"}};
+    return;
+  }
+  report["pipeline"] = loader_->to_json();
+  loader_->stop();
+}
+
+DeviceBatch synthetic_batch(std::int64_t n, std::int64_t size, std::int64_t classes, const torch::Device& device) {
+  DeviceBatch d;
+  d.images = torch::randn({n, 3, size, size}, torch::TensorOptions().device(device));
+  d.labels = torch::randint(classes, {n}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  return d;
+}
+
+torch::Tensor denormalize(const torch::Tensor& x) {
+  auto mean = torch::tensor({0.485f, 0.456f, 0.406f}, x.options()).view({1, 3, 1, 1});
+  auto std = torch::tensor({0.229f, 0.224f, 0.225f}, x.options()).view({1, 3, 1, 1});
+  return x * std + mean;
+}
+
+}  // namespace mlbench::bench::vision

@@ -1,0 +1,122 @@
+// fast_style: fast neural style transfer (PyTorch examples/fast_neural_style,
+// Mila's fast_style): TransformerNet trained with Adam on a perceptual loss
+// from a frozen VGG16 (content: relu2_2; style: Gram matrices of relu1_2,
+// relu2_2, relu3_3, relu4_3). Content images: ImageFolder JPEGs resized and
+// centre-cropped to --image-size through the instrumented pipeline. The style
+// image is generated (a fixed seeded pattern) since no file is downloaded.
+#include <torch/torch.h>
+
+#include "benchmarks/common/image_bench.h"
+#include "benchmarks/common/torch_runtime.h"
+#include "benchmarks/common/vision_models.h"
+#include "source_hash.h"
+
+namespace {
+
+// A style image, deterministic for --seed, [1, 3, size, size] in 0..255: stripes and blobs
+// at a few scales, so its Gram matrices are far from a photo's.
+torch::Tensor make_style_image(std::int64_t size) {
+  auto y = torch::linspace(0, 1, size).view({1, 1, size, 1}).expand({1, 3, size, size});
+  auto x = torch::linspace(0, 1, size).view({1, 1, 1, size}).expand({1, 3, size, size});
+  auto freq = torch::tensor({7.0f, 13.0f, 23.0f}).view({1, 3, 1, 1});
+  auto base = torch::sin((x * 3 + y * 2) * freq) * 0.5 + 0.5;
+  auto noise = torch::rand({1, 3, (size + 7) / 8, (size + 7) / 8});
+  noise = torch::upsample_nearest2d(noise, {size, size});
+  return ((base * 0.7 + noise * 0.3) * 255).contiguous();
+}
+
+// The example's normalize_batch: 0..255 -> ImageNet-normalised VGG input.
+torch::Tensor vgg_input(const torch::Tensor& x) {
+  auto mean = torch::tensor({0.485f, 0.456f, 0.406f}, x.options()).view({1, 3, 1, 1});
+  auto std = torch::tensor({0.229f, 0.224f, 0.225f}, x.options()).view({1, 3, 1, 1});
+  return (x / 255.0 - mean) / std;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace mlbench;
+  core::BenchCli cli("fast_style", "fast_style: TransformerNet with a frozen-VGG16 perceptual loss (Adam)",
+                     {.batch_size = 128, .repeat = 25, .number = 5, .workers = 4});
+  pipeline::PipelineOptions popts;
+  popts.image_size = 64;
+  pipeline::add_pipeline_flags(cli, popts);
+  double lr = 1e-3, content_weight = 1e5, style_weight = 1e10;
+  cli.add_option("--lr", lr, "Adam learning rate")->check(core::number_above(0));
+  cli.add_option("--content-weight", content_weight, "Weight of the content loss")->check(CLI::NonNegativeNumber);
+  cli.add_option("--style-weight", style_weight, "Weight of the style loss")->check(CLI::NonNegativeNumber);
+  if (auto rc = cli.parse(argc, argv)) return *rc;
+  if (popts.image_size % 4 != 0) {
+    std::cerr << "fast_style: error: --image-size must be a multiple of 4 (two stride-2 stages), got "
+              << popts.image_size << "\n";
+    return 2;
+  }
+
+  return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
+    const core::BenchOptions& o = cli.options();
+    const std::int64_t size = popts.image_size;
+    std::shared_ptr<bench::vision::ImageStream> stream;
+    if (o.synthetic) {
+      bench::vision::DeviceBatch b;
+      b.images = torch::rand({o.batch_size, 3, size, size}, torch::TensorOptions().device(ctx.device)) * 255;
+      stream = std::make_shared<bench::vision::ImageStream>(b);
+    } else {
+      const std::string path = bench::vision::default_data_path(o, "fake-imagenet-small", "train");
+      auto source = bench::vision::open_image_folder(o, path, "fake-imagenet-small", popts);
+      auto config = bench::vision::loader_config(o, popts, ctx.device);
+      // The example's transform: Resize(size), CenterCrop(size), ToTensor, x 255.
+      config.transform.mode = pipeline::TransformMode::Eval;
+      config.transform.resize_size = static_cast<int>(size);
+      config.transform.normalize = {{0.0f, 0.0f, 0.0f}, {1 / 255.0f, 1 / 255.0f, 1 / 255.0f}};
+      stream = std::make_shared<bench::vision::ImageStream>(source, config, ctx.device);
+    }
+    bench::vision::TransformerNet transformer;
+    bench::vision::Vgg16Features vgg;
+    transformer->to(ctx.device);
+    vgg->to(ctx.device);
+    vgg->eval();
+    std::vector<torch::Tensor> gram_style;
+    {
+      torch::NoGradGuard no_grad;
+      for (const auto& f : vgg->forward(vgg_input(make_style_image(size).to(ctx.device)))) {
+        gram_style.push_back(bench::vision::gram_matrix(f));
+      }
+    }
+    auto optimizer = std::make_shared<torch::optim::Adam>(transformer->parameters(), torch::optim::AdamOptions(lr));
+
+    core::Workload work;
+    work.items_per_iteration = o.batch_size;
+    work.step = [=](core::Iteration& it) mutable {
+      auto b = stream->next(it);
+      if (popts.fetch_only) return;  // --fetch-only: the pipeline alone, no model step
+      auto loss = it.compute([&] {
+        optimizer->zero_grad();
+        const auto n = b.images.size(0);
+        auto y = transformer->forward(b.images);
+        auto fy = vgg->forward(vgg_input(y));
+        std::vector<torch::Tensor> fx;
+        {
+          torch::NoGradGuard no_grad;  // the content target needs no graph
+          fx = vgg->forward(vgg_input(b.images));
+        }
+        auto content = content_weight * torch::mse_loss(fy[1], fx[1]);
+        auto style = torch::zeros({}, y.options());
+        for (std::size_t i = 0; i < fy.size(); ++i) {
+          style = style + torch::mse_loss(bench::vision::gram_matrix(fy[i]), gram_style[i].expand({n, -1, -1}));
+        }
+        auto total = content + style_weight * style;
+        total.backward();
+        optimizer->step();
+        return total.detach();
+      });
+      it.set_loss(bench::deferred_loss(loss));
+    };
+    work.finish = [=](nlohmann::json& report) {
+      stream->finish(report);
+      report["metrics"]["parameters_transformer"] = bench::vision::parameter_count(*transformer);
+      report["metrics"]["parameters_vgg_frozen"] = bench::vision::parameter_count(*vgg);
+      report["metrics"]["style_image"] = "generated (seeded pattern)";
+    };
+    return work;
+  });
+}

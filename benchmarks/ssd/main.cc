@@ -1,0 +1,147 @@
+// ssd: SSD300 with a ResNet-34 backbone (MLPerf's SSD layout, Mila's ssd),
+// multibox loss, SGD. Images and boxes come from a COCO-style dataset
+// (<data>/train2017/*.jpg + <data>/annotations/instances_train2017.json; the
+// coco-shapes recipe makes one of shapes with known boxes) through the
+// instrumented pipeline: Resize(300) + CenterCrop(300) of each image, its
+// boxes mapped into the crop, matched to the 8732 default boxes and encoded
+// on the CPU in the consumer (so that work counts as wait, as a loader's would).
+#include <torch/torch.h>
+
+#include <filesystem>
+
+#include "benchmarks/common/coco_annotations.h"
+#include "benchmarks/common/image_bench.h"
+#include "benchmarks/common/ssd_box.h"
+#include "benchmarks/common/torch_runtime.h"
+#include "benchmarks/common/vision_models.h"
+#include "pipeline/transforms.h"
+#include "source_hash.h"
+
+namespace {
+
+using namespace mlbench;
+namespace v = bench::vision;
+
+// Box targets of one image: its boxes (relative to the crop) encoded.
+v::BoxTargets targets_of(const std::vector<v::RelBox>& boxes, const v::BoxEncoder& encoder) {
+  std::vector<float> ltrb;
+  std::vector<std::int64_t> labels;
+  for (const auto& b : boxes) {
+    ltrb.insert(ltrb.end(), {b.l, b.t, b.r, b.b});
+    labels.push_back(b.label);
+  }
+  const auto g = static_cast<std::int64_t>(labels.size());
+  return encoder.encode(torch::from_blob(ltrb.data(), {g, 4}, torch::kFloat32).clone(),
+                        torch::from_blob(labels.data(), {g}, torch::kInt64).clone());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  core::BenchCli cli("ssd", "ssd: SSD300 / ResNet-34 object detection (multibox loss, SGD)",
+                     {.batch_size = 128, .repeat = 15, .number = 5, .workers = 4});
+  pipeline::PipelineOptions popts;
+  popts.image_size = 300;
+  pipeline::add_pipeline_flags(cli, popts);
+  std::int64_t classes = 81;
+  std::string annotations;
+  double lr = 2.5e-3, momentum = 0.9, weight_decay = 5e-4;
+  cli.add_option("--classes", classes, "Classes including background (COCO: 81)")->check(core::integer_at_least(2));
+  cli.add_option("--annotations", annotations,
+                 "COCO-style annotation file (default: <data>/annotations/instances_train2017.json)");
+  cli.add_option("--lr", lr, "SGD learning rate")->check(core::number_above(0));
+  cli.add_option("--momentum", momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
+  cli.add_option("--weight-decay", weight_decay, "SGD weight decay")->check(CLI::NonNegativeNumber);
+  if (auto rc = cli.parse(argc, argv)) return *rc;
+  if (popts.image_size != 300) {
+    std::cerr << "ssd: error: --image-size must be 300 (SSD300's default boxes are laid out for 300x300), got "
+              << popts.image_size << "\n";
+    return 2;
+  }
+
+  return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
+    const core::BenchOptions& o = cli.options();
+    auto encoder = std::make_shared<v::BoxEncoder>(v::ssd300_default_boxes());
+    std::shared_ptr<v::ImageStream> stream;
+    if (o.synthetic) {
+      // One batch of random images, each with 1-4 random boxes, encoded once.
+      auto b = v::synthetic_batch(o.batch_size, 300, classes, ctx.device);
+      std::vector<torch::Tensor> offsets, labels;
+      for (int i = 0; i < o.batch_size; ++i) {
+        const auto g = torch::randint(1, 5, {1}).item<std::int64_t>();
+        auto lt = torch::rand({g, 2}) * 0.7;
+        auto ltrb = torch::cat({lt, lt + 0.1 + torch::rand({g, 2}) * 0.2}, 1);
+        auto t = encoder->encode(ltrb, torch::randint(1, classes, {g}, torch::kInt64));
+        offsets.push_back(t.offsets);
+        labels.push_back(t.labels);
+      }
+      b.extra = {torch::stack(offsets).to(ctx.device), torch::stack(labels).to(ctx.device)};
+      stream = std::make_shared<v::ImageStream>(b);
+    } else {
+      const std::filesystem::path root = v::default_data_path(o, "coco-shapes-small", "");
+      const std::filesystem::path ann = annotations.empty() ? root / "annotations" / "instances_train2017.json"
+                                                            : std::filesystem::path(annotations);
+      std::shared_ptr<v::CocoImageSource> source;
+      if (popts.drop_after_read) {
+        throw core::UsageError("--drop-after-read is not supported by the COCO reader of ssd");
+      }
+      try {
+        if (!std::filesystem::exists(ann)) {
+          throw pipeline::DataError("annotations " + ann.string() + " not found; " +
+                                    pipeline::datagen_hint(o, "coco-shapes-small") + " (or pass --data/--annotations)");
+        }
+        source = std::make_shared<v::CocoImageSource>(root / "train2017", v::read_coco_annotations(ann));
+      } catch (const pipeline::DataError& e) {
+        throw core::UsageError(e.what());
+      }
+      const auto categories = static_cast<std::int64_t>(source->annotations().category_ids.size());
+      if (categories + 1 > classes) {
+        throw core::UsageError(ann.string() + " has " + std::to_string(categories) +
+                               " categories; --classes must be at least " + std::to_string(categories + 1));
+      }
+      auto config = v::loader_config(o, popts, ctx.device);
+      config.transform.mode = pipeline::TransformMode::Eval;  // Resize(300) + CenterCrop(300), no flip
+      config.transform.resize_size = 300;
+      auto prepare = [source, encoder](const pipeline::Batch&, const torch::Tensor& indices) {
+        std::vector<torch::Tensor> offsets, labels;
+        const auto* idx = indices.data_ptr<std::int64_t>();
+        for (std::int64_t i = 0; i < indices.size(0); ++i) {
+          const v::CocoImage& im = source->annotations().images[static_cast<std::size_t>(idx[i])];
+          const pipeline::CropBox c = pipeline::center_crop_box(im.width, im.height, 300, 300);
+          auto t = targets_of(v::boxes_in_crop(im, c.x, c.y, c.w, c.h), *encoder);
+          offsets.push_back(t.offsets);
+          labels.push_back(t.labels);
+        }
+        return std::vector<torch::Tensor>{torch::stack(offsets), torch::stack(labels)};
+      };
+      stream = std::make_shared<v::ImageStream>(source, config, ctx.device, prepare);
+    }
+    v::Ssd300 model(classes);
+    model->to(ctx.device);
+    auto optimizer = std::make_shared<torch::optim::SGD>(
+        model->parameters(), torch::optim::SGDOptions(lr).momentum(momentum).weight_decay(weight_decay));
+
+    core::Workload work;
+    work.items_per_iteration = o.batch_size;
+    work.step = [=](core::Iteration& it) mutable {
+      auto b = stream->next(it);
+      if (popts.fetch_only) return;  // --fetch-only: the pipeline alone, no model step
+      auto loss = it.compute([&] {
+        optimizer->zero_grad();
+        auto [ploc, pconf] = model->forward(b.images);
+        auto l = v::multibox_loss(ploc, pconf, b.extra[0], b.extra[1]);
+        l.backward();
+        optimizer->step();
+        return l.detach();
+      });
+      it.set_loss(bench::deferred_loss(loss));
+    };
+    work.finish = [=](nlohmann::json& report) {
+      stream->finish(report);
+      report["metrics"]["parameters"] = v::parameter_count(*model);
+      report["metrics"]["default_boxes"] = encoder->defaults().size(0);
+      report["metrics"]["backbone"] = "resnet34 (layer3 stride 1)";
+    };
+    return work;
+  });
+}

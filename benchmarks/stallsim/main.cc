@@ -1,0 +1,159 @@
+// stallsim: a training benchmark whose costs are known, read through the real
+// pipeline: fetch from storage of a set bandwidth (emulated over real files,
+// honouring the page cache), prep of a set cost per sample on a set number of
+// CPUs, and compute of a set cost per batch. With those, the true rates are
+//   G = batch / compute,  P = cpus / prep,  F = bandwidth / file size,
+// which mlbench-stall's tests compare its measurements against.
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <chrono>
+#include <iostream>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "core/benchmark_run.h"
+#include "emulated_storage.h"
+#include "pipeline/options.h"
+#include "source_hash.h"
+
+namespace {
+
+using namespace mlbench;
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+}
+
+// Burns `seconds` of this thread's CPU time.
+void burn_cpu(double seconds) {
+  const double end = thread_cpu_seconds() + seconds;
+  volatile double x = 1.0;
+  while (thread_cpu_seconds() < end) {
+    for (int i = 0; i < 256; ++i) x = x * 1.0000001 + 1e-9;
+  }
+}
+
+// `n` virtual CPUs shared first come, first served, as a fair scheduler would:
+// an unfair semaphore lets some workers starve, and in-order delivery then
+// waits for their batches.
+class CpuPool {
+ public:
+  explicit CpuPool(int n) : free_(n) {}
+  void acquire() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const unsigned long ticket = next_ticket_++;
+    cv_.wait(lock, [&] { return free_ > 0 && ticket == serving_; });
+    --free_;
+    ++serving_;
+    cv_.notify_all();
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++free_;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int free_;
+  unsigned long next_ticket_ = 0, serving_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  core::BenchCli cli("stallsim", "stallsim: a benchmark with known fetch, prep and compute costs (ground truth for mlbench-stall)",
+                     {.batch_size = 8, .repeat = 12, .number = 10, .workers = 8});
+  pipeline::PipelineOptions popts;
+  pipeline::add_pipeline_flags(cli, popts);
+  double prep_ms = 1.0, compute_ms = 5.0, storage_mbps = 0.0;
+  std::string prep_mode = "sleep";
+  cli.add_option("--prep-ms", prep_ms, "Prep cost per sample, ms (on one of --cpu-cores CPUs)")
+      ->check(CLI::Range(0.0, 1e6))->capture_default_str();
+  cli.add_option("--prep-mode", prep_mode,
+                 "sleep: --cpu-cores virtual CPUs, each busy for --prep-ms per sample (exact under load); "
+                 "busy: burn that much real CPU time")
+      ->check(CLI::IsMember({"sleep", "busy"}))->capture_default_str();
+  cli.add_option("--compute-ms", compute_ms, "Compute cost per batch, ms (an accelerator that sleeps)")
+      ->check(CLI::Range(0.0, 1e6))->capture_default_str();
+  cli.add_option("--storage-mbps", storage_mbps, "Emulated storage bandwidth for reads not in the page cache, MB/s (0: the real device)")
+      ->check(CLI::Range(0.0, 1e9))->capture_default_str();
+  if (auto rc = cli.parse(argc, argv)) return *rc;
+  const core::BenchOptions& o = cli.options();
+  // Sleeps stand for work of a known length: the default 50 us timer slack
+  // would add up to that much to each.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+
+  std::shared_ptr<stallsim::EmulatedStorage> storage;
+  if (!o.synthetic) {
+    if (o.data.empty()) {
+      std::cerr << "stallsim: error: --data DIR is required (a folder of class folders of files) unless --synthetic\n";
+      return 2;
+    }
+    try {
+      storage = std::make_shared<stallsim::EmulatedStorage>(pipeline::open_image_folder(o.data, "", popts), storage_mbps);
+    } catch (const pipeline::DataError& e) {
+      std::cerr << "stallsim: error: " << e.what() << "\n";
+      return 2;
+    }
+  }
+
+  core::RuntimeInfo runtime;
+  runtime.framework = "none";
+  core::BenchmarkRun run(cli, MLBENCH_SOURCE_HASH, runtime);
+  return run.run([&] {
+    pipeline::LoaderConfig config;
+    try {
+      config = pipeline::make_loader_config(o, popts);
+    } catch (const std::invalid_argument& e) {
+      throw core::UsageError(e.what());
+    }
+    // Prep runs on `cpu_cores` CPUs: virtual ones that sleep, or real ones that burn.
+    auto cpus = std::make_shared<CpuPool>(o.cpu_cores);
+    const double prep_s = prep_ms / 1e3;
+    if (prep_mode == "sleep") {
+      config.prep = [cpus, prep_s](const pipeline::Bytes&, std::size_t) {
+        cpus->acquire();
+        std::this_thread::sleep_for(std::chrono::duration<double>(prep_s));
+        cpus->release();
+      };
+    } else {
+      config.prep = [prep_s](const pipeline::Bytes&, std::size_t) { burn_cpu(prep_s); };
+    }
+    auto loader = std::make_shared<pipeline::Loader>(storage, config);
+    loader->start();
+    const bool fetch_only = popts.fetch_only;
+    const double compute_s = compute_ms / 1e3;
+    core::Workload work;
+    work.items_per_iteration = o.batch_size;
+    work.step = [loader, fetch_only, compute_s](core::Iteration& it) {
+      auto batch = it.wait([&] { return loader->next(); });
+      if (!batch) throw std::runtime_error("the pipeline ended early");
+      if (fetch_only) return;
+      it.compute([&] { std::this_thread::sleep_for(std::chrono::duration<double>(compute_s)); });
+      it.set_loss([] { return 1.0; });
+    };
+    work.finish = [loader, storage, prep_ms, compute_ms, storage_mbps, prep_mode, &o](nlohmann::json& report) {
+      nlohmann::json p = loader->to_json();
+      if (storage) {
+        p["emulated_storage"] = {{"mb_per_s", storage_mbps},
+                                 {"cached_reads", storage->cached_reads()},
+                                 {"device_reads", storage->device_reads()}};
+      }
+      report["pipeline"] = p;
+      report["metrics"]["injected"] = {{"prep_ms", prep_ms},
+                                       {"prep_mode", prep_mode},
+                                       {"prep_cpus", o.cpu_cores},
+                                       {"compute_ms", compute_ms},
+                                       {"storage_mbps", storage_mbps}};
+      loader->stop();
+    };
+    return work;
+  });
+}

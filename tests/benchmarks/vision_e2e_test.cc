@@ -1,0 +1,197 @@
+// End-to-end runs of the real convnet, convnet_fp16, dcgan, reso, fast_style
+// and ssd binaries on tiny settings: each writes a valid report with finite
+// losses; runs that read images carry non-zero pipeline stage times; a
+// missing dataset is one line naming the mlbench-datagen command (exit 2).
+// The tiny datasets are generated once per test program by mlbench-datagen.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;
+  std::vector<nlohmann::json> reports;
+};
+
+fs::path data_root() {
+  static const fs::path root = fs::temp_directory_path() / ("mlbench_vision_e2e_data_" + std::to_string(::getpid()));
+  return root;
+}
+
+class VisionE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    for (const char* name : {"fake-imagenet-tiny", "bsds500-tiny", "coco-shapes-tiny"}) {
+      const std::string cmd = std::string(MLBENCH_DATAGEN) + " ensure " + name + " --root " + data_root().string() +
+                              " > /dev/null 2>&1";
+      ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    }
+  }
+  static void TearDownTestSuite() { fs::remove_all(data_root()); }
+
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("mlbench_vision_e2e_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  RunResult run(const std::string& bench, const std::string& args) {
+    const fs::path reports = dir_ / "reports";
+    fs::create_directories(reports);
+    const fs::path log = dir_ / (bench + ".log");
+    const std::string cmd = std::string(MLBENCH_BENCH_DIR) + "/" + bench +
+                            " --cpu-cores 1 --no-cuda --repeat 2 --number 2 --warmup 0 --report " + reports.string() +
+                            " " + args + " > " + log.string() + " 2>&1";
+    RunResult r;
+    const int status = std::system(cmd.c_str());
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(log);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    r.output = ss.str();
+    for (const auto& e : fs::directory_iterator(reports)) {
+      std::ifstream f(e.path());
+      r.reports.push_back(nlohmann::json::parse(f));
+    }
+    return r;
+  }
+
+  static std::string data(const std::string& rel) { return (data_root() / rel).string(); }
+
+  // A completed run with finite losses; returns the report.
+  static nlohmann::json expect_valid(const RunResult& r, const std::string& name) {
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    if (r.reports.size() != 1) {
+      ADD_FAILURE() << "expected one report\n" << r.output;
+      return {};
+    }
+    const auto& j = r.reports[0];
+    EXPECT_EQ(j["name"], name);
+    EXPECT_EQ(j["completed"], true);
+    EXPECT_GT(j["train_item"]["avg"].get<double>(), 0.0);
+    EXPECT_EQ(j["epoch_loss"].size(), 2u) << j.dump();
+    for (const auto& l : j["batch_loss"]) {
+      EXPECT_TRUE(l.is_number() && std::isfinite(l.get<double>())) << j["batch_loss"].dump();
+    }
+    EXPECT_TRUE(j["stall"]["stall_pct"].is_number()) << j["stall"].dump();
+    return j;
+  }
+
+  // Images were read, decoded and collated: every stage did measurable work,
+  // and the consumer's waits were timed.
+  static void expect_pipeline_times(const nlohmann::json& j) {
+    const auto& p = j["pipeline"];
+    ASSERT_TRUE(p.contains("stages")) << p.dump();
+    for (const char* stage : {"fetch", "decode", "augment", "collate"}) {
+      EXPECT_GT(p["stages"][stage]["busy_s"].get<double>(), 0.0) << stage << ": " << p.dump();
+      EXPECT_GT(p["stages"][stage]["items"].get<long>(), 0) << stage;
+    }
+    EXPECT_GT(p["bytes_read"].get<long>(), 0);
+    EXPECT_GT(p["consumer_wait_total_s"].get<double>(), 0.0) << p.dump();
+    EXPECT_GT(j["stall"]["wait"]["avg"].get<double>(), 0.0) << j["stall"].dump();
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(VisionE2E, ConvnetRealData) {
+  auto r = run("convnet", "--arch resnet18 --classes 4 --image-size 32 -b 4 --workers 1 --data " +
+                              data("fake-imagenet-tiny/train"));
+  auto j = expect_valid(r, "convnet");
+  if (HasFailure()) return;
+  expect_pipeline_times(j);
+  EXPECT_EQ(j["metrics"]["arch"], "resnet18");
+  EXPECT_EQ(j["metrics"]["parameters"], 11689512 - 513000 + 512 * 4 + 4);
+  EXPECT_EQ(j["metrics"]["precision"], "fp32");
+}
+
+TEST_F(VisionE2E, ConvnetSynthetic) {
+  auto j = expect_valid(run("convnet", "--arch resnet18 --classes 10 --image-size 32 -b 4 --synthetic"), "convnet");
+  if (HasFailure()) return;
+  EXPECT_EQ(j["pipeline"]["source"], "synthetic");
+  EXPECT_DOUBLE_EQ(j["stall"]["wait"]["max"].get<double>(), 0.0);
+}
+
+TEST_F(VisionE2E, ConvnetFp16OnCpuUsesBfloat16) {
+  auto j = expect_valid(run("convnet_fp16", "--arch resnet18 --classes 4 --image-size 32 -b 4 --workers 1 --data " +
+                                                data("fake-imagenet-tiny/train")),
+                        "convnet_fp16");
+  if (HasFailure()) return;
+  expect_pipeline_times(j);
+  EXPECT_EQ(j["metrics"]["precision"], "bf16-autocast");
+}
+
+TEST_F(VisionE2E, ConvnetTooFewClassesIsAUsageError) {
+  auto r = run("convnet", "--arch resnet18 --classes 2 --image-size 32 -b 4 --data " + data("fake-imagenet-tiny/train"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("more than --classes 2"), std::string::npos) << r.output;
+  EXPECT_TRUE(r.reports.empty());
+}
+
+TEST_F(VisionE2E, MissingDatasetNamesDatagen) {
+  auto r = run("convnet", "--arch resnet18 --image-size 32 -b 4 --data " + (dir_ / "nope").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("mlbench-datagen ensure fake-imagenet-small"), std::string::npos) << r.output;
+  auto s = run("ssd", "-b 2 --data " + (dir_ / "nope").string());
+  EXPECT_EQ(s.exit_code, 2) << s.output;
+  EXPECT_NE(s.output.find("mlbench-datagen ensure coco-shapes-small"), std::string::npos) << s.output;
+}
+
+TEST_F(VisionE2E, DcganRealData) {
+  auto j = expect_valid(run("dcgan", "-b 4 --workers 1 --data " + data("fake-imagenet-tiny/train")), "dcgan");
+  if (HasFailure()) return;
+  expect_pipeline_times(j);
+  EXPECT_EQ(j["metrics"]["parameters_generator"], 3576704);
+  EXPECT_EQ(j["metrics"]["parameters_discriminator"], 2765568);
+}
+
+TEST_F(VisionE2E, DcganRejectsOtherImageSizes) {
+  auto r = run("dcgan", "--image-size 32 --synthetic");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--image-size must be 64"), std::string::npos) << r.output;
+}
+
+TEST_F(VisionE2E, ResoRealData) {
+  auto j = expect_valid(run("reso", "--image-size 32 -b 4 --workers 1 --data " + data("bsds500-tiny/train")), "reso");
+  if (HasFailure()) return;
+  expect_pipeline_times(j);
+  EXPECT_EQ(j["metrics"]["parameters"], 58212);
+}
+
+TEST_F(VisionE2E, FastStyleRealData) {
+  auto j = expect_valid(run("fast_style", "--image-size 32 -b 2 --workers 1 --data " + data("fake-imagenet-tiny/train")),
+                        "fast_style");
+  if (HasFailure()) return;
+  expect_pipeline_times(j);
+  EXPECT_EQ(j["metrics"]["parameters_transformer"], 1679235);
+}
+
+TEST_F(VisionE2E, SsdRealData) {
+  auto j = expect_valid(run("ssd", "-b 2 --workers 1 --data " + data("coco-shapes-tiny")), "ssd");
+  if (HasFailure()) return;
+  expect_pipeline_times(j);
+  EXPECT_EQ(j["metrics"]["default_boxes"], 8732);
+}
+
+TEST_F(VisionE2E, SsdSynthetic) {
+  auto j = expect_valid(run("ssd", "-b 2 --synthetic"), "ssd");
+  if (HasFailure()) return;
+  EXPECT_EQ(j["pipeline"]["source"], "synthetic");
+}
+
+}  // namespace

@@ -1,0 +1,122 @@
+// Ground truth for mlbench-stall: the real analyzer runs stallsim, whose fetch,
+// prep and compute costs are injected, on a grid of compute-, prep- and
+// fetch-bound and mixed configurations. The measured split must be within
+// 3 percentage points of the injected truth, and the what-if prediction at
+// three cache fractions within 5% of the speed measured with the pipeline's
+// never-evicting cache.
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "stall/analysis.h"
+#include "stall/page_cache.h"
+#include "tests/support/run_command.h"
+
+namespace mlbench::stall {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kBatch = 4;
+constexpr int kFileBytes = 16384;
+constexpr int kFiles = 200;
+constexpr int kCpus = 2;  // virtual prep CPUs (stallsim --cpu-cores)
+
+struct Config {
+  const char* name;
+  double G, P, F;  // injected rates, samples/s
+};
+
+// The injected truth: with T = 1 / rate, a pipelined loader runs at min(G, P, F).
+Split truth(const Config& c) {
+  const double G = c.G;
+  const double P = std::min(c.P, G);
+  const double F = std::min(c.F, P);
+  return split(G, P, F);
+}
+
+class GroundTruth : public testing::TestWithParam<Config> {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = testing_support::scratch_dir("stall_ground_truth");
+    for (int c = 0; c < 2; ++c) {
+      fs::create_directories(dir_ / "data" / ("c" + std::to_string(c)));
+      for (int i = 0; i < kFiles / 2; ++i) {
+        std::ofstream out(dir_ / "data" / ("c" + std::to_string(c)) / fmt::format("f{:03}.bin", i), std::ios::binary);
+        std::string bytes(kFileBytes, static_cast<char>('a' + (i % 26)));
+        out << bytes;
+      }
+    }
+    const auto files = dataset_files(dir_ / "data");
+    warm(files);
+    evict(files);
+    evictable_ = residency(files).fraction() < 0.05;
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  static fs::path dir_;
+  static bool evictable_;
+};
+fs::path GroundTruth::dir_;
+bool GroundTruth::evictable_ = false;
+
+TEST_P(GroundTruth, SplitAndWhatIfMatchTheInjectedCosts) {
+  if (!evictable_) GTEST_SKIP() << "the temp directory ignores POSIX_FADV_DONTNEED (tmpfs?): no cold runs possible";
+  const Config& c = GetParam();
+  const fs::path out = dir_ / c.name;
+  const double compute_ms = 1e3 * kBatch / c.G;
+  const double prep_ms = 1e3 * kCpus / c.P;
+  const double storage_mbps = c.F * kFileBytes / 1e6;
+  const std::string cmd = fmt::format(
+      "{} --bench stallsim --bench-dir {} --data {} --cpus {} --cache-fracs 0.25,0.5,0.75 --iterations 60 "
+      "--out {} -- --batch-size {} --workers 4 --prefetch 16 --cpu-cores {} --compute-ms {} --prep-ms {} "
+      "--storage-mbps {}",
+      MLBENCH_STALL_BIN, MLBENCH_BENCH_DIR, (dir_ / "data").string(), kCpus, out.string(), kBatch, kCpus, compute_ms,
+      prep_ms, storage_mbps);
+  const auto r = testing_support::run_command(cmd);
+  ASSERT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
+  std::ifstream in(out / "stall.json");
+  const auto result = nlohmann::json::parse(in);
+
+  const Split t = truth(c);
+  const auto& s = result["split"];
+  RecordProperty("compute_err_pp", fmt::format("{:.2f}", s["compute_pct"].get<double>() - t.compute_pct));
+  RecordProperty("prep_err_pp", fmt::format("{:.2f}", s["prep_pct"].get<double>() - t.prep_pct));
+  RecordProperty("fetch_err_pp", fmt::format("{:.2f}", s["fetch_pct"].get<double>() - t.fetch_pct));
+  EXPECT_NEAR(s["compute_pct"].get<double>(), t.compute_pct, 3.0) << r.output;
+  EXPECT_NEAR(s["prep_pct"].get<double>(), t.prep_pct, 3.0) << r.output;
+  EXPECT_NEAR(s["fetch_pct"].get<double>(), t.fetch_pct, 3.0) << r.output;
+  const auto& measured = result["whatif"]["measured"];
+  ASSERT_EQ(measured.size(), 3u);
+  for (const auto& m : measured) {
+    EXPECT_LT(m["error_pct"].get<double>(), 5.0) << "cache " << m["x"] << ": predicted " << m["predicted"]
+                                                  << ", measured " << m["measured"] << "\n" << r.output;
+  }
+  std::cout << fmt::format("[{}] split measured {:.1f}/{:.1f}/{:.1f} truth {:.1f}/{:.1f}/{:.1f}; what-if max error {:.1f}%\n",
+                           c.name, s["compute_pct"].get<double>(), s["prep_pct"].get<double>(),
+                           s["fetch_pct"].get<double>(), t.compute_pct, t.prep_pct, t.fetch_pct,
+                           result["whatif"]["max_error_pct"].get<double>());
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, GroundTruth,
+                         // Rates in samples/s: costs of milliseconds, so that scheduling
+                         // delays of a loaded 2-core machine stay small beside them. The
+                         // cached fetch rates F(x) at x = 0.25, 0.5, 0.75 stay >= 1.3x away
+                         // from min(P, G) except in three_way and compute_fetch (ties that the
+                         // min() model still predicts within 5%); docs/stall.md says why.
+                         testing::Values(Config{"compute_bound", 250, 1000, 1000},
+                                         Config{"prep_bound", 1000, 250, 1000},
+                                         Config{"fetch_bound", 1000, 1000, 150},
+                                         Config{"compute_prep", 500, 250, 1000},
+                                         Config{"compute_fetch", 500, 1000, 250},
+                                         Config{"prep_fetch", 1000, 500, 180},
+                                         Config{"three_way", 750, 375, 250},
+                                         Config{"prep_heavy", 1000, 200, 750},
+                                         Config{"fetch_heavy", 750, 500, 90}),
+                         [](const testing::TestParamInfo<Config>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace mlbench::stall
