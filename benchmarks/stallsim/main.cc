@@ -7,12 +7,12 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
-#include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "core/benchmark_run.h"
 #include "emulated_storage.h"
@@ -38,31 +38,31 @@ void burn_cpu(double seconds) {
   }
 }
 
-// `n` virtual CPUs shared first come, first served, as a fair scheduler would:
-// an unfair semaphore lets some workers starve, and in-order delivery then
-// waits for their batches.
+// `n` virtual CPUs, each busy for exactly `seconds` per sample, shared first
+// come, first served. Like the emulated storage device, each keeps a virtual
+// clock: a sample starts when its CPU is free (or when it arrives, if later)
+// and the worker sleeps until the sample's end, so a late wake-up of one
+// worker does not delay the samples queued behind it and the prep rate stays
+// exactly n / seconds under load.
 class CpuPool {
  public:
-  explicit CpuPool(int n) : free_(n) {}
-  void acquire() {
-    std::unique_lock<std::mutex> lock(mu_);
-    const unsigned long ticket = next_ticket_++;
-    cv_.wait(lock, [&] { return free_ > 0 && ticket == serving_; });
-    --free_;
-    ++serving_;
-    cv_.notify_all();
-  }
-  void release() {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++free_;
-    cv_.notify_all();
+  explicit CpuPool(int n) : free_at_(static_cast<std::size_t>(std::max(1, n))) {}
+  void run(double seconds) {
+    const auto now = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point end;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto cpu = std::min_element(free_at_.begin(), free_at_.end());
+      const auto start = std::max(now, *cpu);
+      end = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+      *cpu = end;
+    }
+    std::this_thread::sleep_until(end);
   }
 
  private:
   std::mutex mu_;
-  std::condition_variable cv_;
-  int free_;
-  unsigned long next_ticket_ = 0, serving_ = 0;
+  std::vector<std::chrono::steady_clock::time_point> free_at_;
 };
 
 }  // namespace
@@ -118,11 +118,7 @@ int main(int argc, char** argv) {
     auto cpus = std::make_shared<CpuPool>(o.cpu_cores);
     const double prep_s = prep_ms / 1e3;
     if (prep_mode == "sleep") {
-      config.prep = [cpus, prep_s](const pipeline::Bytes&, std::size_t) {
-        cpus->acquire();
-        std::this_thread::sleep_for(std::chrono::duration<double>(prep_s));
-        cpus->release();
-      };
+      config.prep = [cpus, prep_s](const pipeline::Bytes&, std::size_t) { cpus->run(prep_s); };
     } else {
       config.prep = [prep_s](const pipeline::Bytes&, std::size_t) { burn_cpu(prep_s); };
     }
