@@ -20,29 +20,14 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "core/rng.h"
 #include "datasets/recipe.h"
 
 namespace mlbench::datasets {
 
 namespace {
 
-// xoshiro-style small fast generator (splitmix64 stream): deterministic, cheap.
-class Rng {
- public:
-  explicit Rng(std::uint64_t seed) : s_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
-  int integer(int lo, int hi) { return lo + static_cast<int>(next() % static_cast<std::uint64_t>(hi - lo + 1)); }
-
- private:
-  std::uint64_t s_;
-};
+using core::Rng;
 
 // A random grid of `gw` x `gh` values bilinearly upsampled to width x height and
 // added (times `amp`) to `plane`.

@@ -41,16 +41,38 @@ double fetch_rate(double x, double C, double S) {
   return 1.0 / (x / C + (1.0 - x) / S);
 }
 
-double predicted_speed(double x, double P, double G, double C, double S) {
-  return std::min({fetch_rate(x, C, S), P, G});
+double exposed_fetch_s(double G, double P, double S, double F_obs, double min_share) {
+  require_positive(G, "G");
+  require_positive(P, "P");
+  require_positive(S, "S");
+  require_positive(F_obs, "F_obs");
+  const double e = 1.0 / F_obs - std::max({1.0 / G, 1.0 / P, 1.0 / S});
+  return e * F_obs < min_share ? 0.0 : e;
 }
 
-std::optional<double> recommended_cache(double P, double G, double C, double S) {
+double predicted_speed(double x, double P, double G, double C, double S, double exposed_s) {
+  if (exposed_s <= 0) return std::min({fetch_rate(x, C, S), P, G});
+  const double t = std::max({1.0 / fetch_rate(x, C, S), 1.0 / P, 1.0 / G}) + (1.0 - x) * exposed_s;
+  return 1.0 / t;
+}
+
+std::optional<double> recommended_cache(double P, double G, double C, double S, double exposed_s) {
   require_positive(P, "P");
   require_positive(G, "G");
   require_positive(C, "C");
   require_positive(S, "S");
   const double need = std::min(P, G);
+  if (exposed_s > 0) {
+    const double target = 0.98 * need;
+    if (predicted_speed(0.0, P, G, C, S, exposed_s) >= target) return 0.0;
+    if (predicted_speed(1.0, P, G, C, S, exposed_s) < target) return std::nullopt;
+    double lo = 0.0, hi = 1.0;  // predicted_speed rises with x
+    for (int i = 0; i < 50; ++i) {
+      const double mid = 0.5 * (lo + hi);
+      (predicted_speed(mid, P, G, C, S, exposed_s) >= target ? hi : lo) = mid;
+    }
+    return hi;
+  }
   if (S >= need) return 0.0;
   if (C < need) return std::nullopt;
   // x / C + (1 - x) / S <= 1 / need  <=>  x >= (1/S - 1/need) / (1/S - 1/C)
@@ -121,10 +143,43 @@ Verdict verdict(const Split& s, std::optional<double> cache_rec, std::optional<i
   return Verdict{b, text};
 }
 
-std::vector<CurvePoint> whatif_curve(const std::vector<double>& xs, double P, double G, double C, double S) {
+std::string disagreement_note(double direct_pct, double differential_pct, double noise_pp) {
+  const double margin = std::max(5.0, 2.0 * noise_pp);
+  if (direct_pct < differential_pct - margin) {
+    return fmt::format("the loop waited for data {:.1f}% of the time, less than the {:.1f}% stall of the split: prep "
+                       "slowed compute without making it wait (prep and compute share the CPUs, as without an "
+                       "accelerator), so part of the stall share is CPU contention",
+                       direct_pct, differential_pct);
+  }
+  if (direct_pct > differential_pct + margin) {
+    return fmt::format("the loop waited for data {:.1f}% of the time, more than the {:.1f}% stall of the split: batches "
+                       "arrive in bursts that the average rates hide (a deeper --prefetch may help)",
+                       direct_pct, differential_pct);
+  }
+  return "";
+}
+
+std::vector<std::string> consistency_warnings(double P, double F_obs, double cache_full, double tolerance) {
+  std::vector<std::string> out;
+  if (F_obs > P * (1 + tolerance)) {
+    out.push_back(fmt::format("the cold run ({:.1f}/s) was {:.0f}% faster than the cached run ({:.1f}/s): the machine's "
+                              "speed changed between runs; rerun, or raise --iterations",
+                              F_obs, 100 * (F_obs / P - 1), P));
+  }
+  if (std::isfinite(cache_full) && std::abs(cache_full - P) > tolerance * std::max(P, cache_full)) {
+    out.push_back(fmt::format("the cached run ({:.1f}/s) and the run with the whole dataset in the cache ({:.1f}/s) "
+                              "measure the same rate but differ by {:.0f}%: the machine's speed changed between runs; "
+                              "rerun, or raise --iterations",
+                              P, cache_full, 100 * std::abs(cache_full - P) / std::max(P, cache_full)));
+  }
+  return out;
+}
+
+std::vector<CurvePoint> whatif_curve(const std::vector<double>& xs, double P, double G, double C, double S,
+                                     double exposed_s) {
   std::vector<CurvePoint> out;
   out.reserve(xs.size());
-  for (double x : xs) out.push_back({x, fetch_rate(x, C, S), predicted_speed(x, P, G, C, S)});
+  for (double x : xs) out.push_back({x, fetch_rate(x, C, S), predicted_speed(x, P, G, C, S, exposed_s)});
   return out;
 }
 

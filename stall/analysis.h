@@ -32,12 +32,23 @@ Split split(double G, double P, double F_obs);
 // F(x) = 1 / (x / C + (1 - x) / S).
 double fetch_rate(double x, double C, double S);
 
-// min(F(x), P, G).
-double predicted_speed(double x, double P, double G, double C, double S);
+// Fetch time per sample, in seconds, that the pipeline did not hide in the
+// cold run: T_cold - max(T_G, T_P, T_S), 0 when the cold run is as fast as
+// the pipelined bound min(S, P, G). Workers that fetch and then prep each
+// sample in turn, too few to cover the storage latency, expose it; the model
+// charges it to each cache miss, i.e. scales it by (1 - x). An excess below
+// `min_share` of the cold run's time is run-to-run drift, not exposure: 0.
+double exposed_fetch_s(double G, double P, double S, double F_obs, double min_share = 0.05);
+
+// 1 / (max(T_F(x), T_P, T_G) + (1 - x) * exposed_s): min(F(x), P, G) when no
+// fetch time is exposed.
+double predicted_speed(double x, double P, double G, double C, double S, double exposed_s = 0);
 
 // Smallest x in [0, 1] with F(x) >= min(P, G); nullopt when even x = 1 is
-// not enough (C < min(P, G)).
-std::optional<double> recommended_cache(double P, double G, double C, double S);
+// not enough (C < min(P, G)). With exposed fetch time the speed reaches
+// min(P, G) only at x = 1: then the smallest x whose predicted speed is
+// within 2% of it (run-to-run noise).
+std::optional<double> recommended_cache(double P, double G, double C, double S, double exposed_s = 0);
 
 // Smallest core count whose prep rate reaches `need` (= min(F(x_rec), G));
 // nullopt when none of the measured counts does.
@@ -59,13 +70,28 @@ struct Verdict {
 // E.g. "fetch-bound: more DRAM helps up to 48% cached, more CPUs do not".
 Verdict verdict(const Split& s, std::optional<double> cache_rec, std::optional<int> cores_rec, int cores_now);
 
+// Why direct instrumentation (share of iteration time the loop waited for a
+// batch) and the differential stall disagree, in words; "" when they agree
+// within max(5, 2 x noise) points. A loop that waited less than the split
+// says means prep slowed compute without making it wait: on a machine
+// without an accelerator both run on the same CPUs.
+std::string disagreement_note(double direct_pct, double differential_pct, double noise_pp);
+
+// Runs that measure the same thing must agree within `tolerance`: the cold
+// run is not faster than the cached one, and the run with the whole dataset
+// in the never-evicting cache (`cache_full`; NaN when not run) runs at P.
+// Each disagreement is a line in words: the machine's speed changed between
+// runs, and the split and what-if built on P are not to be trusted.
+std::vector<std::string> consistency_warnings(double P, double F_obs, double cache_full, double tolerance = 0.10);
+
 // A what-if curve: predicted speed at each cache fraction.
 struct CurvePoint {
   double x;
   double fetch;      // F(x)
-  double predicted;  // min(F(x), P, G)
+  double predicted;  // predicted_speed(x, ...)
 };
-std::vector<CurvePoint> whatif_curve(const std::vector<double>& xs, double P, double G, double C, double S);
+std::vector<CurvePoint> whatif_curve(const std::vector<double>& xs, double P, double G, double C, double S,
+                                     double exposed_s = 0);
 
 // Relative difference |a - b| / b.
 double relative_error(double predicted, double measured);

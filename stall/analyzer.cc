@@ -1,6 +1,8 @@
 #include "analyzer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -39,7 +41,9 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   const double S = fetch_cold.rate, C = fetch_cached.rate;
 
   const Split s = split(G, P, F_obs);
-  const SplitNoise noise = split_noise(G, P, F_obs, synthetic.cv, cached.cv, cold.cv);
+  // The noise of a rate is that of the mean over its observations: sd / sqrt(n).
+  const auto se = [](const RunOutcome& r) { return r.cv / std::sqrt(static_cast<double>(std::max(1, r.observations))); };
+  const SplitNoise noise = split_noise(G, P, F_obs, se(synthetic), se(cached), se(cold));
 
   std::map<int, double> p_by_cores;
   nlohmann::json sweep = nlohmann::json::object();
@@ -52,7 +56,10 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   }
   if (p_by_cores.empty()) p_by_cores[ctx.cores_now] = P;
 
-  const auto cache_rec = recommended_cache(P, G, C, S);
+  // Fetch time the cold run's pipeline did not hide (workers that fetch and
+  // prep in turn); the what-if charges it to every cache miss.
+  const double exposed = exposed_fetch_s(G, P, S, F_obs);
+  const auto cache_rec = recommended_cache(P, G, C, S, exposed);
   const double need_rate = std::min(fetch_rate(cache_rec.value_or(1.0), C, S), G);
   const auto cores_rec = recommended_cores(p_by_cores, need_rate * 0.98);  // 2%: within run-to-run noise
   const Verdict v = verdict(s, cache_rec, cores_rec, ctx.cores_now);
@@ -60,15 +67,18 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   std::vector<double> xs;
   for (int i = 0; i <= 20; ++i) xs.push_back(i / 20.0);
   nlohmann::json curve = nlohmann::json::array();
-  for (const auto& c : whatif_curve(xs, P, G, C, S)) {
+  for (const auto& c : whatif_curve(xs, P, G, C, S, exposed)) {
     curve.push_back({{"x", c.x}, {"fetch", c.fetch}, {"predicted", c.predicted}});
   }
+  double cache_full = std::numeric_limits<double>::quiet_NaN();
+  if (auto it = runs.find("cache-1.00"); it != runs.end()) cache_full = it->second.rate;
+  const std::vector<std::string> warnings = consistency_warnings(P, F_obs, cache_full);
   nlohmann::json measured = nlohmann::json::array();
   double max_err = 0, sum_err = 0;
   for (const auto& [label, r] : runs) {
     if (label.rfind("cache-", 0) != 0) continue;
     const double x = std::stod(label.substr(6));
-    const double pred = predicted_speed(x, P, G, C, S);
+    const double pred = predicted_speed(x, P, G, C, S, exposed);
     const double err = 100 * relative_error(pred, r.rate);
     max_err = std::max(max_err, err);
     sum_err += err;
@@ -79,7 +89,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   for (double factor : {0.5, 2.0, 4.0, 10.0}) {
     storage_whatif.push_back({{"S_factor", factor},
                               {"S", S * factor},
-                              {"speed_uncached", predicted_speed(0.0, P, G, C, S * factor)}});
+                              // Faster storage also shortens the exposed fetch time.
+                              {"speed_uncached", predicted_speed(0.0, P, G, C, S * factor, exposed / factor)}});
   }
 
   const double direct_cold = stall_pct_of(cold);
@@ -120,7 +131,10 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
        {{"stall_pct_cold", num(direct_cold)},
         {"stall_pct_cached", num(stall_pct_of(cached))},
         {"differential_stall_pct", s.prep_pct + s.fetch_pct},
-        {"disagreement_pp", num(std::abs(direct_cold - (s.prep_pct + s.fetch_pct)))}}},
+        {"disagreement_pp", num(std::abs(direct_cold - (s.prep_pct + s.fetch_pct)))},
+        {"note", std::isfinite(direct_cold)
+                     ? disagreement_note(direct_cold, s.prep_pct + s.fetch_pct, std::max(noise.prep_pp, noise.fetch_pp))
+                     : std::string()}}},
       {"prep_by_cores", sweep},
       {"recommendation",
        {{"cache_fraction", cache_rec ? nlohmann::json(*cache_rec) : nlohmann::json()},
@@ -130,9 +144,11 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
       {"whatif",
        {{"curve", curve},
         {"measured", measured},
+        {"exposed_fetch_us", 1e6 * exposed},
         {"max_error_pct", measured.empty() ? nlohmann::json() : nlohmann::json(max_err)},
         {"mean_error_pct", measured.empty() ? nlohmann::json() : nlohmann::json(sum_err / measured.size())},
         {"storage", storage_whatif}}},
+      {"warnings", warnings},
       {"runs", run_json},
   };
 }
@@ -158,11 +174,17 @@ std::string console_summary(const nlohmann::json& r) {
                        "{:.1f}% (disagreement {:.1f} pp)\n",
                        d["stall_pct_cold"].get<double>(), d["differential_stall_pct"].get<double>(),
                        d["disagreement_pp"].get<double>());
+    if (const std::string note = d.value("note", std::string()); !note.empty()) out += "  " + note + "\n";
   }
   if (!r["prep_by_cores"].empty()) {
     out += "prep rate by CPUs:";
     for (const auto& [k, v] : r["prep_by_cores"].items()) out += fmt::format(" {}: {:.1f}", k, v.get<double>());
     out += "\n";
+  }
+  if (const auto& e = r["whatif"]["exposed_fetch_us"]; e.is_number() && e.get<double>() > 0) {
+    out += fmt::format("fetch not hidden by the pipeline (cold run): {:.1f} us per sample, {:.0f}% of its time; "
+                       "the what-if charges it to each cache miss\n",
+                       e.get<double>(), 1e-4 * e.get<double>() * r["rates"]["F_obs"].get<double>());
   }
   for (const auto& m : r["whatif"]["measured"]) {
     out += fmt::format("cache {:>5.1f}%: measured {:.1f}/s, predicted {:.1f}/s ({:.1f}% off)\n",
@@ -175,6 +197,7 @@ std::string console_summary(const nlohmann::json& r) {
                                                        : std::string("none is enough"),
                      rec["cores"].is_number() ? std::to_string(rec["cores"].get<int>()) : std::string("more than measured"),
                      rec["verdict"].get<std::string>());
+  for (const auto& w : r.value("warnings", nlohmann::json::array())) out += "warning: " + w.get<std::string>() + "\n";
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -74,6 +75,7 @@ RunOutcome read_outcome(const fs::path& dir, const std::string& label) {
   }
   out.rate = item["avg"].get<double>();
   out.cv = train["sd"].is_number() ? train["sd"].get<double>() / train["avg"].get<double>() : 0.0;
+  out.observations = std::max(1, train.value("count", 1));
   return out;
 }
 

@@ -18,6 +18,7 @@ namespace mlbench::stall {
 struct RunOutcome {
   double rate = 0;       // train_item.avg, samples/s
   double cv = 0;         // train.sd / train.avg: run-to-run noise of one observation
+  int observations = 1;  // train.count: timed observations behind `rate`
   nlohmann::json report;
   Residency before;      // dataset residency right before launch
   Residency after;       // and after the run

@@ -1,5 +1,6 @@
 #include "stall/analysis.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include <gtest/gtest.h>
@@ -63,6 +64,37 @@ TEST(WhatIf, RecommendedCacheIsTheSmallestSufficientFraction) {
   EXPECT_FALSE(recommended_cache(2000, 3000, 1000, 100).has_value());  // memory too slow
 }
 
+TEST(WhatIf, ExposedFetchIsTheColdTimeBeyondThePipelinedBound) {
+  // Pipelined: the cold run is as fast as min(S, P, G), nothing exposed.
+  EXPECT_DOUBLE_EQ(exposed_fetch_s(1000, 400, 300, 300), 0.0);
+  EXPECT_DOUBLE_EQ(exposed_fetch_s(1000, 400, 300, 320), 0.0);  // faster than the bound: clamped
+  // Workers fetch then prep in turn: T_cold = T_P + T_fetch (1/500 + 1/2000).
+  EXPECT_NEAR(exposed_fetch_s(1e9, 500, 2000, 400), 1.0 / 400 - 1.0 / 500, 1e-15);
+  // 4% slower than the bound is drift between runs, below the 5% threshold.
+  EXPECT_DOUBLE_EQ(exposed_fetch_s(90, 83.4, 10000, 80.0), 0.0);
+  EXPECT_GT(exposed_fetch_s(90, 83.4, 10000, 80.0, 0.0), 0.0);
+}
+
+TEST(WhatIf, ExposedFetchIsChargedToEachCacheMiss) {
+  // P = 500, S = 2000 (fast storage), cold 400/s: 0.5 ms exposed per sample.
+  const double e = exposed_fetch_s(1e9, 500, 2000, 400);
+  EXPECT_NEAR(predicted_speed(0.0, 500, 1e9, 1e5, 2000, e), 400.0, 1e-9);  // the cold run itself
+  EXPECT_NEAR(predicted_speed(0.5, 500, 1e9, 1e5, 2000, e), 1.0 / (1.0 / 500 + 0.5 * e), 1e-9);
+  EXPECT_NEAR(predicted_speed(1.0, 500, 1e9, 1e5, 2000, e), 500.0, 1e-9);
+  // Without exposure the model is min(F(x), P, G) unchanged.
+  EXPECT_DOUBLE_EQ(predicted_speed(0.0, 500, 1e9, 1e5, 2000, 0.0), 500.0);
+  // The speed reaches P only at x = 1: recommend the smallest x within 2%:
+  // 1/500 + (1 - x) e = 1 / (0.98 * 500)  =>  x = 1 - (1/490 - 1/500) / e.
+  const auto x = recommended_cache(500, 1e9, 1e5, 2000, e);
+  ASSERT_TRUE(x.has_value());
+  EXPECT_NEAR(*x, 1.0 - (1.0 / 490 - 1.0 / 500) / e, 1e-9);
+  EXPECT_GE(predicted_speed(*x, 500, 1e9, 1e5, 2000, e), 0.98 * 500 - 1e-9);
+  // Memory too slow even fully cached.
+  EXPECT_FALSE(recommended_cache(500, 1e9, 400, 2000, e).has_value());
+  // Exposure too small to matter: no cache needed.
+  EXPECT_EQ(recommended_cache(500, 1e9, 1e5, 2000, 1e-6), 0.0);
+}
+
 TEST(WhatIf, RecommendedCoresIsTheSmallestSufficientCount) {
   const std::map<int, double> p{{1, 50}, {2, 100}, {4, 190}, {8, 300}};
   EXPECT_EQ(recommended_cores(p, 180), 4);
@@ -80,6 +112,28 @@ TEST(WhatIf, CurveAndRelativeError) {
   EXPECT_NEAR(curve[1].fetch, 181.818181818, 1e-6);
   EXPECT_DOUBLE_EQ(curve[2].predicted, 200.0);
   EXPECT_DOUBLE_EQ(relative_error(105, 100), 0.05);
+}
+
+TEST(Direct, DisagreementIsExplained) {
+  EXPECT_EQ(disagreement_note(12.0, 14.0, 1.0), "");  // within 5 points
+  EXPECT_EQ(disagreement_note(0.0, 8.0, 5.0), "");    // within 2 x noise
+  const std::string contention = disagreement_note(0.0, 12.6, 0.8);
+  EXPECT_NE(contention.find("CPU contention"), std::string::npos) << contention;
+  EXPECT_NE(contention.find("12.6%"), std::string::npos) << contention;
+  const std::string bursts = disagreement_note(40.0, 20.0, 1.0);
+  EXPECT_NE(bursts.find("bursts"), std::string::npos) << bursts;
+}
+
+TEST(Consistency, RunsOfTheSameRateMustAgree) {
+  EXPECT_TRUE(consistency_warnings(2300, 1700, 2320).empty());
+  EXPECT_TRUE(consistency_warnings(2300, 2400, std::nan("")).empty());  // cold 4% faster: noise
+  const auto cold_faster = consistency_warnings(1000, 1200, std::nan(""));
+  ASSERT_EQ(cold_faster.size(), 1u);
+  EXPECT_NE(cold_faster[0].find("20% faster"), std::string::npos) << cold_faster[0];
+  // A low P (a noisy moment during the cached run) against the full-cache run.
+  const auto low_p = consistency_warnings(1612.6, 1675.3, 2317.9);
+  ASSERT_EQ(low_p.size(), 1u);
+  EXPECT_NE(low_p[0].find("differ by 30%"), std::string::npos) << low_p[0];
 }
 
 TEST(Verdict, PlainWords) {

@@ -95,10 +95,11 @@ TEST_P(GroundTruth, SplitAndWhatIfMatchTheInjectedCosts) {
     EXPECT_LT(m["error_pct"].get<double>(), 5.0) << "cache " << m["x"] << ": predicted " << m["predicted"]
                                                   << ", measured " << m["measured"] << "\n" << r.output;
   }
-  std::cout << fmt::format("[{}] split measured {:.1f}/{:.1f}/{:.1f} truth {:.1f}/{:.1f}/{:.1f}; what-if max error {:.1f}%\n",
+  std::cout << fmt::format("[{}] split measured {:.1f}/{:.1f}/{:.1f} truth {:.1f}/{:.1f}/{:.1f}; what-if max error {:.1f}%, mean {:.1f}%\n",
                            c.name, s["compute_pct"].get<double>(), s["prep_pct"].get<double>(),
                            s["fetch_pct"].get<double>(), t.compute_pct, t.prep_pct, t.fetch_pct,
-                           result["whatif"]["max_error_pct"].get<double>());
+                           result["whatif"]["max_error_pct"].get<double>(),
+                           result["whatif"]["mean_error_pct"].get<double>());
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, GroundTruth,
