@@ -1,0 +1,90 @@
+// mlbench-stall's bad input, end to end: an unknown benchmark, a dataset that
+// does not exist and a benchmark that fails in one of the runs each give one
+// clear line and the documented exit status, and the runs finished before a
+// failure stay in --out.
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/run_command.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using mlbench::testing_support::run_command;
+using mlbench::testing_support::scratch_dir;
+
+// The message line mlbench-stall printed, the one naming the error.
+std::string error_line(const std::string& output) {
+  const auto at = output.find("mlbench-stall: error:");
+  if (at == std::string::npos) return "";
+  return output.substr(at, output.find('\n', at) - at);
+}
+
+class StallCli : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = scratch_dir("stall_cli");
+    for (int c = 0; c < 2; ++c) {
+      fs::create_directories(dir_ / "data" / fmt::format("c{}", c));
+      for (int i = 0; i < 8; ++i) {
+        std::ofstream(dir_ / "data" / fmt::format("c{}", c) / fmt::format("f{}.bin", i)) << std::string(4096, 'x');
+      }
+    }
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string stall(const std::string& args) const {
+    return fmt::format("{} --data {} --out {} {}", MLBENCH_STALL_BIN, (dir_ / "data").string(), (dir_ / "out").string(),
+                       args);
+  }
+  fs::path dir_;
+};
+
+TEST_F(StallCli, UnknownBenchmarkIsOneLineAndExit2) {
+  const auto r = run_command(stall("--bench no_such_bench"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(error_line(r.output).find("unknown benchmark 'no_such_bench'"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "runs.json"));
+}
+
+TEST_F(StallCli, MissingDatasetIsOneLineAndExit2) {
+  const auto r = run_command(fmt::format("{} --bench stallsim --bench-dir {} --data {} --out {}", MLBENCH_STALL_BIN,
+                                         MLBENCH_BENCH_DIR, (dir_ / "nope").string(), (dir_ / "out").string()));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(error_line(r.output).find("does not exist"), std::string::npos) << r.output;
+}
+
+TEST_F(StallCli, AFailingRunNamesItselfAndKeepsTheRunsDone) {
+  // A benchmark that works until the fetch-only runs, then crashes.
+  const fs::path bin = dir_ / "bin";
+  fs::create_directories(bin);
+  {
+    std::ofstream script(bin / "flaky");
+    script << "#!/bin/sh\ncase \" $* \" in *\" --fetch-only \"*) echo 'flaky: crashing on purpose' >&2; exit 3;; esac\n"
+           << "exec " << MLBENCH_BENCH_DIR << "/stallsim \"$@\"\n";
+  }
+  fs::permissions(bin / "flaky", fs::perms::owner_all, fs::perm_options::add);
+  const auto r = run_command(stall(fmt::format("--bench flaky --bench-dir {} --cpus 1 --cache-fracs 0.5 --iterations 4 "
+                                               "-- --batch-size 2 --workers 1 --compute-ms 0.1 --prep-ms 0.1",
+                                               bin.string())));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const std::string line = error_line(r.output);
+  EXPECT_NE(line.find("fetch-cold"), std::string::npos) << r.output;
+  EXPECT_NE(line.find("fetch-cold.log"), std::string::npos) << r.output;
+  // The three runs before it are on disk, with their reports.
+  std::ifstream in(dir_ / "out" / "runs.json");
+  ASSERT_TRUE(in.good()) << r.output;
+  const auto runs = nlohmann::json::parse(in);
+  for (const char* label : {"synthetic", "cached", "cold"}) {
+    EXPECT_TRUE(runs.contains(label)) << label << "\n" << runs.dump(2);
+    bool report = false;
+    for (const auto& e : fs::directory_iterator(dir_ / "out" / "runs" / label)) report |= e.path().extension() == ".json";
+    EXPECT_TRUE(report) << label;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "stall.json"));
+}
+
+}  // namespace
