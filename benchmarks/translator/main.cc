@@ -3,14 +3,14 @@
 // decoder with normalised Bahdanau attention, shared embeddings, residual
 // connections, label-smoothed cross entropy (0.1), Adam. Data: a parallel
 // corpus (<prefix>.<src> and <prefix>.<tgt>, one whitespace-tokenised sentence
-// per line, WMT16 en-de layout). Batches are random sentence pairs, cut at
-// --max-length and padded to the longest in the batch. Items = sentence pairs.
-#include <random>
-
+// per line, WMT16 en-de layout). Each epoch visits every sentence pair once in
+// a fresh order; a batch is cut at --max-length and padded to the longest in
+// the batch, on the pipeline's prefetch thread. Items = sentence pairs.
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "benchmarks/common/dataset_path.h"
+#include "benchmarks/common/prefetch.h"
 #include "benchmarks/common/seq_models.h"
 #include "benchmarks/common/text_corpus.h"
 #include "benchmarks/common/torch_runtime.h"
@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
                      {.batch_size = 64, .repeat = 15, .number = 10});
   std::int64_t hidden = 1024, layers = 0, vocab_size = 32000, max_length = 50;
   double dropout = 0.2, smoothing = 0.1, lr = 2e-3;
+  int prefetch = 2;
   bench::ParallelCorpusOptions co;
   cli.add_option("--hidden-size", hidden, "LSTM width (GNMT: 1024)")->check(CLI::Range(2, 1 << 16));
   cli.add_option("--num-layers", layers, "Encoder and decoder layers; 0 = 4 (GNMT) on CUDA, 2 on CPU")
@@ -76,6 +77,7 @@ int main(int argc, char** argv) {
   cli.add_option("--dropout", dropout, "Dropout")->check(CLI::Range(0.0, 0.99));
   cli.add_option("--smoothing", smoothing, "Label smoothing")->check(CLI::Range(0.0, 0.99));
   cli.add_option("--lr", lr, "Adam learning rate")->check(CLI::PositiveNumber);
+  bench::add_prefetch_flag(cli, prefetch);
   cli.add_option("--src-lang", co.source_lang, "Source file suffix");
   cli.add_option("--tgt-lang", co.target_lang, "Target file suffix");
   cli.add_option("--prefix", co.prefix, "File prefix (<prefix>.<lang>)");
@@ -105,13 +107,17 @@ int main(int argc, char** argv) {
     auto optimizer = std::make_shared<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(lr));
     const std::int64_t bs = o.batch_size;
     const auto n_pairs = static_cast<std::int64_t>(corpus->source.size());
-    auto rng = std::make_shared<std::mt19937_64>(static_cast<std::uint64_t>(o.seed));
-    auto next_batch = [=] {
-      std::uniform_int_distribution<std::int64_t> pick_pair(0, n_pairs - 1);
-      std::vector<std::int64_t> pick(static_cast<std::size_t>(bs));
-      for (auto& i : pick) i = pick_pair(*rng);
-      return collate(*corpus, pick, max_length);
-    };
+    // Every pair once per epoch in a fresh order (the pipeline's Sampler),
+    // collated on the pipeline's prefetch thread.
+    std::shared_ptr<pipeline::BatchPrefetcher<Batch>> batches;
+    if (!o.synthetic) {
+      batches = std::make_shared<pipeline::BatchPrefetcher<Batch>>(
+          pipeline::Sampler(static_cast<std::size_t>(n_pairs), true, static_cast<std::uint64_t>(o.seed)),
+          pipeline::PrefetchOptions{.batch_size = static_cast<std::size_t>(bs), .depth = prefetch},
+          [=](const std::vector<std::size_t>& idx) {
+            return collate(*corpus, std::vector<std::int64_t>(idx.begin(), idx.end()), max_length);
+          });
+    }
     std::optional<Batch> fixed;
     if (o.synthetic) {
       Batch b;
@@ -126,7 +132,7 @@ int main(int argc, char** argv) {
     core::Workload work;
     work.items_per_iteration = static_cast<double>(bs);
     work.step = [=, device = ctx.device](core::Iteration& it) mutable {
-      Batch b = fixed ? *fixed : it.wait(next_batch);
+      Batch b = fixed ? *fixed : it.wait([&] { return batches->next(); });
       if (!fixed) {
         it.h2d([&] {
           b.src = b.src.to(device, true);
@@ -147,12 +153,15 @@ int main(int argc, char** argv) {
       it.set_loss(bench::deferred_loss(loss));
     };
     const auto params = bench::parameter_count(*model);
-    work.finish = [=, synthetic = o.synthetic](nlohmann::json& report) {
-      report["pipeline"] = {{"source", synthetic ? "synthetic" : "in-memory"},
-                            {"dataset", source},
-                            {"pairs", n_pairs},
-                            {"skipped_empty_pairs", corpus->skipped_empty},
-                            {"unknown_tokens", corpus->unknown_tokens}};
+    work.finish = [=](nlohmann::json& report) {
+      if (batches) {
+        batches->stop();
+        report["pipeline"] = bench::prefetch_json(*batches, source, static_cast<std::size_t>(n_pairs), prefetch);
+        report["pipeline"]["skipped_empty_pairs"] = corpus->skipped_empty;
+        report["pipeline"]["unknown_tokens"] = corpus->unknown_tokens;
+      } else {
+        report["pipeline"] = {{"source", "synthetic"}};
+      }
       auto& m = report["metrics"];
       m["parameters"] = params;
       m["vocabulary"] = mo.vocab;

@@ -2,12 +2,14 @@
 // from the real IDX files (train-images-idx3-ubyte, train-labels-idx1-ubyte).
 // mlbench-datagen's "mnist" recipe writes digit-like images in that format
 // when the real files are absent. Batches are shuffled without replacement
-// each epoch and converted to float in the wait phase.
+// each epoch (the pipeline's Sampler) and gathered and converted to float on
+// the pipeline's prefetch thread.
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "benchmarks/common/dataset_path.h"
 #include "benchmarks/common/idx_reader.h"
+#include "benchmarks/common/prefetch.h"
 #include "benchmarks/common/seq_models.h"
 #include "benchmarks/common/torch_runtime.h"
 #include "source_hash.h"
@@ -17,7 +19,9 @@ int main(int argc, char** argv) {
   core::BenchCli cli("vae", "vae: variational auto-encoder 784-400-20 on MNIST",
                      {.batch_size = 128, .repeat = 50, .number = 30});
   double lr = 1e-3;
+  int prefetch = 2;
   cli.add_option("--lr", lr, "Adam learning rate")->check(CLI::PositiveNumber);
+  bench::add_prefetch_flag(cli, prefetch);
   if (auto rc = cli.parse(argc, argv)) return *rc;
 
   return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
@@ -37,34 +41,27 @@ int main(int argc, char** argv) {
     bench::Vae model;
     model->to(ctx.device);
     auto optimizer = std::make_shared<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(lr));
-    // Epoch-wise shuffled sampler over the images (the example's shuffle=True).
-    struct Sampler {
-      torch::Tensor order;
-      std::int64_t pos = 0;
-    };
-    auto sampler = std::make_shared<Sampler>();
+    // The pipeline's sampler (a fresh permutation each epoch, the example's
+    // shuffle=True) and prefetch: batches are gathered and converted to float
+    // on a background thread, --prefetch ahead.
     const std::int64_t n = images.defined() ? images.size(0) : 0;
-    auto next_batch = [=] {
-      std::vector<torch::Tensor> parts;
-      std::int64_t need = bs;
-      while (need > 0) {
-        if (!sampler->order.defined() || sampler->pos >= n) {
-          sampler->order = torch::randperm(n, torch::kInt64);
-          sampler->pos = 0;
-        }
-        const auto take = std::min(need, n - sampler->pos);
-        parts.push_back(sampler->order.slice(0, sampler->pos, sampler->pos + take));
-        sampler->pos += take;
-        need -= take;
-      }
-      return images.index_select(0, torch::cat(parts)).to(torch::kFloat32).div_(255.0);
-    };
+    std::shared_ptr<pipeline::BatchPrefetcher<torch::Tensor>> batches;
+    if (!o.synthetic) {
+      batches = std::make_shared<pipeline::BatchPrefetcher<torch::Tensor>>(
+          pipeline::Sampler(static_cast<std::size_t>(n), true, static_cast<std::uint64_t>(o.seed)),
+          pipeline::PrefetchOptions{.batch_size = static_cast<std::size_t>(bs), .depth = prefetch},
+          [images](const std::vector<std::size_t>& idx) {
+            std::vector<std::int64_t> rows(idx.begin(), idx.end());
+            auto index = torch::from_blob(rows.data(), {static_cast<std::int64_t>(rows.size())}, torch::kInt64);
+            return images.index_select(0, index).to(torch::kFloat32).div_(255.0);
+          });
+    }
     std::optional<torch::Tensor> fixed;
     if (o.synthetic) fixed = torch::rand({bs, 784}).to(ctx.device);
     core::Workload work;
     work.items_per_iteration = static_cast<double>(bs);
     work.step = [=, device = ctx.device](core::Iteration& it) mutable {
-      torch::Tensor x = fixed ? *fixed : it.wait(next_batch);
+      torch::Tensor x = fixed ? *fixed : it.wait([&] { return batches->next(); });
       if (!fixed) x = it.h2d([&] { return x.to(device, true); });
       auto loss = it.compute([&] {
         optimizer->zero_grad();
@@ -78,7 +75,12 @@ int main(int argc, char** argv) {
     };
     const auto params = bench::parameter_count(*model);
     work.finish = [=](nlohmann::json& report) {
-      report["pipeline"] = {{"source", fixed ? "synthetic" : "in-memory"}, {"dataset", source}, {"images", n}};
+      if (batches) {
+        batches->stop();
+        report["pipeline"] = bench::prefetch_json(*batches, source, static_cast<std::size_t>(n), prefetch);
+      } else {
+        report["pipeline"] = {{"source", "synthetic"}};
+      }
       report["metrics"]["parameters"] = params;
     };
     return work;

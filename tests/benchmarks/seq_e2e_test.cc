@@ -122,7 +122,13 @@ TEST_F(SeqBenchE2E, VaeReadsIdxFiles) {
   const auto dir = write("mnist/train-labels-idx1-ubyte", idx({100}, std::string(100, '\3')));
   auto r = run("vae", std::string(kTiny) + " --batch-size 16 --data " + dir);
   expect_valid(r, "vae");
-  EXPECT_EQ(r.reports[0]["pipeline"]["images"], 100);
+  EXPECT_EQ(r.reports[0]["pipeline"]["items"], 100);
+  EXPECT_EQ(r.reports[0]["pipeline"]["source"], "in-memory");
+  EXPECT_GT(r.reports[0]["pipeline"]["batches"].get<long>(), 0);
+  // Batches built on the training thread instead: same data, no prefetch thread.
+  auto sync = run("vae", std::string(kTiny) + " --batch-size 16 --prefetch 0 --data " + dir);
+  expect_valid(sync, "vae");
+  EXPECT_EQ(sync.reports[0]["pipeline"]["prefetch"], 0);
 }
 
 TEST_F(SeqBenchE2E, VaeMissingDataNamesDatagenCommand) {
@@ -167,7 +173,9 @@ TEST_F(SeqBenchE2E, RecomReadsRatingsCsv) {
   const auto dir = write("ml/ratings.csv", csv);
   auto r = run("recom", std::string(kTiny) + " --batch-size 50 --factors 8 --layers 16,8 --data " + dir);
   expect_valid(r, "recom");
-  EXPECT_EQ(r.reports[0]["pipeline"]["ratings"], 500);
+  EXPECT_EQ(r.reports[0]["pipeline"]["items"], 500);
+  EXPECT_EQ(r.reports[0]["pipeline"]["source"], "in-memory");
+  EXPECT_GT(r.reports[0]["pipeline"]["batches"].get<long>(), 0);
 }
 
 TEST_F(SeqBenchE2E, RecomMalformedLineFailsWithFileAndLine) {
@@ -193,7 +201,9 @@ TEST_F(SeqBenchE2E, TranslatorReadsParallelCorpus) {
                std::string(kTiny) + " --batch-size 4 --hidden-size 16 --num-layers 3 --max-length 10 --data " + dir);
   expect_valid(r, "translator");
   EXPECT_EQ(r.reports[0]["metrics"]["num_layers"], 3);
-  EXPECT_EQ(r.reports[0]["pipeline"]["pairs"], 80);
+  EXPECT_EQ(r.reports[0]["pipeline"]["items"], 80);
+  EXPECT_EQ(r.reports[0]["pipeline"]["source"], "in-memory");
+  EXPECT_GT(r.reports[0]["pipeline"]["batches"].get<long>(), 0);
 }
 
 TEST_F(SeqBenchE2E, TranslatorSynthetic) {
