@@ -135,12 +135,7 @@ int main(int argc, char** argv) {
     const auto params = bench::parameter_count(*model);
     const std::int64_t ratings = users.defined() ? users.size(0) : 0;
     work.finish = [=](nlohmann::json& report) {
-      if (batches) {
-        batches->stop();
-        report["pipeline"] = bench::prefetch_json(*batches, source, static_cast<std::size_t>(ratings), prefetch);
-      } else {
-        report["pipeline"] = {{"source", "synthetic"}};
-      }
+      report["pipeline"] = bench::prefetch_report(batches, source, static_cast<std::size_t>(ratings), prefetch);
       auto& m = report["metrics"];
       m["parameters"] = params;
       m["users"] = mo.num_users;

@@ -154,13 +154,10 @@ int main(int argc, char** argv) {
     };
     const auto params = bench::parameter_count(*model);
     work.finish = [=](nlohmann::json& report) {
+      report["pipeline"] = bench::prefetch_report(batches, source, static_cast<std::size_t>(n_pairs), prefetch);
       if (batches) {
-        batches->stop();
-        report["pipeline"] = bench::prefetch_json(*batches, source, static_cast<std::size_t>(n_pairs), prefetch);
         report["pipeline"]["skipped_empty_pairs"] = corpus->skipped_empty;
         report["pipeline"]["unknown_tokens"] = corpus->unknown_tokens;
-      } else {
-        report["pipeline"] = {{"source", "synthetic"}};
       }
       auto& m = report["metrics"];
       m["parameters"] = params;

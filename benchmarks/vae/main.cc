@@ -75,12 +75,7 @@ int main(int argc, char** argv) {
     };
     const auto params = bench::parameter_count(*model);
     work.finish = [=](nlohmann::json& report) {
-      if (batches) {
-        batches->stop();
-        report["pipeline"] = bench::prefetch_json(*batches, source, static_cast<std::size_t>(n), prefetch);
-      } else {
-        report["pipeline"] = {{"source", "synthetic"}};
-      }
+      report["pipeline"] = bench::prefetch_report(batches, source, static_cast<std::size_t>(n), prefetch);
       report["metrics"]["parameters"] = params;
     };
     return work;
