@@ -6,24 +6,19 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "tests/support/bench_run.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout + stderr
-  std::vector<nlohmann::json> reports;
-  std::vector<std::string> report_names;
-};
+using RunResult = mlbench::testing_support::BenchRun;
 
 class SeqBenchE2E : public ::testing::Test {
  protected:
@@ -39,23 +34,9 @@ class SeqBenchE2E : public ::testing::Test {
 
   RunResult run(const std::string& bench, const std::string& args) {
     const fs::path reports = root_ / ("reports_" + bench + "_" + std::to_string(runs_++));
-    fs::create_directories(reports);
-    const fs::path log = reports.string() + ".log";
-    const std::string cmd = std::string(MLBENCH_BENCH_DIR) + "/" + bench + " --cpu-cores 1 --report " +
-                            reports.string() + " " + args + " > " + log.string() + " 2>&1";
-    RunResult r;
-    const int status = std::system(cmd.c_str());
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream in(log);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    r.output = ss.str();
-    for (const auto& e : fs::directory_iterator(reports)) {
-      std::ifstream f(e.path());
-      r.reports.push_back(nlohmann::json::parse(f));
-      r.report_names.push_back(e.path().filename().string());
-    }
-    return r;
+    return mlbench::testing_support::run_bench(
+        std::string(MLBENCH_BENCH_DIR) + "/" + bench + " --cpu-cores 1 --report " + reports.string() + " " + args,
+        reports, reports.string() + ".log");
   }
 
   // A completed run: one report, positive throughput, every loss finite.

@@ -10,19 +10,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "tests/support/bench_run.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;
-  std::vector<nlohmann::json> reports;
-};
+using RunResult = mlbench::testing_support::BenchRun;
 
 fs::path data_root() {
   static const fs::path root = fs::temp_directory_path() / ("mlbench_vision_e2e_data_" + std::to_string(::getpid()));
@@ -52,23 +49,10 @@ class VisionE2E : public ::testing::Test {
 
   RunResult run(const std::string& bench, const std::string& args) {
     const fs::path reports = dir_ / "reports";
-    fs::create_directories(reports);
-    const fs::path log = dir_ / (bench + ".log");
-    const std::string cmd = std::string(MLBENCH_BENCH_DIR) + "/" + bench +
-                            " --cpu-cores 1 --no-cuda --repeat 2 --number 2 --warmup 0 --report " + reports.string() +
-                            " " + args + " > " + log.string() + " 2>&1";
-    RunResult r;
-    const int status = std::system(cmd.c_str());
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream in(log);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    r.output = ss.str();
-    for (const auto& e : fs::directory_iterator(reports)) {
-      std::ifstream f(e.path());
-      r.reports.push_back(nlohmann::json::parse(f));
-    }
-    return r;
+    return mlbench::testing_support::run_bench(std::string(MLBENCH_BENCH_DIR) + "/" + bench +
+                                                   " --cpu-cores 1 --no-cuda --repeat 2 --number 2 --warmup 0 --report " +
+                                                   reports.string() + " " + args,
+                                               reports, dir_ / (bench + ".log"));
   }
 
   static std::string data(const std::string& rel) { return (data_root() / rel).string(); }
