@@ -19,7 +19,7 @@ Chrono::Scope Chrono::time(const std::string& name) {
     stages_.emplace(name, Stage{StatAccumulator(warmup_), parent});
     order_.push_back(name);
   }
-  open_.push_back(Open{name, Clock::now(), true});
+  open_.push_back(Open{name, now_(), true});
   return Scope(this, open_.size() - 1);
 }
 
@@ -27,7 +27,7 @@ double Chrono::close(std::size_t index) {
   Open& open = open_.at(index);
   if (!open.active) return 0.0;
   if (sync_) sync_();
-  const double seconds = std::chrono::duration<double>(Clock::now() - open.start).count();
+  const double seconds = std::chrono::duration<double>(now_() - open.start).count();
   stages_.at(open.name).stats.add(seconds);
   open.active = false;
   while (!open_.empty() && !open_.back().active) open_.pop_back();

@@ -16,12 +16,20 @@
 
 namespace mlbench::core {
 
+// The clock every timed stage and training phase reads: steady_clock, unless a
+// test injects a fake one (a plain function pointer, so the real clock costs no
+// more than a direct call).
+using SteadyTime = std::chrono::steady_clock::time_point;
+using NowFn = SteadyTime (*)();
+inline SteadyTime steady_now() { return std::chrono::steady_clock::now(); }
+
 class Chrono {
  public:
   using Clock = std::chrono::steady_clock;
   using SyncHook = std::function<void()>;
 
-  explicit Chrono(std::size_t warmup = 0, SyncHook sync = {}) : warmup_(warmup), sync_(std::move(sync)) {}
+  explicit Chrono(std::size_t warmup = 0, SyncHook sync = {}, NowFn now = &steady_now)
+      : warmup_(warmup), sync_(std::move(sync)), now_(now) {}
 
   void set_sync(SyncHook sync) { sync_ = std::move(sync); }
 
@@ -69,6 +77,7 @@ class Chrono {
 
   std::size_t warmup_;
   SyncHook sync_;
+  NowFn now_;
   std::map<std::string, Stage> stages_;
   std::vector<std::string> order_;
   std::vector<Open> open_;

@@ -35,7 +35,7 @@ nlohmann::json LoopResult::stall_json() const {
 
 void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& result) {
   const auto warm_iters = static_cast<std::size_t>(config_.warmup) * static_cast<std::size_t>(config_.number);
-  result.chrono = Chrono(static_cast<std::size_t>(config_.warmup), config_.sync);
+  result.chrono = Chrono(static_cast<std::size_t>(config_.warmup), config_.sync, config_.now);
   result.wait = StatAccumulator(warm_iters);
   result.h2d = StatAccumulator(warm_iters);
   result.compute = StatAccumulator(warm_iters);
@@ -53,7 +53,7 @@ void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& res
         if (config_.interrupted) {
           if (const int sig = config_.interrupted()) throw Interrupted(sig);
         }
-        Iteration it;
+        Iteration it(config_.now);
         if (config_.sync_phases) it.phase_sync_ = config_.sync;
         step(it);
         result.wait.add(it.wait_s());

@@ -25,6 +25,9 @@ class Iteration {
  public:
   using Clock = std::chrono::steady_clock;
 
+  // `now`: the clock the phases read (LoopConfig::now; tests inject a fake).
+  explicit Iteration(NowFn now = &steady_now) : now_(now), start_(now()) {}
+
   template <class F>
   decltype(auto) wait(F&& f) {
     Phase p(*this, wait_s_);
@@ -51,16 +54,17 @@ class Iteration {
  private:
   friend class TrainLoop;
   struct Phase {
-    Phase(Iteration& it, double& slot) : it_(it), slot_(slot), t0_(Clock::now()) {}
+    Phase(Iteration& it, double& slot) : it_(it), slot_(slot), t0_(it.now_()) {}
     ~Phase() {
       if (it_.phase_sync_) it_.phase_sync_();
-      slot_ += std::chrono::duration<double>(Clock::now() - t0_).count();
+      slot_ += std::chrono::duration<double>(it_.now_() - t0_).count();
     }
     Iteration& it_;
     double& slot_;
     Clock::time_point t0_;
   };
-  Clock::time_point start_ = Clock::now();
+  NowFn now_;
+  Clock::time_point start_;
   double wait_s_ = 0.0;
   double h2d_s_ = 0.0;
   double compute_s_ = 0.0;
@@ -95,6 +99,8 @@ struct LoopConfig {
   std::function<void(long, const Iteration&)> on_iteration;
   // Polled once per iteration; returns a signal number to stop (0: go on).
   std::function<int()> interrupted;
+  // The clock of the train stage and the phases; tests inject a fake one.
+  NowFn now = &steady_now;
 };
 
 struct LoopResult {

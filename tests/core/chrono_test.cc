@@ -58,6 +58,27 @@ TEST(Chrono, StopEndsOnceAndReturnsDuration) {
   EXPECT_EQ(chrono.stage("x").count(), 1u);
 }
 
+SteadyTime fake_time;
+SteadyTime fake_now() { return fake_time; }
+
+TEST(Chrono, InjectedClockGivesExactDurations) {
+  Chrono chrono(0, {}, &fake_now);
+  for (int i = 1; i <= 3; ++i) {
+    auto outer = chrono.time("train");
+    fake_time += std::chrono::milliseconds(1);
+    {
+      auto inner = chrono.time("compute");
+      fake_time += std::chrono::milliseconds(2 * i);
+    }
+  }
+  EXPECT_DOUBLE_EQ(chrono.stage("compute").min(), 0.002);
+  EXPECT_DOUBLE_EQ(chrono.stage("compute").max(), 0.006);
+  EXPECT_DOUBLE_EQ(chrono.stage("train").mean(), 0.005);
+  auto s = chrono.time("x");
+  fake_time += std::chrono::microseconds(250);
+  EXPECT_DOUBLE_EQ(s.stop(), 0.00025);
+}
+
 TEST(Chrono, UnknownStageThrows) {
   Chrono chrono;
   EXPECT_THROW(chrono.stage("nope"), std::out_of_range);

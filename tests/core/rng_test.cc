@@ -22,6 +22,16 @@ TEST(Rng, SplitMix64ReferenceValue) {
   EXPECT_EQ(r.next(), 0xe220a8397b1dcdafULL);
 }
 
+TEST(Rng, Splitmix64IsTheGeneratorsStep) {
+  // The published splitmix64 outputs from seed 0, through the pure function.
+  EXPECT_EQ(splitmix64(0), 0xe220a8397b1dcdafULL);
+  EXPECT_EQ(splitmix64(0x9e3779b97f4a7c15ULL), 0x6e789e6aa1b965f4ULL);
+  static_assert(splitmix64(0) == 0xe220a8397b1dcdafULL, "usable at compile time");
+  // Rng(s) yields splitmix64(s), splitmix64(s + g), splitmix64(s + 2g), ...
+  Rng r(12345);
+  for (std::uint64_t k = 0; k < 5; ++k) EXPECT_EQ(r.next(), splitmix64(12345 + k * 0x9e3779b97f4a7c15ULL));
+}
+
 TEST(Rng, RangesAreRespectedAndCovered) {
   Rng r(7);
   std::set<int> seen;
