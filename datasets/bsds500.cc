@@ -3,7 +3,6 @@
 // Photo-like content (datasets/fake_imagenet.h) so decode cost and crops
 // behave like the real set. Sizes: tiny 16/0/0, small 200/0/0, full 200/100/200.
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -17,10 +16,7 @@ namespace mlbench::datasets {
 namespace fs = std::filesystem;
 
 Bsds500Config bsds500_preset(const std::string& size) {
-  if (size == "tiny") return {16, 0, 0, 90};
-  if (size == "small") return {200, 0, 0, 90};
-  if (size == "full") return {200, 100, 200, 90};
-  throw std::invalid_argument("unknown size '" + size + "' (tiny, small, full)");
+  return by_size<Bsds500Config>(size, {16, 0, 0, 90}, {200, 0, 0, 90}, {200, 100, 200, 90});
 }
 
 Recipe bsds500_recipe() {
@@ -47,8 +43,8 @@ Recipe bsds500_recipe() {
       const bool portrait = seed % 3 == 0;
       const int w = portrait ? 321 : 481, h = portrait ? 481 : 321;
       const auto rgb = synthesize_photo_like(seed, w, h);
-      write_file(o.out / splits[s].name / "images" / fmt::format("{:06d}.jpg", i),
-                 encode_jpeg_rgb(rgb.data(), w, h, cfg.quality));
+      core::write_file_atomic(o.out / splits[s].name / "images" / fmt::format("{:06d}.jpg", i),
+                              encode_jpeg_rgb(rgb.data(), w, h, cfg.quality), kDatasetFileDurability);
     });
   };
   return r;

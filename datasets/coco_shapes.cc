@@ -8,12 +8,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <stdexcept>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
+#include "core/rng.h"
 #include "datasets/fake_imagenet.h"
 #include "datasets/recipe.h"
 #include "datasets/vision_sets.h"
@@ -24,26 +24,11 @@ namespace fs = std::filesystem;
 
 CocoShapesConfig coco_shapes_preset(const std::string& size) {
   CocoShapesConfig c;
-  if (size == "tiny") {
-    c.images = 32;
-  } else if (size == "small") {
-    c.images = 512;
-  } else if (size == "full") {
-    c.images = 118287;
-  } else {
-    throw std::invalid_argument("unknown size '" + size + "' (tiny, small, full)");
-  }
+  c.images = by_size(size, 32, 512, 118287);
   return c;
 }
 
 namespace {
-
-std::uint64_t mix(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 // Whether pixel (px, py) of a w x h box is inside shape `form` (0 rect, 1 ellipse, 2 triangle, 3 diamond).
 bool inside(int form, double px, double py, double w, double h) {
@@ -56,12 +41,13 @@ bool inside(int form, double px, double py, double w, double h) {
   }
 }
 
-
 }  // namespace
 
 ShapesImage render_shapes_image(std::uint64_t seed, const CocoShapesConfig& config) {
+  // Chained splitmix64 (each output is the next state): not core::Rng's
+  // sequence, and kept so that generated sets stay byte-identical.
   std::uint64_t state = seed;
-  auto next = [&] { return state = mix(state); };
+  auto next = [&] { return state = core::splitmix64(state); };
   auto uniform = [&](int lo, int hi) { return lo + static_cast<int>(next() % static_cast<std::uint64_t>(hi - lo + 1)); };
   ShapesImage im;
   const bool portrait = next() % 4 == 0;
@@ -73,7 +59,7 @@ ShapesImage render_shapes_image(std::uint64_t seed, const CocoShapesConfig& conf
   for (int k = 0; k < objects; ++k) {
     const int category = uniform(1, config.categories);
     const int form = (category - 1) % 4;
-    const std::uint64_t colour = mix(static_cast<std::uint64_t>(category) * 7919);
+    const std::uint64_t colour = core::splitmix64(static_cast<std::uint64_t>(category) * 7919);
     const std::uint8_t rgb[3] = {static_cast<std::uint8_t>(colour), static_cast<std::uint8_t>(colour >> 8),
                                  static_cast<std::uint8_t>(colour >> 16)};
     const int bw = uniform(24, im.width / 2), bh = uniform(24, im.height / 2);
@@ -105,8 +91,9 @@ Recipe coco_shapes_recipe() {
     std::vector<ShapesImage> meta(static_cast<std::size_t>(cfg.images));  // sizes and boxes, pixels dropped
     parallel_for(cfg.images, o.threads, o.show_progress, "coco-shapes", [&](long i) {
       ShapesImage im = render_shapes_image(item_seed(o.seed, 20, static_cast<std::uint64_t>(i)), cfg);
-      write_file(o.out / "train2017" / fmt::format("{:012d}.jpg", i + 1),
-                 encode_jpeg_rgb(im.rgb.data(), im.width, im.height, cfg.quality));
+      core::write_file_atomic(o.out / "train2017" / fmt::format("{:012d}.jpg", i + 1),
+                              encode_jpeg_rgb(im.rgb.data(), im.width, im.height, cfg.quality),
+                              kDatasetFileDurability);
       im.rgb.clear();
       im.rgb.shrink_to_fit();
       meta[static_cast<std::size_t>(i)] = std::move(im);
@@ -137,10 +124,7 @@ Recipe coco_shapes_recipe() {
                                       {"iscrowd", 0}});
       }
     }
-    std::ofstream out(o.out / "annotations" / "instances_train2017.json", std::ios::trunc);
-    out << doc.dump();
-    out.close();
-    if (!out) throw std::runtime_error("cannot write " + (o.out / "annotations" / "instances_train2017.json").string());
+    core::write_file_atomic(o.out / "annotations" / "instances_train2017.json", doc.dump(), kDatasetFileDurability);
   };
   return r;
 }

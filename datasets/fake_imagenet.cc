@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <stdexcept>
 
@@ -71,10 +70,9 @@ std::uint8_t to_u8(float v) { return static_cast<std::uint8_t>(std::clamp(v, 0.0
 std::string fake_class_name(int c) { return fmt::format("n{:08d}", c); }
 
 FakeImagenetConfig fake_imagenet_preset(const std::string& size) {
-  if (size == "tiny") return {.classes = 4, .per_class = 8, .val_per_class = 2, .quality = 90};
-  if (size == "small") return {.classes = 10, .per_class = 200, .val_per_class = 20, .quality = 90};
-  if (size == "full") return {.classes = 1000, .per_class = 100, .val_per_class = 10, .quality = 90};
-  throw std::invalid_argument("unknown size '" + size + "' (tiny, small, full)");
+  return by_size<FakeImagenetConfig>(size, {.classes = 4, .per_class = 8, .val_per_class = 2, .quality = 90},
+                                     {.classes = 10, .per_class = 200, .val_per_class = 20, .quality = 90},
+                                     {.classes = 1000, .per_class = 100, .val_per_class = 10, .quality = 90});
 }
 
 void photo_like_size(std::uint64_t seed, int& width, int& height) {
@@ -208,7 +206,7 @@ void generate_fake_imagenet(const std::string& out_dir, const FakeImagenetConfig
     const auto rgb = synthesize_photo_like(image_seed, w, h);
     const auto jpeg = encode_jpeg_rgb(rgb.data(), w, h, config.quality);
     const std::string name = fmt::format("{}_{}.jpg", fake_class_name(c), k);
-    write_file(fs::path(out_dir) / s.name / fake_class_name(c) / name, jpeg);
+    core::write_file_atomic(fs::path(out_dir) / s.name / fake_class_name(c) / name, jpeg, kDatasetFileDurability);
   });
 }
 

@@ -5,7 +5,6 @@
 // activity another (every user rates at least 20 movies, as in ml-20m).
 // Movie ids are sparse like ml-20m's. Full: 138,493 users, 26,744 movies,
 // ~20M ratings; small 5000 users / 3000 movies; tiny 100 / 200.
-#include <fstream>
 #include <random>
 #include <numeric>
 
@@ -24,10 +23,7 @@ struct RatingsSize {
 };
 
 RatingsSize ratings_preset(const std::string& size) {
-  if (size == "tiny") return {100, 200, 30};
-  if (size == "small") return {5000, 3000, 60};
-  if (size == "full") return {138493, 26744, 144.4};
-  throw std::invalid_argument("unknown size '" + size + "' (tiny, small, full)");
+  return by_size<RatingsSize>(size, {100, 200, 30}, {5000, 3000, 60}, {138493, 26744, 144.4});
 }
 
 }  // namespace
@@ -73,11 +69,10 @@ Recipe ml20m_recipe() {
         }
       }
     });
-    std::ofstream out(o.out / "ratings.csv", std::ios::binary | std::ios::trunc);
-    out << "userId,movieId,rating,timestamp\n";
-    for (const auto& s : parts) out << s;
-    out.close();
-    if (!out) throw std::runtime_error("cannot write " + (o.out / "ratings.csv").string());
+    core::AtomicFile out(o.out / "ratings.csv");
+    out.write("userId,movieId,rating,timestamp\n");
+    for (const auto& s : parts) out.write(s);
+    out.commit(kDatasetFileDurability);
   };
   return r;
 }

@@ -8,7 +8,7 @@
 #include <array>
 #include <random>
 #include <cmath>
-#include <fstream>
+#include <utility>
 
 #include "datasets/recipe.h"
 
@@ -96,11 +96,10 @@ void write_split(const std::filesystem::path& dir, const std::string& split, lon
   });
   const auto n = static_cast<std::uint32_t>(count);
   auto write = [](const std::filesystem::path& f, const std::string& header, const std::vector<std::uint8_t>& data) {
-    std::ofstream out(f, std::ios::binary | std::ios::trunc);
-    out << header;
-    out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-    out.close();
-    if (!out) throw std::runtime_error("cannot write " + f.string());
+    core::AtomicFile out(f);
+    out.write(header);
+    out.write(data);
+    out.commit(kDatasetFileDurability);
   };
   write(dir / (split + "-images-idx3-ubyte"), idx_header(3, {n, 28, 28}), pixels);
   write(dir / (split + "-labels-idx1-ubyte"), idx_header(1, {n}), labels);
@@ -115,11 +114,7 @@ Recipe mnist_recipe() {
       "digit-like 28x28 images in MNIST's IDX files (train-*, t10k-*); "
       "tiny 256/64, small 6000/1000, full 60000/10000 images";
   r.generate = [](const RecipeOptions& o) {
-    long train = 0, test = 0;
-    if (o.size == "tiny") train = 256, test = 64;
-    else if (o.size == "small") train = 6000, test = 1000;
-    else if (o.size == "full") train = 60000, test = 10000;
-    else throw std::invalid_argument("unknown size '" + o.size + "' (tiny, small, full)");
+    const auto [train, test] = by_size<std::pair<long, long>>(o.size, {256, 64}, {6000, 1000}, {60000, 10000});
     write_split(o.out, "train", train, o.seed, 1, o.threads, o.show_progress);
     write_split(o.out, "t10k", test, o.seed, 2, o.threads, o.show_progress);
   };

@@ -1,11 +1,13 @@
-// Shared recipe logic: names, markers, ensure, seeding, the parallel loop.
+// Shared recipe logic: names, sizes, markers, ensure, seeding, the parallel loop.
 #include "datasets/recipe.h"
 
+#include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <exception>
-#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <stdexcept>
@@ -14,9 +16,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/cli.h"
 #include "core/progress.h"
-#include "core/report.h"
+#include "core/report_name.h"
+#include "core/rng.h"
 
 namespace mlbench::datasets {
 
@@ -48,6 +52,13 @@ std::optional<DatasetName> parse_dataset_name(const std::string& name, const std
     }
   }
   return std::nullopt;
+}
+
+std::size_t size_index(const std::string& size) {
+  const auto& names = size_names();
+  const auto it = std::find(names.begin(), names.end(), size);
+  if (it == names.end()) throw std::invalid_argument("unknown size '" + size + "' (tiny, small, full)");
+  return static_cast<std::size_t>(it - names.begin());
 }
 
 bool is_complete(const fs::path& dataset_dir) {
@@ -98,72 +109,66 @@ bool ensure_dataset(const Recipe& recipe, const fs::path& dir, RecipeOptions opt
 }
 
 std::uint64_t item_seed(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  auto mix = [](std::uint64_t z) {
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
-  return mix(mix(mix(seed) ^ stream) ^ index);
+  return core::splitmix64(core::splitmix64(core::splitmix64(seed) ^ stream) ^ index);
 }
 
 void parallel_for(long count, int threads, bool show_progress, const std::string& label,
                   const std::function<void(long)>& work) {
   if (threads <= 0) threads = core::affinity_cpu_count();
   threads = static_cast<int>(std::max(1L, std::min<long>(threads, count)));
-  std::atomic<long> next{0};
   std::atomic<long> done{0};
   std::atomic<bool> failed{false};
   std::exception_ptr error;
   std::mutex mu;
-  auto body = [&] {
-    while (!failed.load(std::memory_order_relaxed)) {
-      const long i = next.fetch_add(1);
-      if (i >= count) break;
-      try {
-        work(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!error) error = std::current_exception();
-        failed = true;
-      }
-      done.fetch_add(1);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(body);
+
+  // The calling thread runs the OpenMP team (it is one of its `threads`
+  // workers); a separate thread only draws the progress line, every 200 ms.
+  std::condition_variable finished_cv;
+  bool finished = false;
+  std::thread drawer;
   if (show_progress) {
-    // The calling thread draws progress and works between draws.
-    core::ProgressPrinter progress(std::cout, core::is_terminal(1), static_cast<int>(count), label);
-    std::thread drawer_free_worker(body);
-    const bool tty = core::is_terminal(1);
-    long last_decile = 0;
-    while (done.load() < count && !failed.load()) {
-      const long d = done.load();
-      // A log gets one line per 10%, a terminal a live line.
-      const long decile = d * 10 / std::max(1L, count);
-      progress.update(static_cast<int>(d), std::nullopt, !tty && decile > last_decile);
-      last_decile = decile;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    drawer = std::thread([&] {
+      const bool tty = core::is_terminal(1);
+      core::ProgressPrinter progress(std::cout, tty, static_cast<int>(count), label);
+      long last_decile = 0;
+      std::unique_lock<std::mutex> lock(mu);
+      do {
+        const long d = done.load();
+        // A log gets one line per 10%, a terminal a live line.
+        const long decile = d * 10 / std::max(1L, count);
+        progress.update(static_cast<int>(d), std::nullopt, !tty && decile > last_decile);
+        last_decile = decile;
+      } while (!finished_cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return finished; }));
+      if (!error) {
+        progress.update(static_cast<int>(count), std::nullopt, true);
+        progress.finish();
+      }
+    });
+  }
+
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (long i = 0; i < count; ++i) {
+    // No exception may leave an OpenMP region: keep the first, skip the rest.
+    if (failed.load(std::memory_order_relaxed)) continue;
+    try {
+      work(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!error) error = std::current_exception();
+      failed = true;
     }
-    drawer_free_worker.join();
-    for (auto& t : pool) t.join();
-    if (!error) {
-      progress.update(static_cast<int>(count), std::nullopt, true);
-      progress.finish();
+    done.fetch_add(1);
+  }
+
+  if (drawer.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      finished = true;
     }
-  } else {
-    body();
-    for (auto& t : pool) t.join();
+    finished_cv.notify_one();
+    drawer.join();
   }
   if (error) std::rethrow_exception(error);
-}
-
-void write_file(const std::filesystem::path& file, const std::vector<std::uint8_t>& bytes) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) throw std::runtime_error("cannot write " + file.string());
 }
 
 }  // namespace mlbench::datasets

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.h"
+
 namespace CLI {
 class App;
 }
@@ -49,8 +51,6 @@ Recipe coco_shapes_recipe();  // datasets/coco_shapes.cc (ssd)
 // Every recipe, in the order `mlbench-datagen --help` lists them (datasets/recipes.cc).
 const std::vector<Recipe>& all_recipes();
 
-// Writes `bytes` to `file` (created or truncated); throws naming it on failure.
-void write_file(const std::filesystem::path& file, const std::vector<std::uint8_t>& bytes);
 const Recipe* find_recipe(const std::string& name);
 
 // The size presets every recipe accepts.
@@ -58,6 +58,26 @@ inline const std::vector<std::string>& size_names() {
   static const std::vector<std::string> kSizes{"tiny", "small", "full"};
   return kSizes;
 }
+
+// The position of `size` in size_names(); throws std::invalid_argument naming
+// it and the sizes that exist.
+std::size_t size_index(const std::string& size);
+
+// A recipe's preset for `size`: `tiny`, `small` or `full` (throws as size_index).
+//   const auto [train, test] = by_size<std::pair<long, long>>(o.size, {256, 64}, {6000, 1000}, {60000, 10000});
+template <class T>
+T by_size(const std::string& size, T tiny, T small, T full) {
+  switch (size_index(size)) {
+    case 0: return tiny;
+    case 1: return small;
+    default: return full;
+  }
+}
+
+// Recipes write their files with core's atomic writer (core/atomic_file.h) and
+// this durability: no sync per file, since ensure_dataset renames the whole
+// folder into place at the end (and a sync per image would slow generation).
+inline constexpr core::Durability kDatasetFileDurability = core::Durability::kNoFsync;
 
 // "fake-imagenet-small" -> {recipe "fake-imagenet", size "small"}; a bare recipe
 // name means size "full". nullopt when no recipe matches.
@@ -82,9 +102,11 @@ bool ensure_dataset(const Recipe& recipe, const std::filesystem::path& dir, Reci
 // (splitmix64), so items are independent of thread scheduling.
 std::uint64_t item_seed(std::uint64_t seed, std::uint64_t stream, std::uint64_t index);
 
-// Runs `work(i)` for i in [0, count) on `threads` threads (0: affinity CPUs),
-// with a progress line labelled `label` when `show_progress`. Rethrows the first
-// exception after all threads stopped.
+// Runs `work(i)` for i in [0, count) on `threads` OpenMP threads (0: affinity
+// CPUs), items handed out one at a time, with a progress line labelled `label`
+// when `show_progress`. `work` writes its result into slot i, so the output does
+// not depend on the thread count. After an exception the remaining items are
+// skipped; the first exception is rethrown once every thread stopped.
 void parallel_for(long count, int threads, bool show_progress, const std::string& label,
                   const std::function<void(long)>& work);
 

@@ -3,7 +3,6 @@
 // lines and empty lines between articles, "<unk>" for rare words). Words are
 // drawn from a Zipfian distribution (exponent 1) over a vocabulary of the same
 // size; full has WikiText-2's token counts (2,088,628 / 217,646 / 245,569).
-#include <fstream>
 #include <random>
 
 #include <fmt/format.h>
@@ -21,10 +20,8 @@ struct WikiTextSize {
 };
 
 WikiTextSize wikitext_preset(const std::string& size) {
-  if (size == "tiny") return {500, 20000, 2000, 2000};
-  if (size == "small") return {10000, 300000, 30000, 30000};
-  if (size == "full") return {33278, 2088628, 217646, 245569};
-  throw std::invalid_argument("unknown size '" + size + "' (tiny, small, full)");
+  return by_size<WikiTextSize>(size, {500, 20000, 2000, 2000}, {10000, 300000, 30000, 30000},
+                               {33278, 2088628, 217646, 245569});
 }
 
 // One article: a heading, then paragraphs of 20..180 tokens, each line followed
@@ -62,10 +59,9 @@ void write_split(const std::filesystem::path& file, std::int64_t tokens, const Z
     std::int64_t used = 0;
     while (used < budget) used += write_article(parts[static_cast<std::size_t>(c)], rng, zipf, budget - used);
   });
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  for (const auto& p : parts) out << p;
-  out.close();
-  if (!out) throw std::runtime_error("cannot write " + file.string());
+  core::AtomicFile out(file);
+  for (const auto& p : parts) out.write(p);
+  out.commit(kDatasetFileDurability);
 }
 
 }  // namespace

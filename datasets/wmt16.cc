@@ -5,7 +5,6 @@
 // "translation": a fixed word-for-word dictionary into another pseudo-language,
 // local reordering, and an occasional extra or dropped word. Also writes
 // newstest2014.{en,de}. Pairs: tiny 500, small 20000, full 4,500,966 (WMT16 en-de).
-#include <fstream>
 #include <random>
 
 #include "datasets/recipe.h"
@@ -48,10 +47,9 @@ void write_pairs(const std::filesystem::path& dir, const std::string& prefix, lo
   });
   for (const auto& [lang, parts] : {std::pair{"en", &en}, std::pair{"de", &de}}) {
     const auto file = dir / (prefix + "." + lang);
-    std::ofstream out(file, std::ios::binary | std::ios::trunc);
-    for (const auto& s : *parts) out << s;
-    out.close();
-    if (!out) throw std::runtime_error("cannot write " + file.string());
+    core::AtomicFile out(file);
+    for (const auto& s : *parts) out.write(s);
+    out.commit(kDatasetFileDurability);
   }
 }
 
@@ -64,14 +62,13 @@ Recipe wmt16_recipe() {
       "parallel corpus (train.en/train.de + newstest2014) standing in for WMT16 en-de; "
       "pairs tiny 500, small 20000, full 4.5M";
   r.generate = [](const RecipeOptions& o) {
-    long pairs = 0, test = 0;
-    std::int64_t vocab = 0;
-    if (o.size == "tiny") pairs = 500, test = 100, vocab = 1000;
-    else if (o.size == "small") pairs = 20000, test = 1000, vocab = 8000;
-    else if (o.size == "full") pairs = 4500966, test = 3003, vocab = 32000;
-    else throw std::invalid_argument("unknown size '" + o.size + "' (tiny, small, full)");
-    write_pairs(o.out, "train", pairs, vocab, o.seed, 1, o.threads, o.show_progress);
-    write_pairs(o.out, "newstest2014", test, vocab, o.seed, 2, o.threads, o.show_progress);
+    struct Size {
+      long pairs, test;
+      std::int64_t vocab;
+    };
+    const Size n = by_size<Size>(o.size, {500, 100, 1000}, {20000, 1000, 8000}, {4500966, 3003, 32000});
+    write_pairs(o.out, "train", n.pairs, n.vocab, o.seed, 1, o.threads, o.show_progress);
+    write_pairs(o.out, "newstest2014", n.test, n.vocab, o.seed, 2, o.threads, o.show_progress);
   };
   return r;
 }
