@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/html.h"
 #include "report/reporter.h"
 #include "report/svg_charts.h"
 
@@ -70,21 +71,21 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
       << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
          "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n"
-      << "<title>mlbench report: " << html_escape(report.suite) << "</title>\n<style>" << kStyle << "</style></head>\n"
-      << "<body>\n<h1>mlbench report: " << html_escape(report.suite) << "</h1>\n"
+      << "<title>mlbench report: " << core::html_escape(report.suite) << "</title>\n<style>" << kStyle << "</style></head>\n"
+      << "<body>\n<h1>mlbench report: " << core::html_escape(report.suite) << "</h1>\n"
       << fmt::format("<p class=\"note\">{} runs ({}) from {}; targets: {}{}</p>\n", report.runs.size(),
-                     html_escape(runs), html_escape(report.reports_dir),
+                     core::html_escape(runs), core::html_escape(report.reports_dir),
                      report.targets.source.empty()
                          ? "none"
-                         : html_escape(report.targets.model + " (" + report.targets.source + ")"),
-                     report.targets.note.empty() ? "" : " — " + html_escape(report.targets.note));
+                         : core::html_escape(report.targets.model + " (" + report.targets.source + ")"),
+                     report.targets.note.empty() ? "" : " — " + core::html_escape(report.targets.note));
 
   out << "<h2>Results</h2>\n<p class=\"note\">items/s; result = mean of the run values without the min and max run; "
          "sd = sample sd over runs; sd% = sd/result; diff = result/target - 1. Click a header to sort.</p>\n"
       << "<table id=\"results\"><thead><tr><th>bench</th><th>target</th><th>result</th><th>sd</th><th>sd%</th>"
          "<th>diff</th><th>n</th><th>fail</th><th>stall%</th><th>fetch%</th><th>prep%</th></tr></thead><tbody>\n";
   for (const BenchResult& b : report.benches) {
-    out << "<tr><td>" << html_escape(b.name) << "</td>" << cell(b.target ? b.target->items_per_s : kNaN, 2)
+    out << "<tr><td>" << core::html_escape(b.name) << "</td>" << cell(b.target ? b.target->items_per_s : kNaN, 2)
         << cell(b.result, 4) << cell(b.sd, 4) << cell(b.sd_frac * 100.0, 3) << cell(b.diff * 100.0, 2)
         << fmt::format("<td data-v=\"{0}\">{0}</td><td data-v=\"{1}\">{1}</td>", b.n, b.failures)
         << cell(b.stall_pct, 2) << cell(b.analysis ? b.analysis->fetch_pct : kNaN, 2)
@@ -110,10 +111,10 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
   if (!s.missing.empty() || !s.failed.empty()) {
     out << "<h3>Problems</h3><ul>\n";
     for (const std::string& m : s.missing) {
-      out << "<li>" << html_escape(m) << ": fewer than " << report.min_runs << " runs with results</li>\n";
+      out << "<li>" << core::html_escape(m) << ": fewer than " << report.min_runs << " runs with results</li>\n";
     }
     for (const BenchResult& b : report.benches) {
-      for (const std::string& r : b.failure_reasons) out << "<li>" << html_escape(b.name + " " + r) << "</li>\n";
+      for (const std::string& r : b.failure_reasons) out << "<li>" << core::html_escape(b.name + " " + r) << "</li>\n";
     }
     out << "</ul>\n";
   }
@@ -132,21 +133,21 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
     if (!b.analysis || (b.analysis->split_svg.empty() && b.analysis->whatif_svg.empty())) continue;
     if (!any) out << "<h2>Stall analyses (mlbench-stall)</h2>\n";
     any = true;
-    out << "<h3>" << html_escape(b.name) << "</h3><div class=\"stall-charts\">";
+    out << "<h3>" << core::html_escape(b.name) << "</h3><div class=\"stall-charts\">";
     for (const auto& [svg, what] : {std::pair{&b.analysis->split_svg, "split"}, {&b.analysis->whatif_svg, "what-if"}}) {
       if (svg->empty()) continue;
-      out << fmt::format("<img alt=\"{} chart of {}\" src=\"data:image/svg+xml;base64,{}\">", what, html_escape(b.name),
-                         base64(*svg));
+      out << fmt::format("<img alt=\"{} chart of {}\" src=\"data:image/svg+xml;base64,{}\">", what, core::html_escape(b.name),
+                         core::base64(*svg));
     }
     out << "</div>\n";
   }
 
   if (report.comparison) {
-    out << "<h2>Compared with " << html_escape(report.comparison->other_dir) << "</h2>\n"
+    out << "<h2>Compared with " << core::html_escape(report.comparison->other_dir) << "</h2>\n"
         << "<table id=\"comparison\"><thead><tr><th>bench</th><th>this</th><th>sd</th><th>other</th><th>sd</th>"
            "<th>ratio</th><th>change %</th><th>beyond combined sd</th></tr></thead><tbody>\n";
     for (const CompareRow& r : report.comparison->rows) {
-      out << "<tr><td>" << html_escape(r.name) << "</td>" << cell(r.a_result, 4) << cell(r.a_sd, 4)
+      out << "<tr><td>" << core::html_escape(r.name) << "</td>" << cell(r.a_result, 4) << cell(r.a_sd, 4)
           << cell(r.b_result, 4) << cell(r.b_sd, 4) << cell(r.ratio, 4) << cell(r.change_pct, 2)
           << (r.significant ? "<td class=\"fail\">yes</td>" : "<td>no</td>") << "</tr>\n";
     }

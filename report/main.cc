@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include "core/report.h"
+#include "core/atomic_file.h"
 #include "report/report_builder.h"
 #include "report/report_statistics.h"
 #include "report/reporter.h"

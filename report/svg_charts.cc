@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/html.h"
+
 namespace mlbench::report {
 namespace {
 constexpr int kWidth = 960;
@@ -38,51 +40,6 @@ std::string svg_open(int rows, const char* title) {
 }
 }  // namespace
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-std::string base64(const std::string& bytes) {
-  static const char* table = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const unsigned v = (static_cast<unsigned char>(bytes[i]) << 16) | (static_cast<unsigned char>(bytes[i + 1]) << 8) |
-                       static_cast<unsigned char>(bytes[i + 2]);
-    out += {table[(v >> 18) & 63], table[(v >> 12) & 63], table[(v >> 6) & 63], table[v & 63]};
-  }
-  if (i + 1 == bytes.size()) {
-    const unsigned v = static_cast<unsigned char>(bytes[i]) << 16;
-    out += {table[(v >> 18) & 63], table[(v >> 12) & 63], '=', '='};
-  } else if (i + 2 == bytes.size()) {
-    const unsigned v = (static_cast<unsigned char>(bytes[i]) << 16) | (static_cast<unsigned char>(bytes[i + 1]) << 8);
-    out += {table[(v >> 18) & 63], table[(v >> 12) & 63], table[(v >> 6) & 63], '='};
-  }
-  return out;
-}
-
 std::string time_split_svg(const std::vector<BenchResult>& benches) {
   std::string out = svg_open(static_cast<int>(benches.size()), "Where the time went, per benchmark");
   out += legend({{"compute", "#4e79a7"},
@@ -108,7 +65,7 @@ std::string time_split_svg(const std::vector<BenchResult>& benches) {
     }
     out += fmt::format(R"(<g class="bar-group" data-bench="{0}" data-source="{1}"><text x="{2}" y="{3}" )"
                        R"(text-anchor="end">{0}</text>)",
-                       html_escape(b.name), source.empty() ? "none" : source, kLabel - 8, y + 15);
+                       core::html_escape(b.name), source.empty() ? "none" : source, kLabel - 8, y + 15);
     if (segs.empty()) {
       out += fmt::format(R"(<text x="{}" y="{}" fill="#888">no timing data</text>)", kLabel, y + 15);
     }
@@ -118,7 +75,7 @@ std::string time_split_svg(const std::vector<BenchResult>& benches) {
       const double w = f * kPlot;
       out += fmt::format(R"(<rect class="segment" x="{:.2f}" y="{}" width="{:.2f}" height="18" fill="{}">)"
                          R"(<title>{} {}: {:.1f} %</title></rect>)",
-                         x, y + 2, w, s.color, html_escape(b.name), s.name, f * 100.0);
+                         x, y + 2, w, s.color, core::html_escape(b.name), s.name, f * 100.0);
       x += w;
     }
     if (!segs.empty()) {
@@ -155,12 +112,12 @@ std::string result_svg(const std::vector<BenchResult>& benches) {
     const int y = kTop + row++ * kRow;
     const double r = ref(b);
     out += fmt::format(R"(<g class="result-group" data-bench="{0}"><text x="{1}" y="{2}" text-anchor="end">{0}</text>)",
-                       html_escape(b.name), kLabel - 8, y + 15);
+                       core::html_escape(b.name), kLabel - 8, y + 15);
     if (std::isfinite(b.result) && std::isfinite(r) && r > 0) {
       const double ratio = b.result / r;
       out += fmt::format(R"(<rect x="{}" y="{}" width="{:.2f}" height="14" fill="#59a14f"><title>{}: {:.4g} items/s, )"
                          R"({:.1f} % of {}</title></rect>)",
-                         kLabel, y + 4, px(ratio) - kLabel, html_escape(b.name), b.result, ratio * 100.0,
+                         kLabel, y + 4, px(ratio) - kLabel, core::html_escape(b.name), b.result, ratio * 100.0,
                          b.target ? "target" : "its own result (no target)");
       if (std::isfinite(b.sd)) {
         const double lo = px((b.result - b.sd) / r), hi = px((b.result + b.sd) / r);
@@ -190,7 +147,7 @@ std::string drift_svg(const std::vector<BenchResult>& benches, const std::vector
     const int y = kTop + row++ * kRow;
     out += fmt::format(R"(<g class="drift-group" data-bench="{0}"><text x="{1}" y="{2}" text-anchor="end">{0}</text>)"
                        R"(<rect x="{3}" y="{4}" width="{5}" height="{6}" fill="#eef2f7"/>)",
-                       html_escape(b.name), kLabel - 8, y + 15, kLabel, y + 3, kPlot, 20);
+                       core::html_escape(b.name), kLabel - 8, y + 15, kLabel, y + 3, kPlot, 20);
     std::string points;
     for (const RunValue& rv : b.runs) {
       const auto it = std::find(runs.begin(), runs.end(), rv.run);
@@ -202,7 +159,7 @@ std::string drift_svg(const std::vector<BenchResult>& benches, const std::vector
       points += fmt::format("{:.2f},{:.2f} ", x, py);
       out += fmt::format(
           R"(<circle cx="{:.2f}" cy="{:.2f}" r="3" fill="#4e79a7"><title>{} {}: {:.4g} items/s</title></circle>)", x,
-          py, html_escape(b.name), rv.run, rv.items_per_s);
+          py, core::html_escape(b.name), rv.run, rv.items_per_s);
     }
     if (!points.empty()) out += fmt::format(R"(<polyline points="{}" fill="none" stroke="#4e79a7"/>)", points);
     out += "</g>";

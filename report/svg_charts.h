@@ -21,7 +21,4 @@ std::string result_svg(const std::vector<BenchResult>& benches);
 // Per benchmark (<g class="drift-group">): run values / result, one point per run in run order.
 std::string drift_svg(const std::vector<BenchResult>& benches, const std::vector<std::string>& runs);
 
-std::string html_escape(const std::string& s);
-std::string base64(const std::string& bytes);
-
 }  // namespace mlbench::report

@@ -4,25 +4,14 @@
 
 #include <fmt/format.h>
 
+#include "core/html.h"
+
 namespace mlbench::stall {
 namespace {
 constexpr const char* kCompute = "#4c78a8";
 constexpr const char* kPrep = "#f58518";
 constexpr const char* kFetch = "#e45756";
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 }  // namespace
 
 std::string split_svg(const std::string& bench, const Split& s) {
@@ -30,7 +19,7 @@ std::string split_svg(const std::string& bench, const Split& s) {
   std::string out = fmt::format(
       R"svg(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="110" viewBox="0 0 {} 110" font-family="sans-serif" font-size="12">)svg"
       "\n<title>{} epoch time split</title>\n<text x=\"{}\" y=\"16\" font-weight=\"bold\">{}: where epoch time goes</text>\n",
-      w + 20, w + 20, escape(bench), x0, escape(bench));
+      w + 20, w + 20, core::html_escape(bench), x0, core::html_escape(bench));
   double x = x0;
   const struct {
     const char* name;
@@ -72,7 +61,7 @@ std::string whatif_svg(const std::string& bench, const std::vector<CurvePoint>& 
       R"svg(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" font-family="sans-serif" font-size="12">)svg"
       "\n<title>{} what-if: speed vs cache size</title>\n"
       R"svg(<text x="{}" y="18" font-weight="bold">{}: predicted speed vs cached fraction</text>)svg" "\n",
-      W, H, W, H, escape(bench), left, escape(bench));
+      W, H, W, H, core::html_escape(bench), left, core::html_escape(bench));
   out += fmt::format(R"svg(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="black"/><line x1="{0}" y1="{2}" x2="{3}" y2="{2}" stroke="black"/>)svg" "\n",
                      left, top, top + ph, left + pw);
   for (int i = 0; i <= 4; ++i) {
@@ -89,7 +78,7 @@ std::string whatif_svg(const std::string& bench, const std::vector<CurvePoint>& 
     out += fmt::format(R"svg(<polyline class="curve" data-name="{}" points="{}" fill="none" stroke="{}" stroke-width="2" stroke-dasharray="{}"/>)svg" "\n",
                        name, pts, color, dash);
   };
-  polyline([](const CurvePoint& c) { return c.fetch; }, kFetch, "6 3", "F(x)svg");
+  polyline([](const CurvePoint& c) { return c.fetch; }, kFetch, "6 3", "F(x)");
   polyline([P](const CurvePoint&) { return P; }, kPrep, "2 3", "P");
   polyline([G](const CurvePoint&) { return G; }, kCompute, "2 3", "G");
   polyline([](const CurvePoint& c) { return c.predicted; }, "black", "", "predicted");
@@ -100,7 +89,7 @@ std::string whatif_svg(const std::string& bench, const std::vector<CurvePoint>& 
   const struct {
     const char* name;
     const char* color;
-  } legend[] = {{"fetch F(x)svg", kFetch}, {"prep P", kPrep}, {"ingestion G", kCompute}, {"predicted", "black"}};
+  } legend[] = {{"fetch F(x)", kFetch}, {"prep P", kPrep}, {"ingestion G", kCompute}, {"predicted", "black"}};
   double ly = top + 10;
   for (const auto& l : legend) {
     out += fmt::format(R"svg(<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="{3}" stroke-width="2"/><text x="{4}" y="{5}">{6}</text>)svg" "\n",

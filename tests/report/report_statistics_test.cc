@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/html.h"
 #include "report/report_builder.h"
 #include "report/report_statistics.h"
 #include "report/reporter.h"
@@ -354,9 +355,9 @@ TEST(ReportFormat, SvgHasOneBarGroupPerBench) {
     ++groups;
   EXPECT_EQ(groups, 2u);
   EXPECT_NE(svg.find("data-bench=\"a&lt;b\""), std::string::npos);
-  EXPECT_EQ(base64("Man"), "TWFu");
-  EXPECT_EQ(base64("Ma"), "TWE=");
-  EXPECT_EQ(base64("M"), "TQ==");
+  EXPECT_EQ(core::base64("Man"), "TWFu");
+  EXPECT_EQ(core::base64("Ma"), "TWE=");
+  EXPECT_EQ(core::base64("M"), "TQ==");
 }
 
 }  // namespace

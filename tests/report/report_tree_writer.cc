@@ -10,7 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core/report.h"
+#include "core/atomic_file.h"
+#include "core/report_name.h"
 
 namespace mlbench::report::testing {
 namespace fs = std::filesystem;

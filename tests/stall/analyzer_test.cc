@@ -82,6 +82,9 @@ TEST(Charts, WhatIfHasCurvesAndMeasuredPoints) {
   }
   EXPECT_EQ(circles, 2u);
   EXPECT_NE(svg.find(R"(data-name="predicted")"), std::string::npos);
+  EXPECT_NE(svg.find("data-name=\"F(x)\""), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">fetch F(x)</text>"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find("F(x)svg"), std::string::npos) << "the what-if curve is labelled F(x)";
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
 }
 

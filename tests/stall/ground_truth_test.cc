@@ -6,6 +6,7 @@
 // never-evicting cache.
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -29,6 +30,12 @@ struct Config {
   const char* name;
   double G, P, F;  // injected rates, samples/s
 };
+
+// How gtest prints a Config in failure messages and --gtest_list_tests (by
+// default it would dump the struct's bytes).
+void PrintTo(const Config& c, std::ostream* os) {
+  *os << fmt::format("{} (G {} P {} F {} samples/s)", c.name, c.G, c.P, c.F);
+}
 
 // The injected truth: with T = 1 / rate, a pipelined loader runs at min(G, P, F).
 Split truth(const Config& c) {
