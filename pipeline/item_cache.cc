@@ -5,6 +5,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "core/byte_size.h"
+
 namespace mlbench::pipeline {
 
 namespace {
@@ -39,17 +41,13 @@ CacheCapacity parse_cache_size(const std::string& text) {
     c.value = value / 100.0;
     return c;
   }
-  static const std::pair<const char*, double> kUnits[] = {
-      {"B", 1.0},          {"KB", 1e3},           {"MB", 1e6},           {"GB", 1e9},           {"TB", 1e12},
-      {"KiB", 1024.0},     {"MiB", 1048576.0},    {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
-  for (const auto& [name, scale] : kUnits) {
-    if (unit == name) {
-      c.unit = CacheCapacity::Unit::Bytes;
-      c.value = std::floor(value * scale);
-      return c;
-    }
+  try {
+    c.value = static_cast<double>(core::parse_byte_size(text));
+  } catch (const std::invalid_argument&) {
+    throw bad();
   }
-  throw bad();
+  c.unit = CacheCapacity::Unit::Bytes;
+  return c;
 }
 
 ItemCache::ItemCache(std::uint64_t max_items, std::uint64_t max_bytes) : max_items_(max_items), max_bytes_(max_bytes) {

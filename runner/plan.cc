@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/byte_size.h"
 #include "core/report.h"
 #include "core/sysinfo.h"
 
@@ -44,28 +45,9 @@ std::string format_bytes(std::optional<std::uint64_t> bytes) {
 }
 
 std::uint64_t parse_size(const std::string& text) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    throw std::invalid_argument("'" + text + "' is not a size (e.g. 512M, 2G)");
-  }
-  std::string unit = text.substr(used);
-  double mult = 1;
-  if (unit == "" || unit == "B") {
-    mult = 1;
-  } else if (unit == "K" || unit == "KiB") {
-    mult = 1024;
-  } else if (unit == "M" || unit == "MiB") {
-    mult = 1024.0 * 1024;
-  } else if (unit == "G" || unit == "GiB") {
-    mult = 1024.0 * 1024 * 1024;
-  } else {
-    throw std::invalid_argument("'" + text + "': unknown size unit '" + unit + "' (use K, M or G)");
-  }
-  if (v <= 0 || !std::isfinite(v)) throw std::invalid_argument("'" + text + "': a size must be positive");
-  return static_cast<std::uint64_t>(v * mult);
+  const std::uint64_t bytes = core::parse_byte_size(text);
+  if (bytes == 0) throw std::invalid_argument("'" + text + "': a size must be positive");
+  return bytes;
 }
 
 std::vector<PlannedStep> make_plan(const std::vector<JobSpec>& jobs, const std::vector<std::string>& executables,
