@@ -37,7 +37,9 @@ AtomicFile::AtomicFile(std::filesystem::path file) : file_(std::move(file)) {
   tmp_ = tmpl;
 }
 
-AtomicFile::~AtomicFile() { discard(); }
+AtomicFile::~AtomicFile() {
+  discard();
+}
 
 void AtomicFile::discard() noexcept {
   if (fd_ >= 0) ::close(fd_);

@@ -17,21 +17,12 @@ struct Unit {
 };
 
 constexpr double kKi = 1024.0;
+constexpr double kMi = 1024.0 * kKi;
+constexpr double kGi = 1024.0 * kMi;
+constexpr double kTi = 1024.0 * kGi;
 constexpr Unit kUnits[] = {
-    {"", 1.0},
-    {"B", 1.0},
-    {"K", kKi},
-    {"KiB", kKi},
-    {"M", kKi * kKi},
-    {"MiB", kKi * kKi},
-    {"G", kKi * kKi * kKi},
-    {"GiB", kKi * kKi * kKi},
-    {"T", kKi * kKi * kKi * kKi},
-    {"TiB", kKi * kKi * kKi * kKi},
-    {"KB", 1e3},
-    {"MB", 1e6},
-    {"GB", 1e9},
-    {"TB", 1e12},
+    {"", 1.0},    {"B", 1.0}, {"K", kKi},   {"KiB", kKi}, {"M", kMi},  {"MiB", kMi}, {"G", kGi},
+    {"GiB", kGi}, {"T", kTi}, {"TiB", kTi}, {"KB", 1e3},  {"MB", 1e6}, {"GB", 1e9},  {"TB", 1e12},
 };
 
 }  // namespace

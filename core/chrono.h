@@ -21,7 +21,9 @@ namespace mlbench::core {
 // more than a direct call).
 using SteadyTime = std::chrono::steady_clock::time_point;
 using NowFn = SteadyTime (*)();
-inline SteadyTime steady_now() { return std::chrono::steady_clock::now(); }
+inline SteadyTime steady_now() {
+  return std::chrono::steady_clock::now();
+}
 
 class Chrono {
  public:

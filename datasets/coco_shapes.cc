@@ -92,8 +92,7 @@ Recipe coco_shapes_recipe() {
     parallel_for(cfg.images, o.threads, o.show_progress, "coco-shapes", [&](long i) {
       ShapesImage im = render_shapes_image(item_seed(o.seed, 20, static_cast<std::uint64_t>(i)), cfg);
       core::write_file_atomic(o.out / "train2017" / fmt::format("{:012d}.jpg", i + 1),
-                              encode_jpeg_rgb(im.rgb.data(), im.width, im.height, cfg.quality),
-                              kDatasetFileDurability);
+                              encode_jpeg_rgb(im.rgb.data(), im.width, im.height, cfg.quality), kDatasetFileDurability);
       im.rgb.clear();
       im.rgb.shrink_to_fit();
       meta[static_cast<std::size_t>(i)] = std::move(im);

@@ -6,8 +6,8 @@
 // Sizes: tiny 256/64, small 6000/1000, full 60000/10000 (MNIST's counts).
 #include <algorithm>
 #include <array>
-#include <random>
 #include <cmath>
+#include <random>
 #include <utility>
 
 #include "datasets/recipe.h"

@@ -68,9 +68,12 @@ std::size_t size_index(const std::string& size);
 template <class T>
 T by_size(const std::string& size, T tiny, T small, T full) {
   switch (size_index(size)) {
-    case 0: return tiny;
-    case 1: return small;
-    default: return full;
+    case 0:
+      return tiny;
+    case 1:
+      return small;
+    default:
+      return full;
   }
 }
 

@@ -71,7 +71,8 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
       << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
          "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n"
-      << "<title>mlbench report: " << core::html_escape(report.suite) << "</title>\n<style>" << kStyle << "</style></head>\n"
+      << "<title>mlbench report: " << core::html_escape(report.suite) << "</title>\n<style>" << kStyle
+      << "</style></head>\n"
       << "<body>\n<h1>mlbench report: " << core::html_escape(report.suite) << "</h1>\n"
       << fmt::format("<p class=\"note\">{} runs ({}) from {}; targets: {}{}</p>\n", report.runs.size(),
                      core::html_escape(runs), core::html_escape(report.reports_dir),
@@ -136,8 +137,8 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
     out << "<h3>" << core::html_escape(b.name) << "</h3><div class=\"stall-charts\">";
     for (const auto& [svg, what] : {std::pair{&b.analysis->split_svg, "split"}, {&b.analysis->whatif_svg, "what-if"}}) {
       if (svg->empty()) continue;
-      out << fmt::format("<img alt=\"{} chart of {}\" src=\"data:image/svg+xml;base64,{}\">", what, core::html_escape(b.name),
-                         core::base64(*svg));
+      out << fmt::format("<img alt=\"{} chart of {}\" src=\"data:image/svg+xml;base64,{}\">", what,
+                         core::html_escape(b.name), core::base64(*svg));
     }
     out << "</div>\n";
   }

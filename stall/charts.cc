@@ -18,7 +18,8 @@ std::string split_svg(const std::string& bench, const Split& s) {
   const double w = 520, x0 = 10, bar_w = 500;
   std::string out = fmt::format(
       R"svg(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="110" viewBox="0 0 {} 110" font-family="sans-serif" font-size="12">)svg"
-      "\n<title>{} epoch time split</title>\n<text x=\"{}\" y=\"16\" font-weight=\"bold\">{}: where epoch time goes</text>\n",
+      "\n<title>{} epoch time split</title>\n<text x=\"{}\" y=\"16\" font-weight=\"bold\">{}: where epoch time "
+      "goes</text>\n",
       w + 20, w + 20, core::html_escape(bench), x0, core::html_escape(bench));
   double x = x0;
   const struct {
@@ -60,7 +61,8 @@ std::string whatif_svg(const std::string& bench, const std::vector<CurvePoint>& 
   std::string out = fmt::format(
       R"svg(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" font-family="sans-serif" font-size="12">)svg"
       "\n<title>{} what-if: speed vs cache size</title>\n"
-      R"svg(<text x="{}" y="18" font-weight="bold">{}: predicted speed vs cached fraction</text>)svg" "\n",
+      R"svg(<text x="{}" y="18" font-weight="bold">{}: predicted speed vs cached fraction</text>)svg"
+      "\n",
       W, H, W, H, core::html_escape(bench), left, core::html_escape(bench));
   out += fmt::format(R"svg(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="black"/><line x1="{0}" y1="{2}" x2="{3}" y2="{2}" stroke="black"/>)svg" "\n",
                      left, top, top + ph, left + pw);

@@ -39,22 +39,42 @@ class SeqBenchE2E : public ::testing::Test {
         reports, reports.string() + ".log");
   }
 
-  // A completed run: one report, positive throughput, every loss finite.
-  void expect_valid(const RunResult& r, const std::string& name) {
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    ASSERT_EQ(r.reports.size(), 1u) << r.output;
-    const auto& j = r.reports[0];
-    EXPECT_EQ(j["name"], name);
-    EXPECT_EQ(j["completed"], true);
-    EXPECT_GT(j["train_item"]["avg"].get<double>(), 0.0);
-    ASSERT_FALSE(j["epoch_loss"].empty()) << j.dump();
-    for (const auto& l : j["epoch_loss"]) {
-      ASSERT_TRUE(l.is_number()) << j["epoch_loss"].dump();
-      EXPECT_TRUE(std::isfinite(l.get<double>()));
+  // A completed run: exit status 0, exactly one report, positive throughput,
+  // every loss finite. The first thing wrong comes back as the failure message;
+  // callers ASSERT_TRUE it before reading r.reports[0], so a run without its
+  // report fails its own test instead of crashing the whole binary.
+  static ::testing::AssertionResult is_valid_run(const RunResult& r, const std::string& name) {
+    if (r.exit_code != 0) return ::testing::AssertionFailure() << "exit code " << r.exit_code << "\n" << r.output;
+    if (r.reports.size() != 1) {
+      return ::testing::AssertionFailure() << r.reports.size() << " reports, expected 1\n" << r.output;
     }
-    EXPECT_TRUE(j["stall"]["stall_pct"].is_number()) << j["stall"].dump();
-    EXPECT_TRUE(j["metrics"]["parameters"].is_number()) << j["metrics"].dump();
-    EXPECT_TRUE(j["pipeline"].is_object());
+    const nlohmann::json& j = r.reports[0];
+    auto field = [&](const char* pointer) -> const nlohmann::json& {
+      static const nlohmann::json kMissing;
+      const nlohmann::json::json_pointer p(pointer);
+      return j.contains(p) ? j.at(p) : kMissing;
+    };
+    if (field("/name") != name)
+      return ::testing::AssertionFailure() << "name " << field("/name") << ", expected " << name;
+    if (field("/completed") != true) return ::testing::AssertionFailure() << "not completed: " << j.dump();
+    const auto& items = field("/train_item/avg");
+    if (!items.is_number() || !(items.get<double>() > 0.0)) {
+      return ::testing::AssertionFailure() << "train_item.avg " << items << ", expected > 0";
+    }
+    const auto& losses = field("/epoch_loss");
+    if (!losses.is_array() || losses.empty()) return ::testing::AssertionFailure() << "no epoch_loss: " << j.dump();
+    for (const auto& l : losses) {
+      if (!l.is_number() || !std::isfinite(l.get<double>())) {
+        return ::testing::AssertionFailure() << "epoch_loss not finite: " << losses.dump();
+      }
+    }
+    if (!field("/stall/stall_pct").is_number())
+      return ::testing::AssertionFailure() << "stall: " << field("/stall").dump();
+    if (!field("/metrics/parameters").is_number()) {
+      return ::testing::AssertionFailure() << "metrics.parameters: " << field("/metrics").dump();
+    }
+    if (!field("/pipeline").is_object()) return ::testing::AssertionFailure() << "no pipeline block: " << j.dump();
+    return ::testing::AssertionSuccess();
   }
 
   std::string write(const std::string& rel, const std::string& content) {
@@ -88,11 +108,12 @@ std::string idx(std::vector<std::uint32_t> dims, const std::string& data) {
 }  // namespace
 
 TEST_F(SeqBenchE2E, ToyLstm) {
-  expect_valid(run("toy_lstm", std::string(kTiny) + " --batch-size 2 --waves 10 --length 40"), "toy_lstm");
+  ASSERT_TRUE(is_valid_run(run("toy_lstm", std::string(kTiny) + " --batch-size 2 --waves 10 --length 40"), "toy_lstm"));
 }
 
 TEST_F(SeqBenchE2E, ToyLstmSyntheticFloat64) {
-  expect_valid(run("toy_lstm", std::string(kTiny) + " --synthetic --dtype float64 --length 20"), "toy_lstm");
+  ASSERT_TRUE(
+      is_valid_run(run("toy_lstm", std::string(kTiny) + " --synthetic --dtype float64 --length 20"), "toy_lstm"));
 }
 
 TEST_F(SeqBenchE2E, VaeReadsIdxFiles) {
@@ -102,13 +123,13 @@ TEST_F(SeqBenchE2E, VaeReadsIdxFiles) {
   write("mnist/train-images-idx3-ubyte", idx({100, 28, 28}, pixels));
   const auto dir = write("mnist/train-labels-idx1-ubyte", idx({100}, std::string(100, '\3')));
   auto r = run("vae", std::string(kTiny) + " --batch-size 16 --data " + dir);
-  expect_valid(r, "vae");
+  ASSERT_TRUE(is_valid_run(r, "vae"));
   EXPECT_EQ(r.reports[0]["pipeline"]["items"], 100);
   EXPECT_EQ(r.reports[0]["pipeline"]["source"], "in-memory");
   EXPECT_GT(r.reports[0]["pipeline"]["batches"].get<long>(), 0);
   // Batches built on the training thread instead: same data, no prefetch thread.
   auto sync = run("vae", std::string(kTiny) + " --batch-size 16 --prefetch 0 --data " + dir);
-  expect_valid(sync, "vae");
+  ASSERT_TRUE(is_valid_run(sync, "vae"));
   EXPECT_EQ(sync.reports[0]["pipeline"]["prefetch"], 0);
 }
 
@@ -128,10 +149,10 @@ TEST_F(SeqBenchE2E, WlmGruAndLstm) {
   write("wt/valid.txt", words(rng, 50, 200) + "\n");
   const std::string small = " --batch-size 4 --bptt 8 --nhid 32 --data " + dir;
   auto r = run("wlm", std::string(kTiny) + small + " --emsize 32");
-  expect_valid(r, "wlm");
+  ASSERT_TRUE(is_valid_run(r, "wlm"));
   EXPECT_EQ(r.reports[0]["metrics"]["precision"], "float32");
   auto lstm = run("wlm", std::string(kTiny) + small + " --model LSTM --nlayers 1 --untied --emsize 16");
-  expect_valid(lstm, "wlm");
+  ASSERT_TRUE(is_valid_run(lstm, "wlm"));
   // Untied: embedding and decoder each vocabulary x size, plus one LSTM(16, 32) layer and the bias.
   const long v = lstm.reports[0]["metrics"]["vocabulary"];
   EXPECT_EQ(lstm.reports[0]["metrics"]["parameters"], v * 16 + v * 32 + v + (4 * 32 * (16 + 32) + 8 * 32));
@@ -143,7 +164,7 @@ TEST_F(SeqBenchE2E, Wlmfp16OnCpuUsesBf16) {
   for (int i = 0; i < 40; ++i) text += words(rng, 20, 100) + "\n";
   const auto dir = write("wt/train.txt", text);
   auto r = run("wlmfp16", std::string(kTiny) + " --no-cuda --batch-size 4 --bptt 8 --emsize 32 --nhid 32 --data " + dir);
-  expect_valid(r, "wlmfp16");
+  ASSERT_TRUE(is_valid_run(r, "wlmfp16"));
   EXPECT_EQ(r.reports[0]["metrics"]["precision"], "bfloat16 autocast");
 }
 
@@ -153,7 +174,7 @@ TEST_F(SeqBenchE2E, RecomReadsRatingsCsv) {
   for (int i = 0; i < 500; ++i) csv += std::to_string(1 + rng() % 40) + "," + std::to_string(1 + rng() % 90) + ",4.0,1000\n";
   const auto dir = write("ml/ratings.csv", csv);
   auto r = run("recom", std::string(kTiny) + " --batch-size 50 --factors 8 --layers 16,8 --data " + dir);
-  expect_valid(r, "recom");
+  ASSERT_TRUE(is_valid_run(r, "recom"));
   EXPECT_EQ(r.reports[0]["pipeline"]["items"], 500);
   EXPECT_EQ(r.reports[0]["pipeline"]["source"], "in-memory");
   EXPECT_GT(r.reports[0]["pipeline"]["batches"].get<long>(), 0);
@@ -180,7 +201,7 @@ TEST_F(SeqBenchE2E, TranslatorReadsParallelCorpus) {
   const auto dir = write("wmt/train.de", de);
   auto r = run("translator",
                std::string(kTiny) + " --batch-size 4 --hidden-size 16 --num-layers 3 --max-length 10 --data " + dir);
-  expect_valid(r, "translator");
+  ASSERT_TRUE(is_valid_run(r, "translator"));
   EXPECT_EQ(r.reports[0]["metrics"]["num_layers"], 3);
   EXPECT_EQ(r.reports[0]["pipeline"]["items"], 80);
   EXPECT_EQ(r.reports[0]["pipeline"]["source"], "in-memory");
@@ -188,14 +209,15 @@ TEST_F(SeqBenchE2E, TranslatorReadsParallelCorpus) {
 }
 
 TEST_F(SeqBenchE2E, TranslatorSynthetic) {
-  expect_valid(run("translator", std::string(kTiny) +
-                                     " --synthetic --batch-size 2 --hidden-size 8 --vocab-size 50 --max-length 6"),
-               "translator");
+  ASSERT_TRUE(is_valid_run(
+      run("translator",
+          std::string(kTiny) + " --synthetic --batch-size 2 --hidden-size 8 --vocab-size 50 --max-length 6"),
+      "translator"));
 }
 
 TEST_F(SeqBenchE2E, CartCountsEnvironmentSteps) {
   auto r = run("cart", "--repeat 3 --number 150 --warmup 1 --seed 2 --max-steps 60");
-  expect_valid(r, "cart");
+  ASSERT_TRUE(is_valid_run(r, "cart"));
   const auto& m = r.reports[0]["metrics"];
   EXPECT_GE(m["episodes"].get<long>(), 450 / 60);
   EXPECT_LE(m["mean_episode_length"].get<double>(), 60.0);

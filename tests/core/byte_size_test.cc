@@ -33,8 +33,8 @@ TEST(ByteSize, DecimalUnitsAndFractions) {
 }
 
 TEST(ByteSize, BadInputThrowsNamingTheText) {
-  for (const char* bad : {"", "abc", "G", "12X", "2 G", " 2G", "+2G", "2g", "2Gi", "inf", "nan", "1e400", "-1",
-                          "-2G", "99999999T"}) {
+  for (const char* bad :
+       {"", "abc", "G", "12X", "2 G", " 2G", "+2G", "2g", "2Gi", "inf", "nan", "1e400", "-1", "-2G", "99999999T"}) {
     try {
       parse_byte_size(bad);
       ADD_FAILURE() << "'" << bad << "' was accepted";

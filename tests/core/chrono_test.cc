@@ -59,7 +59,9 @@ TEST(Chrono, StopEndsOnceAndReturnsDuration) {
 }
 
 SteadyTime fake_time;
-SteadyTime fake_now() { return fake_time; }
+SteadyTime fake_now() {
+  return fake_time;
+}
 
 TEST(Chrono, InjectedClockGivesExactDurations) {
   Chrono chrono(0, {}, &fake_now);

@@ -11,7 +11,7 @@ TEST(Html, EscapeReplacesMarkupCharacters) {
   EXPECT_EQ(html_escape("plain name_1.x"), "plain name_1.x");
   EXPECT_EQ(html_escape(""), "");
   EXPECT_EQ(html_escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;");
-  EXPECT_EQ(html_escape("&amp;"), "&amp;amp;");  // escaping twice escapes twice
+  EXPECT_EQ(html_escape("&amp;"), "&amp;amp;");          // escaping twice escapes twice
   EXPECT_EQ(html_escape("caf\xc3\xa9"), "caf\xc3\xa9");  // UTF-8 passes through
 }
 

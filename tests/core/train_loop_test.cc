@@ -41,7 +41,9 @@ TEST(TrainLoop, RunsRepeatTimesNumberIterationsAndDropsWarmup) {
 // A clock that moves only when the test says: phase durations and the stall
 // share are exact, whatever the machine's load.
 SteadyTime fake_time;
-SteadyTime fake_now() { return fake_time; }
+SteadyTime fake_now() {
+  return fake_time;
+}
 void advance(double seconds) {
   fake_time += std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
 }
