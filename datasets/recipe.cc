@@ -1,7 +1,6 @@
 // Shared recipe logic: names, sizes, markers, ensure, seeding, the parallel loop.
 #include "datasets/recipe.h"
 
-#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
