@@ -222,7 +222,8 @@ void Scheduler::watch(std::vector<Watched>& procs, const std::function<void()>& 
   while (running(procs) > 0) {
     double next = launcher_.now() + kTick;
     for (const auto& w : procs) {
-      if (!w.ending) next = std::min({next, w.deadline, w.kill_at});
+      // A deadline already acted on is no reason to wake (that would spin through the grace).
+      if (!w.ending) next = std::min({next, w.timed_out ? kNever : w.deadline, w.kill_at});
     }
     const int sig = launcher_.wait(next - launcher_.now());
     if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) interrupt(procs);
