@@ -13,6 +13,7 @@ namespace mlbench::testing_support {
 struct CommandResult {
   int exit_code = -1;   // exit status, or 128 + signal when killed
   std::string output;   // stdout and stderr together
+  int signal = 0;       // the signal that killed it, 0 after a normal exit
 };
 
 inline CommandResult run_command(const std::string& command) {
@@ -20,7 +21,7 @@ inline CommandResult run_command(const std::string& command) {
   spec.executable = "/bin/sh";
   spec.args = {"-c", command};
   const core::CommandResult r = core::run_captured(spec);
-  return {r.status.shell_code(), r.output};
+  return {r.status.shell_code(), r.output, r.status.signal};
 }
 
 }  // namespace mlbench::testing_support
