@@ -27,6 +27,13 @@ ProcessSpec shell(const std::string& script) {
   return spec;
 }
 
+// `spec` with its output into `dir`/log.
+ProcessSpec logged(ProcessSpec spec, const testing_support::TempDir& dir) {
+  spec.output = Output::File;
+  spec.log_path = (dir.path() / "log").string();
+  return spec;
+}
+
 // True once `pid` has ended: no such process, or a zombie nobody reaped yet.
 bool ended(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -95,10 +102,7 @@ TEST(Process, TimeoutThenStopKillsASleepingChild) {
 
 TEST(Process, StopEscalatesToSigkill) {
   testing_support::TempDir dir("process_stop");
-  ProcessSpec spec = shell("trap '' TERM; echo ready; while :; do sleep 1; done");
-  spec.output = Output::File;
-  spec.log_path = (dir.path() / "log").string();
-  Process p(spec);
+  Process p(logged(shell("trap '' TERM; echo ready; while :; do sleep 1; done"), dir));
   ASSERT_EQ(read_line(dir.path() / "log"), "ready");  // the trap is in place before the SIGTERM
   const ExitStatus s = p.stop(0.2);
   EXPECT_EQ(s.signal, SIGKILL);
@@ -106,10 +110,7 @@ TEST(Process, StopEscalatesToSigkill) {
 
 TEST(Process, GroupKillReachesGrandchildren) {
   testing_support::TempDir dir("process_group");
-  ProcessSpec spec = shell("sleep 600 & echo $!; wait");
-  spec.output = Output::File;
-  spec.log_path = (dir.path() / "log").string();
-  Process p(spec);
+  Process p(logged(shell("sleep 600 & echo $!; wait"), dir));
   const pid_t grandchild = read_pid(dir.path() / "log");
   ASSERT_GT(grandchild, 0);
   EXPECT_FALSE(ended(grandchild));
@@ -122,9 +123,7 @@ TEST(Process, ChildDiesWithItsParent) {
   testing_support::TempDir dir("process_pdeath");
   ProcessSpec spec;
   spec.executable = PROCESS_HELPER;
-  spec.output = Output::File;
-  spec.log_path = (dir.path() / "log").string();
-  Process helper(spec);
+  Process helper(logged(spec, dir));
   const pid_t child = read_pid(dir.path() / "log");
   ASSERT_GT(child, 0);
   EXPECT_FALSE(ended(child));
