@@ -11,20 +11,10 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
-extern char** environ;
+#include "environment.h"
 
 namespace mlbench::core {
 namespace {
-
-std::map<std::string, std::string> process_environment() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string kv(*e);
-    const auto eq = kv.find('=');
-    if (eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  return env;
-}
 
 // Parses an integer environment value; throws with the variable's name.
 int env_int(const std::string& var, const std::string& text, int min_value) {
@@ -148,7 +138,7 @@ void BenchCli::add_shared_options(const BenchDefaults& d) {
 }
 
 std::optional<int> BenchCli::parse(int argc, const char* const* argv) {
-  return parse(argc, argv, process_environment());
+  return parse(argc, argv, current_environment());
 }
 
 std::optional<int> BenchCli::parse(int argc, const char* const* argv,

@@ -32,25 +32,43 @@ std::string format_progress_line(int done, int total, double eta, std::optional<
 
 bool is_terminal(int fd) { return isatty(fd) == 1; }
 
-ProgressPrinter::ProgressPrinter(std::ostream& out, bool is_terminal, int total, std::string label)
-    : out_(out), tty_(is_terminal), total_(total), label_(std::move(label)),
-      start_(std::chrono::steady_clock::now()), last_draw_(start_ - std::chrono::seconds(1)) {}
+ProgressPrinter::ProgressPrinter(std::ostream& out, bool is_terminal, int total, std::string label,
+                                 std::chrono::milliseconds min_interval)
+    : out_(out), tty_(is_terminal), total_(total), label_(std::move(label)), min_interval_(min_interval),
+      start_(std::chrono::steady_clock::now()), last_draw_(start_ - std::chrono::hours(1)) {}
 
 void ProgressPrinter::update(int done, std::optional<double> loss, bool line_break) {
   const auto now = std::chrono::steady_clock::now();
   if (!tty_ && !line_break) return;
-  if (tty_ && !line_break && now - last_draw_ < std::chrono::milliseconds(100)) return;
+  if (tty_ && !line_break && now - last_draw_ < min_interval_) return;
   last_draw_ = now;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   std::string line = format_progress_line(done, total_, eta_seconds(done, total_, elapsed), loss);
   if (!label_.empty()) line = label_ + " " + line;
-  if (tty_) {
-    out_ << "\r\033[2K" << line;
-    live_line_open_ = !line_break;
-    if (line_break) out_ << '\n';
+  if (line_break) {
+    print(line);
   } else {
-    out_ << line << '\n';
+    draw_live(line);
   }
+}
+
+void ProgressPrinter::show(const std::string& line) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!tty_ || now - last_draw_ < min_interval_) return;
+  last_draw_ = now;
+  draw_live(line);
+}
+
+void ProgressPrinter::draw_live(const std::string& line) {
+  out_ << "\r\033[2K" << line;
+  live_line_open_ = true;
+  out_.flush();
+}
+
+void ProgressPrinter::print(const std::string& line) {
+  if (tty_) out_ << "\r\033[2K";
+  out_ << line << '\n';
+  live_line_open_ = false;
   out_.flush();
 }
 

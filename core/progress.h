@@ -17,19 +17,29 @@ double eta_seconds(int done, int total, double elapsed);
 std::string format_duration(double seconds);
 
 // Prints progress: on a terminal one live line rewritten in place (at most every
-// 100 ms); elsewhere (logs) one line per `step` only, so logs stay short.
+// `min_interval`); elsewhere (logs) one line per `step` only, so logs stay short.
+// The live line is either the Mila progress line (update) or the caller's own (show).
 class ProgressPrinter {
  public:
-  ProgressPrinter(std::ostream& out, bool is_terminal, int total, std::string label = {});
+  ProgressPrinter(std::ostream& out, bool is_terminal, int total, std::string label = {},
+                  std::chrono::milliseconds min_interval = std::chrono::milliseconds(100));
   // Reports `done` units; `loss` when known; `line_break` forces a full line (e.g. per repeat).
   void update(int done, std::optional<double> loss = std::nullopt, bool line_break = false);
+  // Shows `line` as the live line (terminal only, throttled like update).
+  void show(const std::string& line);
+  // Prints `line` for good; on a terminal it replaces the live line.
+  void print(const std::string& line);
   void finish();
+  bool is_terminal() const { return tty_; }
 
  private:
+  void draw_live(const std::string& line);
+
   std::ostream& out_;
   bool tty_;
   int total_;
   std::string label_;
+  std::chrono::milliseconds min_interval_;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_;
   bool live_line_open_ = false;

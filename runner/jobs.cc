@@ -51,7 +51,9 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-std::vector<JobSpec> parse_jobs(const std::string& text, const std::string& file) {
+namespace {
+
+ojson parse_document(const std::string& text, const std::string& file) {
   ojson doc;
   try {
     doc = ojson::parse(text);
@@ -62,85 +64,112 @@ std::vector<JobSpec> parse_jobs(const std::string& text, const std::string& file
   }
   if (!doc.is_array()) throw JobsError(file + ": expected a JSON array of jobs, got " + type_of(doc));
   if (doc.empty()) throw JobsError(file + ": no jobs in the file");
-  std::vector<JobSpec> jobs;
-  std::set<std::string> names;
-  static const std::set<std::string> known = {"name", "cmd", "args", "cgroup", "timeout", "dataset", "tags"};
-  for (std::size_t i = 0; i < doc.size(); ++i) {
-    const ojson& j = doc[i];
-    const int idx = static_cast<int>(i);
-    if (!j.is_object()) throw JobsError(where(file, idx, "", "") + ": expected an object, got " + type_of(j));
-    JobSpec job;
-    job.index = idx;
-    if (!j.contains("name")) throw JobsError(where(file, idx, "", "name") + ": missing required field");
-    if (!j["name"].is_string() || j["name"].get<std::string>().empty()) {
-      throw JobsError(where(file, idx, "", "name") + ": expected a non-empty string, got " + type_of(j["name"]));
+  return doc;
+}
+
+// One job object of a jobs file, read field by field; errors name the file, job and field.
+class JobReader {
+ public:
+  JobReader(const ojson& j, const std::string& file, int index) : j_(j), file_(file) { job_.index = index; }
+
+  JobSpec read(std::set<std::string>& names) {
+    if (!j_.is_object()) throw JobsError(where(file_, job_.index, "", "") + ": expected an object, got " + type_of(j_));
+    read_name(names);
+    check_fields();
+    read_command();
+    read_args();
+    read_options();
+    return job_;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw JobsError(where(file_, job_.index, job_.name, field) + ": " + what);
+  }
+
+  void read_name(std::set<std::string>& names) {
+    if (!j_.contains("name")) fail("name", "missing required field");
+    if (!j_["name"].is_string() || j_["name"].get<std::string>().empty()) {
+      fail("name", "expected a non-empty string, got " + type_of(j_["name"]));
     }
-    job.name = j["name"].get<std::string>();
-    for (char c : job.name) {
-      if (c == '/' || c == ' ' || c == ',') {
-        throw JobsError(where(file, idx, job.name, "name") + ": must not contain '/', ',' or spaces");
-      }
-    }
-    if (!names.insert(job.name).second) throw JobsError(where(file, idx, job.name, "name") + ": duplicate job name");
-    for (const auto& [key, value] : j.items()) {
-      if (!known.count(key)) throw JobsError(where(file, idx, job.name, key) + ": unknown field");
+    const std::string name = j_["name"].get<std::string>();
+    job_.name = name;
+    if (name.find_first_of("/ ,") != std::string::npos) fail("name", "must not contain '/', ',' or spaces");
+    if (!names.insert(name).second) fail("name", "duplicate job name");
+  }
+
+  void check_fields() const {
+    static const std::set<std::string> known = {"name", "cmd", "args", "cgroup", "timeout", "dataset", "tags"};
+    for (const auto& [key, value] : j_.items()) {
+      if (!known.count(key)) fail(key, "unknown field");
     }
     for (const char* req : {"cmd", "args"}) {
-      if (!j.contains(req)) throw JobsError(where(file, idx, job.name, req) + ": missing required field");
+      if (!j_.contains(req)) fail(req, "missing required field");
     }
-    if (!j["cmd"].is_string() || j["cmd"].get<std::string>().empty()) {
-      throw JobsError(where(file, idx, job.name, "cmd") + ": expected a non-empty string, got " + type_of(j["cmd"]));
+  }
+
+  void read_command() {
+    if (!j_["cmd"].is_string() || j_["cmd"].get<std::string>().empty()) {
+      fail("cmd", "expected a non-empty string, got " + type_of(j_["cmd"]));
     }
-    job.cmd = j["cmd"].get<std::string>();
-    if (!j["args"].is_object()) {
-      throw JobsError(where(file, idx, job.name, "args") + ": expected an object of flag: value, got " + type_of(j["args"]));
-    }
-    for (const auto& [flag, value] : j["args"].items()) {
+    job_.cmd = j_["cmd"].get<std::string>();
+  }
+
+  void read_args() {
+    if (!j_["args"].is_object()) fail("args", "expected an object of flag: value, got " + type_of(j_["args"]));
+    for (const auto& [flag, value] : j_["args"].items()) {
       const std::string f = "args." + flag;
       if (value.is_array()) {
-        if (value.empty()) throw JobsError(where(file, idx, job.name, f) + ": a sweep list must not be empty");
+        if (value.empty()) fail(f, "a sweep list must not be empty");
         for (const auto& v : value) {
-          if (!scalar(v)) {
-            throw JobsError(where(file, idx, job.name, f) + ": sweep values must be numbers or strings, got " + type_of(v));
-          }
+          if (!scalar(v)) fail(f, "sweep values must be numbers or strings, got " + type_of(v));
         }
       } else if (!scalar(value)) {
-        throw JobsError(where(file, idx, job.name, f) + ": expected a number, a string or a list, got " + type_of(value));
+        fail(f, "expected a number, a string or a list, got " + type_of(value));
       }
-      job.args.emplace_back(flag, value);
+      job_.args.emplace_back(flag, value);
     }
-    if (j.contains("cgroup")) {
-      const ojson& c = j["cgroup"];
-      if (c == "student") {
-        job.cgroup = CgroupKind::Student;
-      } else if (c == "all") {
-        job.cgroup = CgroupKind::All;
-      } else {
-        throw JobsError(where(file, idx, job.name, "cgroup") + ": expected \"student\" or \"all\", got " + c.dump());
-      }
-    }
-    if (j.contains("timeout")) {
-      if (!j["timeout"].is_number() || j["timeout"].get<double>() <= 0) {
-        throw JobsError(where(file, idx, job.name, "timeout") + ": expected a positive number of seconds, got " +
-                        j["timeout"].dump());
-      }
-      job.timeout = j["timeout"].get<double>();
-    }
-    if (j.contains("dataset")) {
-      if (!j["dataset"].is_string() || j["dataset"].get<std::string>().empty()) {
-        throw JobsError(where(file, idx, job.name, "dataset") + ": expected a dataset name, got " + type_of(j["dataset"]));
-      }
-      job.dataset = j["dataset"].get<std::string>();
-    }
-    if (j.contains("tags")) {
-      if (!j["tags"].is_array()) throw JobsError(where(file, idx, job.name, "tags") + ": expected a list of strings");
-      for (const auto& t : j["tags"]) {
-        if (!t.is_string()) throw JobsError(where(file, idx, job.name, "tags") + ": expected a list of strings");
-        job.tags.push_back(t.get<std::string>());
-      }
-    }
-    jobs.push_back(std::move(job));
   }
+
+  void read_options() {
+    if (j_.contains("cgroup")) {
+      const ojson& c = j_["cgroup"];
+      if (c != "student" && c != "all") fail("cgroup", "expected \"student\" or \"all\", got " + c.dump());
+      job_.cgroup = c == "all" ? CgroupKind::All : CgroupKind::Student;
+    }
+    if (j_.contains("timeout")) {
+      if (!j_["timeout"].is_number() || j_["timeout"].get<double>() <= 0) {
+        fail("timeout", "expected a positive number of seconds, got " + j_["timeout"].dump());
+      }
+      job_.timeout = j_["timeout"].get<double>();
+    }
+    if (j_.contains("dataset")) {
+      if (!j_["dataset"].is_string() || j_["dataset"].get<std::string>().empty()) {
+        fail("dataset", "expected a dataset name, got " + type_of(j_["dataset"]));
+      }
+      job_.dataset = j_["dataset"].get<std::string>();
+    }
+    if (j_.contains("tags")) {
+      if (!j_["tags"].is_array()) fail("tags", "expected a list of strings");
+      for (const auto& t : j_["tags"]) {
+        if (!t.is_string()) fail("tags", "expected a list of strings");
+        job_.tags.push_back(t.get<std::string>());
+      }
+    }
+  }
+
+  const ojson& j_;
+  const std::string& file_;
+  JobSpec job_;
+};
+
+}  // namespace
+
+std::vector<JobSpec> parse_jobs(const std::string& text, const std::string& file) {
+  const ojson doc = parse_document(text, file);
+  std::vector<JobSpec> jobs;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < doc.size(); ++i) jobs.push_back(JobReader(doc[i], file, static_cast<int>(i)).read(names));
   return jobs;
 }
 

@@ -50,63 +50,77 @@ std::uint64_t parse_size(const std::string& text) {
   return bytes;
 }
 
+namespace {
+
+// The variables the runner sets for instance `i` (Contract 1).
+std::map<std::string, std::string> instance_environment(const Instance& inst, int i, const PlanSettings& s) {
+  std::map<std::string, std::string> env = {{"JOB_ID", std::to_string(inst.slot)},
+                                            {"CPU_COUNT", std::to_string(inst.cpus.size())},
+                                            {"BENCH_NAME", inst.name},
+                                            {"RUN_ID", std::to_string(s.run_id)},
+                                            {"SUITE_NAME", s.suite},
+                                            {"OUTPUT_DIRECTORY", s.output_directory},
+                                            {"DATA_DIRECTORY", s.data_directory}};
+  if (s.gpus > 0) {
+    std::string vcd = std::to_string(i);
+    if (inst.whole_machine) {
+      vcd.clear();
+      for (int g = 0; g < s.gpus; ++g) vcd += (g ? "," : "") + std::to_string(g);
+    }
+    env["CUDA_VISIBLE_DEVICES"] = vcd;
+  }
+  return env;
+}
+
+// Instance `i` of `step` (job `job` at one sweep point).
+Instance make_instance(const JobSpec& job, const PlannedStep& step, const SweepPoint& point, const std::string& executable,
+                       int i, const std::vector<Slot>& slots, const PlanSettings& s) {
+  const int nslots = static_cast<int>(slots.size());
+  const bool all = job.cgroup == CgroupKind::All;
+  const bool has_seed = std::any_of(job.args.begin(), job.args.end(), [](const auto& a) { return a.first == "--seed"; });
+  Instance inst;
+  inst.job = step.job;
+  inst.point = step.point;
+  inst.points = step.points;
+  inst.slot = all ? 0 : i;
+  inst.whole_machine = all;
+  inst.name = job.name;
+  inst.label = point.label;
+  inst.executable = executable;
+  inst.argv = point.argv;
+  inst.seed = all ? s.uid + nslots : s.uid + (i + 1) * 100LL;
+  if (!has_seed) {
+    inst.argv.push_back("--seed");
+    inst.argv.push_back(std::to_string(inst.seed));
+  }
+  inst.cpus = all ? s.all_cpus : slots[static_cast<std::size_t>(i)].cpus;
+  inst.memory_bytes = all ? std::nullopt : slots[static_cast<std::size_t>(i)].memory_bytes;
+  inst.timeout = (job.timeout && !s.timeout_forced) ? *job.timeout : s.default_timeout;
+  inst.cgroup = all ? "all" : "student" + std::to_string(i);
+  const std::string sweep = step.points > 1 ? fmt::format(".S{}", step.point) : "";
+  inst.log_name = fmt::format("{}{}.R{}.D{}.log", job.name, sweep, s.run_id, inst.slot);
+  inst.report_prefix = fmt::format("{}.{}.R{}.D{}.", s.suite, job.name, s.run_id, inst.slot);
+  inst.env = instance_environment(inst, i, s);
+  return inst;
+}
+
+}  // namespace
+
 std::vector<PlannedStep> make_plan(const std::vector<JobSpec>& jobs, const std::vector<std::string>& executables,
                                    const std::vector<Slot>& slots, const PlanSettings& s,
                                    const std::map<std::string, std::string>& env, const std::string& file) {
   std::vector<PlannedStep> plan;
-  const int nslots = static_cast<int>(slots.size());
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     const JobSpec& job = jobs[j];
     const std::vector<SweepPoint> points = sweep_points(job, env, file);
-    const bool has_seed = std::any_of(job.args.begin(), job.args.end(), [](const auto& a) { return a.first == "--seed"; });
     for (std::size_t p = 0; p < points.size(); ++p) {
       PlannedStep step;
       step.job = static_cast<int>(j);
       step.point = static_cast<int>(p);
       step.points = static_cast<int>(points.size());
       step.title = points[p].label.empty() ? job.name : job.name + " [" + points[p].label + "]";
-      const bool all = job.cgroup == CgroupKind::All;
-      const int count = all ? 1 : nslots;
-      for (int i = 0; i < count; ++i) {
-        Instance inst;
-        inst.job = step.job;
-        inst.point = step.point;
-        inst.points = step.points;
-        inst.slot = all ? 0 : i;
-        inst.whole_machine = all;
-        inst.name = job.name;
-        inst.label = points[p].label;
-        inst.executable = executables[j];
-        inst.argv = points[p].argv;
-        inst.seed = all ? s.uid + nslots : s.uid + (i + 1) * 100LL;
-        if (!has_seed) {
-          inst.argv.push_back("--seed");
-          inst.argv.push_back(std::to_string(inst.seed));
-        }
-        inst.cpus = all ? s.all_cpus : slots[static_cast<std::size_t>(i)].cpus;
-        inst.memory_bytes = all ? std::nullopt : slots[static_cast<std::size_t>(i)].memory_bytes;
-        inst.timeout = (job.timeout && !s.timeout_forced) ? *job.timeout : s.default_timeout;
-        inst.cgroup = all ? "all" : "student" + std::to_string(i);
-        const std::string sweep = step.points > 1 ? fmt::format(".S{}", p) : "";
-        inst.log_name = fmt::format("{}{}.R{}.D{}.log", job.name, sweep, s.run_id, inst.slot);
-        inst.report_prefix = fmt::format("{}.{}.R{}.D{}.", s.suite, job.name, s.run_id, inst.slot);
-        inst.env = {{"JOB_ID", std::to_string(inst.slot)},
-                    {"CPU_COUNT", std::to_string(inst.cpus.size())},
-                    {"BENCH_NAME", job.name},
-                    {"RUN_ID", std::to_string(s.run_id)},
-                    {"SUITE_NAME", s.suite},
-                    {"OUTPUT_DIRECTORY", s.output_directory},
-                    {"DATA_DIRECTORY", s.data_directory}};
-        if (s.gpus > 0) {
-          std::string vcd = std::to_string(i);
-          if (all) {
-            vcd.clear();
-            for (int g = 0; g < s.gpus; ++g) vcd += (g ? "," : "") + std::to_string(g);
-          }
-          inst.env["CUDA_VISIBLE_DEVICES"] = vcd;
-        }
-        step.instances.push_back(std::move(inst));
-      }
+      const int count = job.cgroup == CgroupKind::All ? 1 : static_cast<int>(slots.size());
+      for (int i = 0; i < count; ++i) step.instances.push_back(make_instance(job, step, points[p], executables[j], i, slots, s));
       plan.push_back(std::move(step));
     }
   }

@@ -1,18 +1,14 @@
 #include "executor.h"
 
-#include <fcntl.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-#include <thread>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "core/environment.h"
+#include "core/process.h"
 #include "core/sysinfo.h"
 
 namespace mlbench::stall {
@@ -20,6 +16,7 @@ namespace fs = std::filesystem;
 
 constexpr double kWarmResidency = 0.98;
 constexpr double kColdResidency = 0.05;
+constexpr double kKillGrace = 10;  // seconds from SIGTERM to SIGKILL at a timeout
 
 ProcessExecutor::ProcessExecutor(fs::path bench_exe, fs::path out_dir, std::vector<fs::path> dataset,
                                  bool use_drop_caches, int timeout_s)
@@ -79,6 +76,28 @@ RunOutcome read_outcome(const fs::path& dir, const std::string& label) {
   return out;
 }
 
+namespace {
+// The benchmark on the first spec.cpus CPUs, its report into `report_dir` only, output into `log`.
+core::ProcessSpec bench_process(const fs::path& bench, const RunSpec& spec, const fs::path& report_dir,
+                                const fs::path& log) {
+  core::ProcessSpec process;
+  process.executable = bench.string();
+  process.args = spec.args;
+  process.args.push_back("--report");
+  process.args.push_back(report_dir.string());
+  process.cpus = core::affinity_cpus();
+  if (spec.cpus > 0 && spec.cpus < static_cast<int>(process.cpus.size())) {
+    process.cpus.resize(static_cast<std::size_t>(spec.cpus));
+  }
+  process.env = core::current_environment();
+  process.env->erase("OUTPUT_DIRECTORY");  // the report goes to --report only
+  (*process.env)["CPU_COUNT"] = std::to_string(process.cpus.size());
+  process.output = core::Output::File;
+  process.log_path = log.string();
+  return process;
+}
+}  // namespace
+
 RunOutcome ProcessExecutor::run(const RunSpec& spec) {
   const fs::path report_dir = out_ / "runs" / spec.label;
   const fs::path log = out_ / "runs" / (spec.label + ".log");
@@ -87,57 +106,22 @@ RunOutcome ProcessExecutor::run(const RunSpec& spec) {
   prepare_cache(spec);
   const Residency before = residency(dataset_);
 
-  std::vector<std::string> args{bench_.string()};
-  args.insert(args.end(), spec.args.begin(), spec.args.end());
-  args.push_back("--report");
-  args.push_back(report_dir.string());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<int> cpus = core::affinity_cpus();
-  if (spec.cpus > 0 && spec.cpus < static_cast<int>(cpus.size())) cpus.resize(static_cast<std::size_t>(spec.cpus));
-
   const auto t0 = std::chrono::steady_clock::now();
-  const pid_t pid = fork();
-  if (pid < 0) throw RunFailed(fmt::format("run {}: cannot fork", spec.label));
-  if (pid == 0) {
-    setpgid(0, 0);
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int c : cpus) CPU_SET(c, &set);
-    sched_setaffinity(0, sizeof(set), &set);
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    unsetenv("OUTPUT_DIRECTORY");
-    setenv("CPU_COUNT", std::to_string(cpus.size()).c_str(), 1);
-    execv(argv[0], argv.data());
-    _exit(127);
+  std::optional<core::Process> child;
+  try {
+    child.emplace(bench_process(bench_, spec, report_dir, log));
+  } catch (const core::ProcessError& e) {
+    throw RunFailed(fmt::format("cannot execute {}", e.what()));
   }
-  int status = 0;
-  bool timed_out = false;
-  while (true) {
-    const pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!timed_out && elapsed > timeout_s_) {
-      timed_out = true;
-      kill(-pid, SIGTERM);
-      std::thread([pid] {
-        std::this_thread::sleep_for(std::chrono::seconds(10));
-        kill(-pid, SIGKILL);
-      }).detach();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  std::optional<core::ExitStatus> status = child->wait_for(timeout_s_);
+  const bool timed_out = !status;
+  if (timed_out) status = child->stop(kKillGrace);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (timed_out) throw RunFailed(fmt::format("run {} timed out after {} s (log: {})", spec.label, timeout_s_, log.string()));
-  if (WIFSIGNALED(status)) {
-    throw RunFailed(fmt::format("run {} died of signal {} (log: {})", spec.label, WTERMSIG(status), log.string()));
+  if (!status->exited) {
+    throw RunFailed(fmt::format("run {} died of signal {} (log: {})", spec.label, status->signal, log.string()));
   }
-  const int code = WEXITSTATUS(status);
+  const int code = status->code;
   if (code == 127) throw RunFailed(fmt::format("cannot execute {}", bench_.string()));
   if (code == 2) {
     // A usage error: show the benchmark's own line.

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/bench_run.h"
+#include "tests/support/run_command.h"
 
 namespace fs = std::filesystem;
 
@@ -30,9 +31,9 @@ class VisionE2E : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     for (const char* name : {"fake-imagenet-tiny", "bsds500-tiny", "coco-shapes-tiny"}) {
-      const std::string cmd = std::string(MLBENCH_DATAGEN) + " ensure " + name + " --root " + data_root().string() +
-                              " > /dev/null 2>&1";
-      ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+      const std::string cmd = std::string(MLBENCH_DATAGEN) + " ensure " + name + " --root " + data_root().string();
+      const auto r = mlbench::testing_support::run_command(cmd);
+      ASSERT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
     }
   }
   static void TearDownTestSuite() { fs::remove_all(data_root()); }

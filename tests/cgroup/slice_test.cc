@@ -3,7 +3,7 @@
 // controllers; skips (saying why) elsewhere.
 #include "cgroup/slice.h"
 
-#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -11,6 +11,8 @@
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "core/process.h"
 
 using namespace mlbench::cgroup;
 namespace fs = std::filesystem;
@@ -36,18 +38,16 @@ TEST(Slice, CreateAttachUsageRemove) {
   const ControlFile limit = control_file(h->version(), Knob::MemoryLimit);
   EXPECT_EQ(read(h->dir("memory", group) / limit.file), std::to_string(64ull << 20));
 
-  const pid_t pid = fork();
-  if (pid == 0) {
-    // Child: join through the same path the runner uses, then burn a little CPU.
-    if (attach_self_to(h->procs_files(group), getpid()) != 0) _exit(9);
-    volatile double x = 0;
-    for (long i = 0; i < 50'000'000; ++i) x = x + 1;
-    _exit(0);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "child could not join the cgroup";
+  // A child that joins through the same path the runner uses, then burns a little CPU.
+  mlbench::core::ProcessSpec spec;
+  spec.executable = "/bin/sh";
+  spec.args = {"-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"};
+  spec.child_setup = [files = h->procs_files(group)] { return attach_self_to(files, ::getpid()); };
+  spec.child_setup_what = "cannot join the cgroup";
+  mlbench::core::Process child(spec);
+  const mlbench::core::ExitStatus status = child.wait();
+  ASSERT_TRUE(status.exited);
+  EXPECT_EQ(status.code, 0);
   const Usage u = h->usage(group);
   EXPECT_GT(u.cpu_seconds, 0.0);
   EXPECT_GT(u.memory_peak_bytes, 0u);
@@ -64,17 +64,16 @@ TEST(Slice, AttachThroughLibcgroup) {
   if (!h) GTEST_SKIP() << "cgroups not usable here: " << why;
   const std::string group = "mlbench-test-attach-" + std::to_string(getpid());
   h->create(group, {{}, {}, std::nullopt});
-  const pid_t pid = fork();
-  if (pid == 0) {
-    pause();
-    _exit(0);
-  }
-  h->attach(group, pid);
+  mlbench::core::ProcessSpec spec;
+  spec.executable = "/bin/sleep";
+  spec.args = {"600"};
+  mlbench::core::Process child(spec);
+  h->attach(group, child.pid());
   std::ifstream procs(h->dir("memory", group) / "cgroup.procs");
   std::string line;
   std::getline(procs, line);
-  EXPECT_EQ(line, std::to_string(pid));
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
+  EXPECT_EQ(line, std::to_string(child.pid()));
+  child.signal_group(SIGKILL);
+  child.wait();
   EXPECT_TRUE(h->remove(group));
 }

@@ -48,5 +48,21 @@ TEST(ProgressPrinter, TerminalRewritesOneLine) {
   EXPECT_NE(out.str().find("gen [  1/  3]"), std::string::npos);
 }
 
+TEST(ProgressPrinter, ShowIsTerminalOnlyAndPrintReplacesTheLiveLine) {
+  std::ostringstream log;
+  ProgressPrinter quiet(log, false, 0);
+  quiet.show("live");
+  quiet.print("kept");
+  EXPECT_EQ(log.str(), "kept\n");
+
+  std::ostringstream tty;
+  ProgressPrinter p(tty, true, 0, {}, std::chrono::hours(1));
+  p.show("first");
+  p.show("throttled");  // within min_interval of the first
+  p.print("kept");
+  p.finish();
+  EXPECT_EQ(tty.str(), "\r\033[2Kfirst\r\033[2Kkept\n");
+}
+
 }  // namespace
 }  // namespace mlbench::core

@@ -1,9 +1,6 @@
 // End-to-end: the real toy_reg binary on tiny settings; its report is checked
 // against the fields and types documented in docs/report-format.md.
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -140,23 +137,16 @@ TEST(ToyRegE2E, NoCudaHereMeansCudaFlagIsAUsageError) {
 
 TEST(ToyRegE2E, InterruptWritesFailReportAndExits130) {
   const fs::path dir = scratch_dir("toy_reg_int");
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const std::string report = dir.string();
-    const int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 1);
-    dup2(devnull, 2);
-    execl(TOY_REG_BIN, TOY_REG_BIN, "--repeat", "1000000", "--number", "100", "--report", report.c_str(),
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  mlbench::core::ProcessSpec spec;
+  spec.executable = TOY_REG_BIN;
+  spec.args = {"--repeat", "1000000", "--number", "100", "--report", dir.string()};
+  spec.output = mlbench::core::Output::Null;
+  mlbench::core::Process toy(spec);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  kill(pid, SIGINT);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 130);
+  kill(toy.pid(), SIGINT);
+  const mlbench::core::ExitStatus status = toy.wait();
+  ASSERT_TRUE(status.exited);
+  EXPECT_EQ(status.code, 130);
   const auto files = files_in(dir);
   ASSERT_EQ(files.size(), 1u);
   EXPECT_NE(files[0].string().find(".FAIL."), std::string::npos);

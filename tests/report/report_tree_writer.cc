@@ -1,17 +1,12 @@
 #include "report_tree_writer.h"
 
-#include <sys/wait.h>
-
-#include <array>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
 
 #include "core/atomic_file.h"
 #include "core/report_name.h"
+#include "tests/support/run_command.h"
 
 namespace mlbench::report::testing {
 namespace fs = std::filesystem;
@@ -61,26 +56,9 @@ fs::path write_fake_report(const fs::path& root, const FakeInstance& i, const st
   return file;
 }
 
-TempDir::TempDir() {
-  std::string tmpl = (fs::temp_directory_path() / "mlbench-report-test-XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-  path_ = tmpl;
-}
-TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
-}
-
 CommandResult run_command(const std::string& command) {
-  CommandResult r;
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(p);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  const auto r = testing_support::run_command(command);
+  return {r.signal != 0 ? -1 : r.exit_code, r.output};
 }
 
 std::string read_text(const fs::path& file) {

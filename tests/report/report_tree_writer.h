@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/temp_dir.h"
+
 namespace mlbench::report::testing {
 
 struct FakeInstance {
@@ -31,20 +33,11 @@ nlohmann::json fake_report(const FakeInstance& i);
 std::filesystem::path write_fake_report(const std::filesystem::path& root, const FakeInstance& i,
                                         const std::string& run_dir = "");
 
-// A fresh temporary directory, removed by the destructor.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
+// A fresh temporary directory, removed by the destructor (the tests' one helper).
+using testing_support::TempDir;
 
- private:
-  std::filesystem::path path_;
-};
-
-// Runs a shell command; returns its exit status and stdout+stderr.
+// Runs a shell command (testing_support::run_command); returns its exit status
+// (-1 when killed) and stdout+stderr.
 struct CommandResult {
   int status = -1;
   std::string output;

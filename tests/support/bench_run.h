@@ -2,9 +2,6 @@
 // read back every report it wrote into its --report directory.
 #pragma once
 
-#include <sys/wait.h>
-
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +9,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/process.h"
 
 namespace mlbench::testing_support {
 
@@ -28,9 +27,13 @@ inline BenchRun run_bench(const std::string& command, const std::filesystem::pat
                           const std::filesystem::path& log) {
   std::filesystem::create_directories(reports);
   BenchRun r;
-  const std::string cmd = command + " > " + log.string() + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  core::ProcessSpec spec;
+  spec.executable = "/bin/sh";
+  spec.args = {"-c", command};
+  spec.output = core::Output::File;
+  spec.log_path = log.string();
+  const core::ExitStatus status = core::Process(spec).wait();
+  r.exit_code = status.exited ? status.code : -1;
   std::ifstream in(log);
   std::stringstream ss;
   ss << in.rdbuf();

@@ -1,0 +1,185 @@
+// Instances on this machine: core::Process in cgroup slices (see local_launcher.h).
+#include "local_launcher.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <ctime>
+#include <iostream>
+
+namespace mlbench::runner {
+
+namespace fs = std::filesystem;
+using SteadyClock = std::chrono::steady_clock;
+using SystemClock = std::chrono::system_clock;
+
+namespace {
+
+sigset_t runner_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, s);
+  return set;
+}
+extern "C" void ignore_signal(int) {}
+
+// Children get an empty mask back before exec (core::Process).
+void block_runner_signals() {
+  // SIGCHLD must not be discarded while blocked: give it a handler that is never run.
+  struct sigaction sa {};
+  sa.sa_handler = ignore_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGCHLD, &sa, nullptr);
+  const sigset_t set = runner_signals();
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+}
+
+nlohmann::json rusage_json(const core::ExitStatus& s) {
+  return {{"cpu_seconds", s.cpu_seconds()},
+          {"memory_peak_bytes", static_cast<std::uint64_t>(s.usage.ru_maxrss) * 1024},
+          {"oom_kills", nullptr},
+          {"bytes_read", static_cast<std::uint64_t>(s.usage.ru_inblock) * 512},
+          {"source", "rusage"}};
+}
+
+}  // namespace
+
+LocalLauncher::LocalLauncher(bool use_cgroups, const std::vector<int>& cpus, const std::string& run_id) {
+  block_runner_signals();
+  if (use_cgroups) open_cgroups(cpus, run_id);
+}
+
+void LocalLauncher::open_cgroups(const std::vector<int>& cpus, const std::string& run_id) {
+  std::string why;
+  cg_ = cgroup::Hierarchy::open(&why);
+  if (cg_) {
+    parent_ = "mlbench/" + run_id;
+    try {
+      std::error_code ec;
+      if (!fs::exists(cg_->dir("cpuset", "mlbench"), ec)) cg_->create("mlbench", {cpus, {}, std::nullopt});
+      cg_->create(parent_, {cpus, {}, std::nullopt});
+      isolation_ = cg_->isolation();
+    } catch (const std::exception& e) {
+      why = e.what();
+      cg_->remove(parent_);
+      cg_.reset();
+    }
+  }
+  if (!cg_) std::cerr << "mlbench-run: warning: no cgroups (" << why << "); confining instances with CPU affinity only" << std::endl;
+}
+
+LocalLauncher::~LocalLauncher() {
+  children_.clear();  // kills and reaps anything still running
+  if (!cg_) return;
+  cg_->remove(parent_);
+  std::error_code ec;
+  // Shared by concurrent runs: removed only when empty (rmdir fails on a busy one).
+  for (const char* c : {"cpuset", "cpu", "cpuacct", "memory", "blkio"}) {
+    try {
+      fs::remove(cg_->dir(c, "mlbench"), ec);
+    } catch (const cgroup::CgroupError&) {
+    }
+  }
+}
+
+std::optional<std::string> LocalLauncher::cgroup_parent() const {
+  return cg_ ? std::optional<std::string>(parent_) : std::nullopt;
+}
+
+// Creates the request's slice and makes the child join it before exec; returns the group.
+std::string LocalLauncher::make_slice(const LaunchRequest& request, core::ProcessSpec& spec) {
+  if (!cg_ || request.cgroup.empty()) return "";
+  const std::string group = parent_ + "/" + request.cgroup;
+  try {
+    cg_->create(group, {request.cpus, {}, request.memory_bytes});
+  } catch (const cgroup::CgroupError&) {
+    cg_->remove(group);  // what was made before the failure
+    throw;
+  }
+  spec.child_setup = [files = cg_->procs_files(group)] { return cgroup::attach_self_to(files, ::getpid()); };
+  spec.child_setup_what = "cannot join the instance's cgroup";
+  return group;
+}
+
+Launcher::Id LocalLauncher::start(const LaunchRequest& request) {
+  Child& child = children_.emplace_back();
+  child.started = SteadyClock::now();
+  child.started_at = SystemClock::now();
+  core::ProcessSpec spec;
+  spec.executable = request.executable;
+  spec.args = request.argv;
+  spec.env = core::current_environment();
+  for (const auto& [k, v] : request.env) (*spec.env)[k] = v;
+  spec.output = core::Output::File;
+  spec.log_path = request.log.string();
+  spec.log_header = request.log_header;
+  spec.cpus = request.cpus;
+  try {
+    child.group = make_slice(request, spec);
+    child.process.emplace(spec);
+  } catch (const std::exception& e) {
+    Ending ending;
+    ending.launch_error = e.what();
+    ending.started = ending.ended = child.started_at;
+    release_slice(child.group, ending);
+    child.ending = ending;
+  }
+  return static_cast<Id>(children_.size() - 1);
+}
+
+std::optional<Ending> LocalLauncher::poll(Id id) {
+  Child& child = children_.at(static_cast<std::size_t>(id));
+  if (child.ending) return child.ending;
+  if (const auto status = child.process->try_wait()) child.ending = ending_of(child, *status);
+  return child.ending;
+}
+
+Ending LocalLauncher::ending_of(Child& child, const core::ExitStatus& status) {
+  // Anything the instance left behind in its group goes with it.
+  core::signal_process_group(child.process->pid(), SIGKILL);
+  Ending ending;
+  ending.exited = status.exited;
+  ending.exit_code = status.code;
+  ending.signal = status.signal;
+  ending.started = child.started_at;
+  ending.wall_seconds = std::chrono::duration<double>(SteadyClock::now() - child.started).count();
+  ending.ended = child.started_at + std::chrono::duration_cast<SystemClock::duration>(
+                                        std::chrono::duration<double>(ending.wall_seconds));
+  ending.resources = rusage_json(status);
+  release_slice(child.group, ending);
+  return ending;
+}
+
+// Reads the slice's usage into `ending` (when the process ran) and removes the slice.
+void LocalLauncher::release_slice(const std::string& group, Ending& ending) {
+  if (group.empty()) return;
+  const cgroup::Usage usage = cg_->usage(group);
+  ending.oom_kills = usage.oom_kills;
+  if (ending.launched()) {
+    ending.resources = usage.to_json();
+    ending.resources["source"] = "cgroup";
+  }
+  if (!cg_->remove(group)) std::cerr << "mlbench-run: warning: cgroup " << group << " could not be removed" << std::endl;
+}
+
+void LocalLauncher::signal(Id id, int sig) {
+  Child& child = children_.at(static_cast<std::size_t>(id));
+  if (child.process && !child.ending) child.process->signal_group(sig);
+}
+
+int LocalLauncher::wait(double seconds) {
+  const sigset_t set = runner_signals();
+  if (seconds < 0) seconds = 0;
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(seconds);
+  ts.tv_nsec = static_cast<long>((seconds - std::floor(seconds)) * 1e9);
+  const int sig = sigtimedwait(&set, nullptr, &ts);
+  return sig > 0 && sig != SIGCHLD ? sig : 0;
+}
+
+double LocalLauncher::now() const {
+  return std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count();
+}
+
+}  // namespace mlbench::runner

@@ -1,0 +1,104 @@
+// Writing the run directory (see run_directory.h).
+#include "run_directory.h"
+
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+
+#include "core/report.h"
+#include "core/sysinfo.h"
+#include "reports.h"
+
+namespace mlbench::runner {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+nlohmann::json or_null(const std::optional<std::uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
+nlohmann::json slots_json(const std::vector<Slot>& slots) {
+  nlohmann::json sl = nlohmann::json::array();
+  for (const auto& s : slots) {
+    sl.push_back({{"index", s.index}, {"cpus", core::format_cpu_list(s.cpus)}, {"memory_bytes", or_null(s.memory_bytes)}});
+  }
+  return sl;
+}
+
+nlohmann::json runner_block(const Instance& inst, const std::optional<Ending>& ending) {
+  const bool exited = ending && ending->launched() && ending->exited;
+  const bool signalled = ending && ending->launched() && !ending->exited && ending->signal != 0;
+  return {{"job", inst.name},
+          {"point", inst.point},
+          {"sweep", inst.label},
+          {"slot", inst.slot},
+          {"cpus", core::format_cpu_list(inst.cpus)},
+          {"memory_limit_bytes", or_null(inst.memory_bytes)},
+          {"command", shell_line(inst)},
+          {"log", inst.log_name},
+          {"wall_seconds", ending && ending->launched() ? ending->wall_seconds : 0.0},
+          {"exit_code", exited ? nlohmann::json(ending->exit_code) : nlohmann::json()},
+          {"signal", signalled ? nlohmann::json(ending->signal) : nlohmann::json()}};
+}
+
+// The fields of a report the runner writes itself (the instance left none).
+nlohmann::json base_report(const Instance& inst, const PlanSettings& settings, const std::optional<Ending>& ending) {
+  const bool ran = ending && ending->launched();
+  const auto now = std::chrono::system_clock::now();
+  nlohmann::json base = {{"name", inst.name},
+                         {"suite", settings.suite},
+                         {"run_id", settings.run_id},
+                         {"jr_id", inst.slot},
+                         {"vcd", inst.env.count("CUDA_VISIBLE_DEVICES") ? inst.env.at("CUDA_VISIBLE_DEVICES") : ""},
+                         {"seed", inst.seed},
+                         {"hostname", core::hostname()},
+                         {"resources", nullptr},
+                         {"start_time", core::utc_iso8601(ran ? ending->started : now)}};
+  if (ran) base["end_time"] = core::utc_iso8601(ending->ended);
+  return base;
+}
+
+}  // namespace
+
+void write_machine_json(const fs::path& dir, const RunFacts& run, const PlanSettings& settings, int pass) {
+  fs::create_directories(dir);
+  nlohmann::json machine = core::machine_description();
+  machine["isolation"] = run.isolation;
+  machine["cgroup_parent"] = run.cgroup_parent ? nlohmann::json(*run.cgroup_parent) : nlohmann::json();
+  machine["gpus_detected"] = run.gpus;
+  machine["memory_total_bytes"] = run.memory_total_bytes;
+  machine["slots"] = slots_json(run.slots);
+  machine["run"] = {{"jobs_file", fs::absolute(run.jobs_file).string()},
+                    {"suite", settings.suite},
+                    {"run_id", settings.run_id},
+                    {"uid", run.uid},
+                    {"pass", pass},
+                    {"data_directory", run.data_directory},
+                    {"started", core::utc_iso8601(std::chrono::system_clock::now())}};
+  core::write_json_atomic(dir / "machine.json", machine);
+}
+
+void write_summary(const fs::path& dir, const std::vector<std::string>& lines, double total_seconds, bool final) {
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  if (final) text += total_line(total_seconds) + "\n";
+  core::write_file_atomic(dir / "summary.txt", text);
+}
+
+std::optional<fs::path> new_report(const fs::path& dir, const Instance& inst, const std::set<fs::path>& before) {
+  std::optional<fs::path> written;
+  for (const auto& r : list_reports(dir, inst.report_prefix)) {
+    if (!before.count(r)) written = r;  // the newest name sorts last
+  }
+  return written;
+}
+
+void write_instance_report(const fs::path& dir, const Instance& inst, const PlanSettings& settings,
+                           const std::string& isolation, const std::optional<Ending>& ending,
+                           const std::optional<fs::path>& written, const Outcome& outcome) {
+  nlohmann::json blocks = {{"isolation", isolation}, {"runner", runner_block(inst, ending)}};
+  if (ending && ending->launched()) blocks["resources"] = ending->resources;
+  finalize_report(dir, inst, written, outcome, blocks, base_report(inst, settings, ending));
+}
+
+}  // namespace mlbench::runner
