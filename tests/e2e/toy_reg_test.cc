@@ -2,8 +2,10 @@
 // against the fields and types documented in docs/report-format.md.
 #include <signal.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -140,9 +142,24 @@ TEST(ToyRegE2E, InterruptWritesFailReportAndExits130) {
   mlbench::core::ProcessSpec spec;
   spec.executable = TOY_REG_BIN;
   spec.args = {"--repeat", "1000000", "--number", "100", "--report", dir.string()};
-  spec.output = mlbench::core::Output::Null;
+  // SIGINT only once the loop runs (its first progress line is printed after the
+  // handlers are installed): a fixed sleep raced a slow start on a loaded machine.
+  const fs::path log = dir.string() + ".log";
+  spec.output = mlbench::core::Output::File;
+  spec.log_path = log.string();
   mlbench::core::Process toy(spec);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  auto loop_started = [&] {
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("[  1/", 0) == 0) return true;
+    }
+    return false;
+  };
+  while (!loop_started()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "toy_reg printed no progress line in 2 minutes: " << log;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   kill(toy.pid(), SIGINT);
   const mlbench::core::ExitStatus status = toy.wait();
   ASSERT_TRUE(status.exited);
@@ -155,6 +172,7 @@ TEST(ToyRegE2E, InterruptWritesFailReportAndExits130) {
   EXPECT_EQ(j["reason"], "interrupted");
   EXPECT_GT(j["iterations"].get<long>(), 0);
   fs::remove_all(dir);
+  fs::remove(log);
 }
 
 }  // namespace
