@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "benchmarks/common/cartpole.h"
-#include "benchmarks/common/seq_models.h"
-#include "benchmarks/common/torch_runtime.h"
+#include "benchmarks/models/seq_models.h"
+#include "benchmarks/support/cartpole.h"
+#include "benchmarks/support/torch_runtime.h"
 #include "source_hash.h"
 
 int main(int argc, char** argv) {

@@ -4,5 +4,5 @@
 #include "source_hash.h"
 
 int main(int argc, char** argv) {
-  return mlbench::bench::convnet_main(argc, argv, "convnet", /*half=*/false, MLBENCH_SOURCE_HASH);
+  return mlbench::bench::convnet_main(argc, argv, {"convnet", /*mixed_precision=*/false, MLBENCH_SOURCE_HASH});
 }

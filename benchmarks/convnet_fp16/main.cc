@@ -4,5 +4,5 @@
 #include "source_hash.h"
 
 int main(int argc, char** argv) {
-  return mlbench::bench::convnet_main(argc, argv, "convnet_fp16", /*half=*/true, MLBENCH_SOURCE_HASH);
+  return mlbench::bench::convnet_main(argc, argv, {"convnet_fp16", /*mixed_precision=*/true, MLBENCH_SOURCE_HASH});
 }

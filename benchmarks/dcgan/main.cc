@@ -5,9 +5,9 @@
 // synthetic batch made once on the device).
 #include <torch/torch.h>
 
-#include "benchmarks/common/image_bench.h"
-#include "benchmarks/common/torch_runtime.h"
-#include "benchmarks/common/vision_models.h"
+#include "benchmarks/models/vision_models.h"
+#include "benchmarks/support/image_stream.h"
+#include "benchmarks/support/torch_runtime.h"
 #include "source_hash.h"
 
 int main(int argc, char** argv) {
@@ -33,21 +33,17 @@ int main(int argc, char** argv) {
 
   return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
     const core::BenchOptions& o = cli.options();
-    std::shared_ptr<bench::vision::ImageStream> stream;
-    if (o.synthetic) {
-      bench::vision::DeviceBatch b;
-      b.images = torch::rand({o.batch_size, 3, 64, 64}, torch::TensorOptions().device(ctx.device)) * 2 - 1;
-      stream = std::make_shared<bench::vision::ImageStream>(b);
-    } else {
-      const std::string path = bench::vision::default_data_path(o, "fake-imagenet-small", "train");
-      auto source = bench::vision::open_image_folder(o, path, "fake-imagenet-small", popts);
-      auto config = bench::vision::loader_config(o, popts, ctx.device);
-      // The example's transform: Resize(64), CenterCrop(64), Normalize(0.5, 0.5).
-      config.transform.mode = pipeline::TransformMode::Eval;
-      config.transform.resize_size = 64;
-      config.transform.normalize = {{0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}};
-      stream = std::make_shared<bench::vision::ImageStream>(source, config, ctx.device);
-    }
+    auto stream = bench::vision::make_image_stream(
+        o, popts, ctx.device,
+        {.dataset = "fake-imagenet-small",
+         .synthetic = [&] { return bench::vision::uniform_images(o.batch_size, 64, -1, 1, ctx.device); },
+         // The example's transform: Resize(64), CenterCrop(64), Normalize(0.5, 0.5).
+         .transform =
+             [](pipeline::LoaderConfig& config) {
+               config.transform.mode = pipeline::TransformMode::Eval;
+               config.transform.resize_size = 64;
+               config.transform.normalize = {{0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}};
+             }});
     bench::vision::DcganGenerator gen(nz, ngf, 3);
     bench::vision::DcganDiscriminator disc(ndf, 3);
     gen->to(ctx.device);
@@ -59,38 +55,31 @@ int main(int argc, char** argv) {
     auto opt_d = adam(disc->parameters());
     const auto dev = ctx.device;
 
-    core::Workload work;
-    work.items_per_iteration = o.batch_size;
-    work.step = [=](core::Iteration& it) mutable {
-      auto b = stream->next(it);
-      if (popts.fetch_only) return;  // --fetch-only: the pipeline alone, no model step
-      auto loss = it.compute([&] {
-        const auto n = b.images.size(0);
-        auto real_label = torch::ones({n}, torch::TensorOptions().device(dev));
-        auto fake_label = torch::zeros({n}, torch::TensorOptions().device(dev));
-        // (1) Discriminator: maximise log(D(x)) + log(1 - D(G(z))).
-        disc->zero_grad();
-        auto err_real = torch::binary_cross_entropy(disc->forward(b.images), real_label);
-        err_real.backward();
-        auto fake = gen->forward(torch::randn({n, nz, 1, 1}, torch::TensorOptions().device(dev)));
-        auto err_fake = torch::binary_cross_entropy(disc->forward(fake.detach()), fake_label);
-        err_fake.backward();
-        opt_d->step();
-        // (2) Generator: maximise log(D(G(z))).
-        gen->zero_grad();
-        auto err_g = torch::binary_cross_entropy(disc->forward(fake), real_label);
-        err_g.backward();
-        opt_g->step();
-        return (err_real + err_fake + err_g).detach();
-      });
-      it.set_loss(bench::deferred_loss(loss));
-    };
-    work.finish = [=](nlohmann::json& report) {
-      stream->finish(report);
-      report["metrics"]["parameters_generator"] = bench::vision::parameter_count(*gen);
-      report["metrics"]["parameters_discriminator"] = bench::vision::parameter_count(*disc);
-      report["metrics"]["loss"] = "errD_real + errD_fake + errG";
-    };
-    return work;
+    return bench::vision::image_workload(
+        o, popts, stream,
+        [=](const bench::vision::DeviceBatch& b) mutable {
+          const auto n = b.images.size(0);
+          auto real_label = torch::ones({n}, torch::TensorOptions().device(dev));
+          auto fake_label = torch::zeros({n}, torch::TensorOptions().device(dev));
+          // (1) Discriminator: maximise log(D(x)) + log(1 - D(G(z))).
+          disc->zero_grad();
+          auto err_real = torch::binary_cross_entropy(disc->forward(b.images), real_label);
+          err_real.backward();
+          auto fake = gen->forward(torch::randn({n, nz, 1, 1}, torch::TensorOptions().device(dev)));
+          auto err_fake = torch::binary_cross_entropy(disc->forward(fake.detach()), fake_label);
+          err_fake.backward();
+          opt_d->step();
+          // (2) Generator: maximise log(D(G(z))).
+          gen->zero_grad();
+          auto err_g = torch::binary_cross_entropy(disc->forward(fake), real_label);
+          err_g.backward();
+          opt_g->step();
+          return (err_real + err_fake + err_g).detach();
+        },
+        [=](nlohmann::json& m) {
+          m["parameters_generator"] = bench::parameter_count(*gen);
+          m["parameters_discriminator"] = bench::parameter_count(*disc);
+          m["loss"] = "errD_real + errD_fake + errG";
+        });
   });
 }

@@ -6,9 +6,9 @@
 // image is generated (a fixed seeded pattern) since no file is downloaded.
 #include <torch/torch.h>
 
-#include "benchmarks/common/image_bench.h"
-#include "benchmarks/common/torch_runtime.h"
-#include "benchmarks/common/vision_models.h"
+#include "benchmarks/models/vision_models.h"
+#include "benchmarks/support/image_stream.h"
+#include "benchmarks/support/torch_runtime.h"
 #include "source_hash.h"
 
 namespace {
@@ -55,21 +55,17 @@ int main(int argc, char** argv) {
   return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
     const core::BenchOptions& o = cli.options();
     const std::int64_t size = popts.image_size;
-    std::shared_ptr<bench::vision::ImageStream> stream;
-    if (o.synthetic) {
-      bench::vision::DeviceBatch b;
-      b.images = torch::rand({o.batch_size, 3, size, size}, torch::TensorOptions().device(ctx.device)) * 255;
-      stream = std::make_shared<bench::vision::ImageStream>(b);
-    } else {
-      const std::string path = bench::vision::default_data_path(o, "fake-imagenet-small", "train");
-      auto source = bench::vision::open_image_folder(o, path, "fake-imagenet-small", popts);
-      auto config = bench::vision::loader_config(o, popts, ctx.device);
-      // The example's transform: Resize(size), CenterCrop(size), ToTensor, x 255.
-      config.transform.mode = pipeline::TransformMode::Eval;
-      config.transform.resize_size = static_cast<int>(size);
-      config.transform.normalize = {{0.0f, 0.0f, 0.0f}, {1 / 255.0f, 1 / 255.0f, 1 / 255.0f}};
-      stream = std::make_shared<bench::vision::ImageStream>(source, config, ctx.device);
-    }
+    auto stream = bench::vision::make_image_stream(
+        o, popts, ctx.device,
+        {.dataset = "fake-imagenet-small",
+         .synthetic = [&] { return bench::vision::uniform_images(o.batch_size, size, 0, 255, ctx.device); },
+         // The example's transform: Resize(size), CenterCrop(size), ToTensor, x 255.
+         .transform =
+             [size](pipeline::LoaderConfig& config) {
+               config.transform.mode = pipeline::TransformMode::Eval;
+               config.transform.resize_size = static_cast<int>(size);
+               config.transform.normalize = {{0.0f, 0.0f, 0.0f}, {1 / 255.0f, 1 / 255.0f, 1 / 255.0f}};
+             }});
     bench::vision::TransformerNet transformer;
     bench::vision::Vgg16Features vgg;
     transformer->to(ctx.device);
@@ -84,39 +80,32 @@ int main(int argc, char** argv) {
     }
     auto optimizer = std::make_shared<torch::optim::Adam>(transformer->parameters(), torch::optim::AdamOptions(lr));
 
-    core::Workload work;
-    work.items_per_iteration = o.batch_size;
-    work.step = [=](core::Iteration& it) mutable {
-      auto b = stream->next(it);
-      if (popts.fetch_only) return;  // --fetch-only: the pipeline alone, no model step
-      auto loss = it.compute([&] {
-        optimizer->zero_grad();
-        const auto n = b.images.size(0);
-        auto y = transformer->forward(b.images);
-        auto fy = vgg->forward(vgg_input(y));
-        std::vector<torch::Tensor> fx;
-        {
-          torch::NoGradGuard no_grad;  // the content target needs no graph
-          fx = vgg->forward(vgg_input(b.images));
-        }
-        auto content = content_weight * torch::mse_loss(fy[1], fx[1]);
-        auto style = torch::zeros({}, y.options());
-        for (std::size_t i = 0; i < fy.size(); ++i) {
-          style = style + torch::mse_loss(bench::vision::gram_matrix(fy[i]), gram_style[i].expand({n, -1, -1}));
-        }
-        auto total = content + style_weight * style;
-        total.backward();
-        optimizer->step();
-        return total.detach();
-      });
-      it.set_loss(bench::deferred_loss(loss));
-    };
-    work.finish = [=](nlohmann::json& report) {
-      stream->finish(report);
-      report["metrics"]["parameters_transformer"] = bench::vision::parameter_count(*transformer);
-      report["metrics"]["parameters_vgg_frozen"] = bench::vision::parameter_count(*vgg);
-      report["metrics"]["style_image"] = "generated (seeded pattern)";
-    };
-    return work;
+    return bench::vision::image_workload(
+        o, popts, stream,
+        [=](const bench::vision::DeviceBatch& b) mutable {
+          optimizer->zero_grad();
+          const auto n = b.images.size(0);
+          auto y = transformer->forward(b.images);
+          auto fy = vgg->forward(vgg_input(y));
+          std::vector<torch::Tensor> fx;
+          {
+            torch::NoGradGuard no_grad;  // the content target needs no graph
+            fx = vgg->forward(vgg_input(b.images));
+          }
+          auto content = content_weight * torch::mse_loss(fy[1], fx[1]);
+          auto style = torch::zeros({}, y.options());
+          for (std::size_t i = 0; i < fy.size(); ++i) {
+            style = style + torch::mse_loss(bench::vision::gram_matrix(fy[i]), gram_style[i].expand({n, -1, -1}));
+          }
+          auto total = content + style_weight * style;
+          total.backward();
+          optimizer->step();
+          return total.detach();
+        },
+        [=](nlohmann::json& m) {
+          m["parameters_transformer"] = bench::parameter_count(*transformer);
+          m["parameters_vgg_frozen"] = bench::parameter_count(*vgg);
+          m["style_image"] = "generated (seeded pattern)";
+        });
   });
 }

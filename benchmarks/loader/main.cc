@@ -9,7 +9,7 @@
 
 #include <torch/torch.h>
 
-#include "benchmarks/common/torch_runtime.h"
+#include "benchmarks/support/torch_runtime.h"
 #include "pipeline/options.h"
 #include "pipeline/torch_adapter.h"
 #include "source_hash.h"

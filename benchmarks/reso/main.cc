@@ -6,9 +6,9 @@
 // on the device.
 #include <torch/torch.h>
 
-#include "benchmarks/common/image_bench.h"
-#include "benchmarks/common/torch_runtime.h"
-#include "benchmarks/common/vision_models.h"
+#include "benchmarks/models/vision_models.h"
+#include "benchmarks/support/image_stream.h"
+#include "benchmarks/support/torch_runtime.h"
 #include "source_hash.h"
 
 int main(int argc, char** argv) {
@@ -32,48 +32,37 @@ int main(int argc, char** argv) {
   return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
     const core::BenchOptions& o = cli.options();
     const std::int64_t size = popts.image_size;
-    std::shared_ptr<bench::vision::ImageStream> stream;
-    if (o.synthetic) {
-      bench::vision::DeviceBatch b;
-      b.images = torch::rand({o.batch_size, 3, size, size}, torch::TensorOptions().device(ctx.device));
-      stream = std::make_shared<bench::vision::ImageStream>(b);
-    } else {
-      const std::string path = bench::vision::default_data_path(o, "bsds500-small", "train");
-      auto source = bench::vision::open_image_folder(o, path, "bsds500-small", popts);
-      auto config = bench::vision::loader_config(o, popts, ctx.device);
-      // A random crop of side `size` (no rescaling) of a 481x321 image: the
-      // RandomResizedCrop box with a fixed area share and ratio 1.
-      const double share = std::min(1.0, static_cast<double>(size * size) / (481.0 * 321.0));
-      config.transform.crop = {share, share, 1.0, 1.0};
-      config.transform.normalize = {{0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f}};  // [0, 1]
-      stream = std::make_shared<bench::vision::ImageStream>(source, config, ctx.device);
-    }
+    auto stream = bench::vision::make_image_stream(
+        o, popts, ctx.device,
+        {.dataset = "bsds500-small",
+         .synthetic = [&] { return bench::vision::uniform_images(o.batch_size, size, 0, 1, ctx.device); },
+         .transform =
+             [size](pipeline::LoaderConfig& config) {
+               // A random crop of side `size` (no rescaling) of a 481x321 image: the
+               // RandomResizedCrop box with a fixed area share and ratio 1.
+               const double share = std::min(1.0, static_cast<double>(size * size) / (481.0 * 321.0));
+               config.transform.crop = {share, share, 1.0, 1.0};
+               config.transform.normalize = {{0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f}};  // [0, 1]
+             }});
     bench::vision::Espcn model(upscale);
     model->to(ctx.device);
     auto optimizer = std::make_shared<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(lr));
 
-    core::Workload work;
-    work.items_per_iteration = o.batch_size;
-    work.step = [=](core::Iteration& it) mutable {
-      auto b = stream->next(it);
-      if (popts.fetch_only) return;  // --fetch-only: the pipeline alone, no model step
-      auto loss = it.compute([&] {
-        auto target = bench::vision::rgb_to_y(b.images);
-        auto input = torch::avg_pool2d(target, upscale);
-        optimizer->zero_grad();
-        auto l = torch::mse_loss(model->forward(input), target);
-        l.backward();
-        optimizer->step();
-        return l.detach();
-      });
-      it.set_loss(bench::deferred_loss(loss));
-    };
-    work.finish = [=](nlohmann::json& report) {
-      stream->finish(report);
-      report["metrics"]["parameters"] = bench::vision::parameter_count(*model);
-      report["metrics"]["upscale"] = upscale;
-      report["metrics"]["hr_size"] = size;
-    };
-    return work;
+    return bench::vision::image_workload(
+        o, popts, stream,
+        [=](const bench::vision::DeviceBatch& b) mutable {
+          auto target = bench::vision::rgb_to_y(b.images);
+          auto input = torch::avg_pool2d(target, upscale);
+          optimizer->zero_grad();
+          auto l = torch::mse_loss(model->forward(input), target);
+          l.backward();
+          optimizer->step();
+          return l.detach();
+        },
+        [=](nlohmann::json& m) {
+          m["parameters"] = bench::parameter_count(*model);
+          m["upscale"] = upscale;
+          m["hr_size"] = size;
+        });
   });
 }

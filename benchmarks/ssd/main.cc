@@ -10,10 +10,10 @@
 #include <filesystem>
 
 #include "benchmarks/common/coco_annotations.h"
-#include "benchmarks/common/image_bench.h"
-#include "benchmarks/common/ssd_box.h"
-#include "benchmarks/common/torch_runtime.h"
-#include "benchmarks/common/vision_models.h"
+#include "benchmarks/models/ssd_box.h"
+#include "benchmarks/models/vision_models.h"
+#include "benchmarks/support/image_stream.h"
+#include "benchmarks/support/torch_runtime.h"
 #include "pipeline/transforms.h"
 #include "source_hash.h"
 
@@ -33,6 +33,47 @@ v::BoxTargets targets_of(const std::vector<v::RelBox>& boxes, const v::BoxEncode
   const auto g = static_cast<std::int64_t>(labels.size());
   return encoder.encode(torch::from_blob(ltrb.data(), {g, 4}, torch::kFloat32).clone(),
                         torch::from_blob(labels.data(), {g}, torch::kInt64).clone());
+}
+
+// The COCO-style dataset at `root` (annotations: --annotations, else
+// <root>/annotations/instances_train2017.json) with, per batch, each image's
+// boxes mapped into its Resize(300) + CenterCrop(300) and encoded.
+v::PipelineSource open_coco(const core::BenchOptions& o, const pipeline::PipelineOptions& popts,
+                            const std::filesystem::path& root, const std::string& annotations, std::int64_t classes,
+                            std::shared_ptr<const v::BoxEncoder> encoder) {
+  const std::filesystem::path ann = annotations.empty() ? root / "annotations" / "instances_train2017.json"
+                                                        : std::filesystem::path(annotations);
+  std::shared_ptr<v::CocoImageSource> source;
+  if (popts.drop_after_read) {
+    throw core::UsageError("--drop-after-read is not supported by the COCO reader of ssd");
+  }
+  try {
+    if (!std::filesystem::exists(ann)) {
+      throw pipeline::DataError("annotations " + ann.string() + " not found; " +
+                                pipeline::datagen_hint(o, "coco-shapes-small") + " (or pass --data/--annotations)");
+    }
+    source = std::make_shared<v::CocoImageSource>(root / "train2017", v::read_coco_annotations(ann));
+  } catch (const pipeline::DataError& e) {
+    throw core::UsageError(e.what());
+  }
+  const auto categories = static_cast<std::int64_t>(source->annotations().category_ids.size());
+  if (categories + 1 > classes) {
+    throw core::UsageError(ann.string() + " has " + std::to_string(categories) +
+                           " categories; --classes must be at least " + std::to_string(categories + 1));
+  }
+  auto prepare = [source, encoder](const pipeline::Batch&, const torch::Tensor& indices) {
+    std::vector<torch::Tensor> offsets, labels;
+    const auto* idx = indices.data_ptr<std::int64_t>();
+    for (std::int64_t i = 0; i < indices.size(0); ++i) {
+      const v::CocoImage& im = source->annotations().images[static_cast<std::size_t>(idx[i])];
+      const pipeline::CropBox c = pipeline::center_crop_box(im.width, im.height, 300, 300);
+      auto t = targets_of(v::boxes_in_crop(im, c.x, c.y, c.w, c.h), *encoder);
+      offsets.push_back(t.offsets);
+      labels.push_back(t.labels);
+    }
+    return std::vector<torch::Tensor>{torch::stack(offsets), torch::stack(labels)};
+  };
+  return {source, prepare};
 }
 
 }  // namespace
@@ -62,86 +103,51 @@ int main(int argc, char** argv) {
   return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
     const core::BenchOptions& o = cli.options();
     auto encoder = std::make_shared<v::BoxEncoder>(v::ssd300_default_boxes());
-    std::shared_ptr<v::ImageStream> stream;
-    if (o.synthetic) {
-      // One batch of random images, each with 1-4 random boxes, encoded once.
-      auto b = v::synthetic_batch(o.batch_size, 300, classes, ctx.device);
-      std::vector<torch::Tensor> offsets, labels;
-      for (int i = 0; i < o.batch_size; ++i) {
-        const auto g = torch::randint(1, 5, {1}).item<std::int64_t>();
-        auto lt = torch::rand({g, 2}) * 0.7;
-        auto ltrb = torch::cat({lt, lt + 0.1 + torch::rand({g, 2}) * 0.2}, 1);
-        auto t = encoder->encode(ltrb, torch::randint(1, classes, {g}, torch::kInt64));
-        offsets.push_back(t.offsets);
-        labels.push_back(t.labels);
-      }
-      b.extra = {torch::stack(offsets).to(ctx.device), torch::stack(labels).to(ctx.device)};
-      stream = std::make_shared<v::ImageStream>(b);
-    } else {
-      const std::filesystem::path root = v::default_data_path(o, "coco-shapes-small", "");
-      const std::filesystem::path ann = annotations.empty() ? root / "annotations" / "instances_train2017.json"
-                                                            : std::filesystem::path(annotations);
-      std::shared_ptr<v::CocoImageSource> source;
-      if (popts.drop_after_read) {
-        throw core::UsageError("--drop-after-read is not supported by the COCO reader of ssd");
-      }
-      try {
-        if (!std::filesystem::exists(ann)) {
-          throw pipeline::DataError("annotations " + ann.string() + " not found; " +
-                                    pipeline::datagen_hint(o, "coco-shapes-small") + " (or pass --data/--annotations)");
-        }
-        source = std::make_shared<v::CocoImageSource>(root / "train2017", v::read_coco_annotations(ann));
-      } catch (const pipeline::DataError& e) {
-        throw core::UsageError(e.what());
-      }
-      const auto categories = static_cast<std::int64_t>(source->annotations().category_ids.size());
-      if (categories + 1 > classes) {
-        throw core::UsageError(ann.string() + " has " + std::to_string(categories) +
-                               " categories; --classes must be at least " + std::to_string(categories + 1));
-      }
-      auto config = v::loader_config(o, popts, ctx.device);
-      config.transform.mode = pipeline::TransformMode::Eval;  // Resize(300) + CenterCrop(300), no flip
-      config.transform.resize_size = 300;
-      auto prepare = [source, encoder](const pipeline::Batch&, const torch::Tensor& indices) {
-        std::vector<torch::Tensor> offsets, labels;
-        const auto* idx = indices.data_ptr<std::int64_t>();
-        for (std::int64_t i = 0; i < indices.size(0); ++i) {
-          const v::CocoImage& im = source->annotations().images[static_cast<std::size_t>(idx[i])];
-          const pipeline::CropBox c = pipeline::center_crop_box(im.width, im.height, 300, 300);
-          auto t = targets_of(v::boxes_in_crop(im, c.x, c.y, c.w, c.h), *encoder);
-          offsets.push_back(t.offsets);
-          labels.push_back(t.labels);
-        }
-        return std::vector<torch::Tensor>{torch::stack(offsets), torch::stack(labels)};
-      };
-      stream = std::make_shared<v::ImageStream>(source, config, ctx.device, prepare);
-    }
+    auto stream = v::make_image_stream(
+        o, popts, ctx.device,
+        {.dataset = "coco-shapes-small",
+         .subdir = "",
+         .synthetic =
+             [&] {
+               // One batch of random images, each with 1-4 random boxes, encoded once.
+               auto b = v::synthetic_batch(o.batch_size, 300, classes, ctx.device);
+               std::vector<torch::Tensor> offsets, labels;
+               for (int i = 0; i < o.batch_size; ++i) {
+                 const auto g = torch::randint(1, 5, {1}).item<std::int64_t>();
+                 auto lt = torch::rand({g, 2}) * 0.7;
+                 auto ltrb = torch::cat({lt, lt + 0.1 + torch::rand({g, 2}) * 0.2}, 1);
+                 auto t = encoder->encode(ltrb, torch::randint(1, classes, {g}, torch::kInt64));
+                 offsets.push_back(t.offsets);
+                 labels.push_back(t.labels);
+               }
+               b.extra = {torch::stack(offsets).to(ctx.device), torch::stack(labels).to(ctx.device)};
+               return b;
+             },
+         .transform =
+             [](pipeline::LoaderConfig& config) {
+               config.transform.mode = pipeline::TransformMode::Eval;  // Resize(300) + CenterCrop(300), no flip
+               config.transform.resize_size = 300;
+             },
+         .open = [&](const std::string& path) { return open_coco(o, popts, path, annotations, classes, encoder); }});
     v::Ssd300 model(classes);
     model->to(ctx.device);
     auto optimizer = std::make_shared<torch::optim::SGD>(
         model->parameters(), torch::optim::SGDOptions(lr).momentum(momentum).weight_decay(weight_decay));
 
-    core::Workload work;
-    work.items_per_iteration = o.batch_size;
-    work.step = [=](core::Iteration& it) mutable {
-      auto b = stream->next(it);
-      if (popts.fetch_only) return;  // --fetch-only: the pipeline alone, no model step
-      auto loss = it.compute([&] {
-        optimizer->zero_grad();
-        auto [ploc, pconf] = model->forward(b.images);
-        auto l = v::multibox_loss(ploc, pconf, b.extra[0], b.extra[1]);
-        l.backward();
-        optimizer->step();
-        return l.detach();
-      });
-      it.set_loss(bench::deferred_loss(loss));
-    };
-    work.finish = [=](nlohmann::json& report) {
-      stream->finish(report);
-      report["metrics"]["parameters"] = v::parameter_count(*model);
-      report["metrics"]["default_boxes"] = encoder->defaults().size(0);
-      report["metrics"]["backbone"] = "resnet34 (layer3 stride 1)";
-    };
-    return work;
+    return v::image_workload(
+        o, popts, stream,
+        [=](const v::DeviceBatch& b) mutable {
+          optimizer->zero_grad();
+          auto [ploc, pconf] = model->forward(b.images);
+          auto l = v::multibox_loss(ploc, pconf, b.extra[0], b.extra[1]);
+          l.backward();
+          optimizer->step();
+          return l.detach();
+        },
+        [=](nlohmann::json& m) {
+          m["parameters"] = bench::parameter_count(*model);
+          m["default_boxes"] = encoder->defaults().size(0);
+          m["backbone"] = "resnet34 (layer3 stride 1)";
+        });
   });
 }

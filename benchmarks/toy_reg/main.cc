@@ -3,7 +3,7 @@
 // set-up returning a step, phases timed by the shared loop, report by core.
 #include <torch/torch.h>
 
-#include "benchmarks/common/torch_runtime.h"
+#include "benchmarks/support/torch_runtime.h"
 #include "source_hash.h"
 
 namespace {

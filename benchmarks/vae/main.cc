@@ -7,11 +7,11 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "benchmarks/common/dataset_path.h"
 #include "benchmarks/common/idx_reader.h"
 #include "benchmarks/common/prefetch.h"
-#include "benchmarks/common/seq_models.h"
-#include "benchmarks/common/torch_runtime.h"
+#include "benchmarks/models/seq_models.h"
+#include "benchmarks/support/dataset_path.h"
+#include "benchmarks/support/torch_runtime.h"
 #include "source_hash.h"
 
 int main(int argc, char** argv) {

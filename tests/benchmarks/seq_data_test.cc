@@ -1,6 +1,7 @@
-// Torch-free parts of the sequence/tabular/RL benchmarks: CartPole dynamics
-// against hand-computed steps, REINFORCE returns, loss scaling policy, and the
-// IDX, wikitext, parallel-corpus and ratings.csv readers (good and bad input).
+// The torch-free readers of the sequence/tabular benchmarks: IDX, wikitext,
+// parallel-corpus and ratings.csv (good and bad input). CartPole, REINFORCE
+// returns and loss scaling are tested with the rest of benchmarks/support/
+// (support_test.cc).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -8,9 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "benchmarks/common/cartpole.h"
 #include "benchmarks/common/idx_reader.h"
-#include "benchmarks/common/loss_scaler.h"
 #include "benchmarks/common/ratings.h"
 #include "benchmarks/common/text_corpus.h"
 
@@ -57,93 +56,6 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 }  // namespace
-
-// From rest, pushing right: temp = F / (M + m) = 10 / 1.1; theta_acc =
-// -temp / (l (4/3 - m / (M + m))) = -14.634146; x_acc = temp - m l theta_acc / (M + m) = 9.756098.
-TEST(CartPole, FirstStepFromRestMatchesHandComputation) {
-  const auto s = cartpole_dynamics({0, 0, 0, 0}, 1);
-  EXPECT_DOUBLE_EQ(s[0], 0.0);
-  EXPECT_NEAR(s[1], 0.02 * 9.7560976, 1e-7);
-  EXPECT_DOUBLE_EQ(s[2], 0.0);
-  EXPECT_NEAR(s[3], 0.02 * -14.6341463, 1e-7);
-}
-
-// Euler: positions move with the previous velocities; at theta = 0 the accelerations repeat.
-TEST(CartPole, SecondStepUsesPreviousVelocities) {
-  const auto s = cartpole_dynamics(cartpole_dynamics({0, 0, 0, 0}, 1), 1);
-  EXPECT_NEAR(s[0], 0.02 * 0.19512195, 1e-8);
-  EXPECT_NEAR(s[1], 0.39024390, 1e-7);
-  EXPECT_NEAR(s[2], 0.02 * -0.29268293, 1e-8);
-  EXPECT_NEAR(s[3], -0.58536585, 1e-7);
-}
-
-// Pole leaning 0.1 rad, pushing left: sin = 0.0998334, cos = 0.9950042, temp = -9.0909091,
-// theta_acc = (9.8 sin - cos temp) / (0.5 (4/3 - 0.1 cos^2 / 1.1)) = 16.124167,
-// x_acc = temp - 0.05 theta_acc cos / 1.1 = -9.8201789.
-TEST(CartPole, LeaningPolePushedLeft) {
-  const auto s = cartpole_dynamics({0.5, 0.0, 0.1, 0.0}, 0);
-  EXPECT_DOUBLE_EQ(s[0], 0.5);
-  EXPECT_NEAR(s[1], 0.02 * -9.8201789, 1e-6);
-  EXPECT_DOUBLE_EQ(s[2], 0.1);
-  EXPECT_NEAR(s[3], 0.02 * 16.124167, 1e-6);
-}
-
-TEST(CartPole, FailsPastTwelveDegreesAndAtStepCap) {
-  CartPole env(1);
-  env.reset_to({0, 0, 0.2094, 0.5});  // just under 12 degrees, falling further
-  auto r = env.step(1);
-  EXPECT_TRUE(r.done);
-  EXPECT_TRUE(r.failed);
-  EXPECT_EQ(r.reward, 1.0);
-  env.reset_to({2.39, 1.0, 0, 0});
-  EXPECT_TRUE(env.step(1).failed);  // cart leaves +-2.4
-
-  CartPoleParams p;
-  p.max_steps = 3;
-  CartPole capped(1, p);
-  capped.reset_to({0, 0, 0, 0});
-  int action = 0;
-  EXPECT_FALSE(capped.step(action ^= 1).done);
-  EXPECT_FALSE(capped.step(action ^= 1).done);
-  auto last = capped.step(action ^= 1);
-  EXPECT_TRUE(last.done);
-  EXPECT_FALSE(last.failed);
-}
-
-TEST(CartPole, ResetIsSeededAndSmall) {
-  CartPole a(7), b(7), c(8);
-  const auto sa = a.reset();
-  const auto sb = b.reset();
-  const auto sc = c.reset();
-  EXPECT_EQ(sa, sb);
-  EXPECT_NE(sa, sc);
-  for (double v : sa) EXPECT_LE(std::abs(v), 0.05);
-  EXPECT_THROW(cartpole_dynamics({0, 0, 0, 0}, 2), std::invalid_argument);
-}
-
-TEST(Reinforce, DiscountedReturns) {
-  const auto raw = discounted_returns({1, 1, 1}, 0.5, false);
-  ASSERT_EQ(raw.size(), 3u);
-  EXPECT_DOUBLE_EQ(raw[2], 1.0);
-  EXPECT_DOUBLE_EQ(raw[1], 1.5);
-  EXPECT_DOUBLE_EQ(raw[0], 1.75);
-  // Standardised with the sample sd: mean 1.41667, sd 0.381881.
-  const auto z = discounted_returns({1, 1, 1}, 0.5, true);
-  EXPECT_NEAR(z[0], (1.75 - 1.4166667) / 0.3818813, 1e-6);
-  EXPECT_NEAR(z[2], (1.0 - 1.4166667) / 0.3818813, 1e-6);
-}
-
-TEST(LossScaler, BacksOffOnOverflowAndGrowsAfterInterval) {
-  LossScaler s(1024.0, 3);
-  EXPECT_FALSE(s.update(true));
-  EXPECT_DOUBLE_EQ(s.scale(), 512.0);
-  EXPECT_EQ(s.skipped_steps(), 1);
-  EXPECT_TRUE(s.update(false));
-  EXPECT_TRUE(s.update(false));
-  EXPECT_DOUBLE_EQ(s.scale(), 512.0);
-  EXPECT_TRUE(s.update(false));
-  EXPECT_DOUBLE_EQ(s.scale(), 1024.0);
-}
 
 TEST(IdxReader, ParsesMnistLayout) {
   TempDir dir;

@@ -150,7 +150,7 @@ TEST_F(SeqBenchE2E, WlmGruAndLstm) {
   const std::string small = " --batch-size 4 --bptt 8 --nhid 32 --data " + dir;
   auto r = run("wlm", std::string(kTiny) + small + " --emsize 32");
   ASSERT_TRUE(is_valid_run(r, "wlm"));
-  EXPECT_EQ(r.reports[0]["metrics"]["precision"], "float32");
+  EXPECT_EQ(r.reports[0]["metrics"]["precision"], "fp32");
   auto lstm = run("wlm", std::string(kTiny) + small + " --model LSTM --nlayers 1 --untied --emsize 16");
   ASSERT_TRUE(is_valid_run(lstm, "wlm"));
   // Untied: embedding and decoder each vocabulary x size, plus one LSTM(16, 32) layer and the bias.
@@ -165,7 +165,8 @@ TEST_F(SeqBenchE2E, Wlmfp16OnCpuUsesBf16) {
   const auto dir = write("wt/train.txt", text);
   auto r = run("wlmfp16", std::string(kTiny) + " --no-cuda --batch-size 4 --bptt 8 --emsize 32 --nhid 32 --data " + dir);
   ASSERT_TRUE(is_valid_run(r, "wlmfp16"));
-  EXPECT_EQ(r.reports[0]["metrics"]["precision"], "bfloat16 autocast");
+  EXPECT_EQ(r.reports[0]["metrics"]["precision"], "bf16-autocast");
+  EXPECT_TRUE(r.reports[0]["metrics"].contains("cpu_native_bf16"));
 }
 
 TEST_F(SeqBenchE2E, RecomReadsRatingsCsv) {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "benchmarks/common/seq_models.h"
+#include "benchmarks/models/seq_models.h"
 
 using namespace mlbench::bench;
 

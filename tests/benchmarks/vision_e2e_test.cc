@@ -119,6 +119,7 @@ TEST_F(VisionE2E, ConvnetFp16OnCpuUsesBfloat16) {
   if (HasFailure()) return;
   expect_pipeline_times(j);
   EXPECT_EQ(j["metrics"]["precision"], "bf16-autocast");
+  EXPECT_TRUE(j["metrics"].contains("cpu_native_bf16"));
 }
 
 TEST_F(VisionE2E, ConvnetTooFewClassesIsAUsageError) {

@@ -3,24 +3,25 @@
 // SSD default boxes, IoU, box encoding round trip and matching, multibox loss.
 #include <gtest/gtest.h>
 
-#include "benchmarks/common/ssd_box.h"
-#include "benchmarks/common/vision_models.h"
+#include "benchmarks/models/ssd_box.h"
+#include "benchmarks/models/vision_models.h"
 
 namespace v = mlbench::bench::vision;
+using mlbench::bench::parameter_count;
 
 namespace {
 
 TEST(ResNet, ParameterCountsMatchTorchvision) {
   // torchvision.models.resnetXX(num_classes=1000): sum(p.numel() for p in m.parameters()).
-  EXPECT_EQ(v::parameter_count(*v::ResNet(v::resnet_spec("resnet18"), 1000)), 11689512);
-  EXPECT_EQ(v::parameter_count(*v::ResNet(v::resnet_spec("resnet34"), 1000)), 21797672);
-  EXPECT_EQ(v::parameter_count(*v::ResNet(v::resnet_spec("resnet50"), 1000)), 25557032);
-  EXPECT_EQ(v::parameter_count(*v::ResNet(v::resnet_spec("resnet101"), 1000)), 44549160);
+  EXPECT_EQ(parameter_count(*v::ResNet(v::resnet_spec("resnet18"), 1000)), 11689512);
+  EXPECT_EQ(parameter_count(*v::ResNet(v::resnet_spec("resnet34"), 1000)), 21797672);
+  EXPECT_EQ(parameter_count(*v::ResNet(v::resnet_spec("resnet50"), 1000)), 25557032);
+  EXPECT_EQ(parameter_count(*v::ResNet(v::resnet_spec("resnet101"), 1000)), 44549160);
 }
 
 TEST(ResNet, ClassesChangeOnlyTheClassifier) {
   // fc: 512*10+10 instead of 512*1000+1000.
-  EXPECT_EQ(v::parameter_count(*v::ResNet(v::resnet_spec("resnet18"), 10)), 11689512 - 513000 + 5130);
+  EXPECT_EQ(parameter_count(*v::ResNet(v::resnet_spec("resnet18"), 10)), 11689512 - 513000 + 5130);
 }
 
 TEST(ResNet, OutputShape) {
@@ -43,8 +44,8 @@ TEST(ResNet, UnknownArchNamesTheChoices) {
 }
 
 TEST(Dcgan, ParameterCountsMatchTheExample) {
-  EXPECT_EQ(v::parameter_count(*v::DcganGenerator(100, 64, 3)), 3576704);
-  EXPECT_EQ(v::parameter_count(*v::DcganDiscriminator(64, 3)), 2765568);
+  EXPECT_EQ(parameter_count(*v::DcganGenerator(100, 64, 3)), 3576704);
+  EXPECT_EQ(parameter_count(*v::DcganDiscriminator(64, 3)), 2765568);
 }
 
 TEST(Dcgan, Shapes) {
@@ -61,8 +62,8 @@ TEST(Dcgan, Shapes) {
 
 TEST(Espcn, ParametersAndUpscaledShape) {
   // conv1 1*64*25+64, conv2 64*64*9+64, conv3 64*32*9+32, conv4 32*r^2*9+r^2.
-  EXPECT_EQ(v::parameter_count(*v::Espcn(2)), 1664 + 36928 + 18464 + 1156);
-  EXPECT_EQ(v::parameter_count(*v::Espcn(3)), 1664 + 36928 + 18464 + 2601);
+  EXPECT_EQ(parameter_count(*v::Espcn(2)), 1664 + 36928 + 18464 + 1156);
+  EXPECT_EQ(parameter_count(*v::Espcn(3)), 1664 + 36928 + 18464 + 2601);
   torch::NoGradGuard g;
   v::Espcn m(2);
   EXPECT_EQ(m->forward(torch::rand({2, 1, 17, 23})).sizes(), (std::vector<std::int64_t>{2, 1, 34, 46}));
@@ -75,7 +76,7 @@ TEST(Espcn, LumaOfGreyIsTheGrey) {
 }
 
 TEST(FastStyle, TransformerNetParametersAndShape) {
-  EXPECT_EQ(v::parameter_count(*v::TransformerNet()), 1679235);
+  EXPECT_EQ(parameter_count(*v::TransformerNet()), 1679235);
   torch::NoGradGuard g;
   v::TransformerNet m;
   EXPECT_EQ(m->forward(torch::rand({2, 3, 32, 48}) * 255).sizes(), (std::vector<std::int64_t>{2, 3, 32, 48}));
@@ -85,7 +86,7 @@ TEST(FastStyle, Vgg16FeaturesAreFrozenAndShaped) {
   v::Vgg16Features vgg;
   // torchvision vgg16().features has 14,714,688 parameters; the five conv5 ones
   // (3 x (512*512*9+512)) are past relu4_3 and not built.
-  EXPECT_EQ(v::parameter_count(*vgg), 14714688 - 3 * (512 * 512 * 9 + 512));
+  EXPECT_EQ(parameter_count(*vgg), 14714688 - 3 * (512 * 512 * 9 + 512));
   for (const auto& p : vgg->parameters()) EXPECT_FALSE(p.requires_grad());
   auto f = vgg->forward(torch::rand({1, 3, 64, 64}));
   ASSERT_EQ(f.size(), 4u);
@@ -114,7 +115,7 @@ TEST(Ssd, ParameterCountOfTheMlperfLayout) {
   auto head = [](std::int64_t in, std::int64_t nd) { return (in * 9 + 1) * nd * (4 + 81); };
   const std::int64_t heads = head(256, 4) + head(512, 6) + head(512, 6) + head(256, 6) + head(256, 4) + head(256, 4);
   EXPECT_EQ(backbone, 8170304);
-  EXPECT_EQ(v::parameter_count(*v::Ssd300(81)), backbone + extras + heads);
+  EXPECT_EQ(parameter_count(*v::Ssd300(81)), backbone + extras + heads);
 }
 
 TEST(Ssd, FeatureMapsAndOutputs) {

@@ -1,4 +1,4 @@
-#include "cartpole.h"
+#include "benchmarks/support/cartpole.h"
 
 #include <cmath>
 #include <stdexcept>

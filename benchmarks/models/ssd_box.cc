@@ -1,4 +1,4 @@
-#include "benchmarks/common/ssd_box.h"
+#include "benchmarks/models/ssd_box.h"
 
 #include <cmath>
 #include <utility>

@@ -11,11 +11,9 @@
 
 #include <torch/torch.h>
 
-namespace mlbench::bench::vision {
+#include "benchmarks/models/parameter_count.h"
 
-// Total number of elements of a module's parameters (buffers such as
-// BatchNorm running statistics are not parameters).
-std::int64_t parameter_count(const torch::nn::Module& module);
+namespace mlbench::bench::vision {
 
 // --- ResNet (torchvision's resnet18/34/50/101/152, v1.5: the stride of a
 // bottleneck sits on its 3x3 convolution). Kaiming init as torchvision.

@@ -1,17 +1,36 @@
-#include "benchmarks/common/image_bench.h"
+#include "benchmarks/support/image_stream.h"
 
 #include <filesystem>
 #include <stdexcept>
 
+#include "benchmarks/support/torch_runtime.h"
 #include "pipeline/source.h"
 #include "pipeline/torch_adapter.h"
 
 namespace mlbench::bench::vision {
 
+namespace {
+
+// --data, else <DATA_DIRECTORY>/<dataset>/<subdir> (e.g. fake-imagenet-small/train).
 std::string default_data_path(const core::BenchOptions& o, const std::string& dataset, const std::string& subdir) {
   if (!o.data.empty()) return o.data;
   return (std::filesystem::path(o.data_directory) / dataset / subdir).string();
 }
+
+// The loader configuration of the shared flags; a bad flag value is a core::UsageError.
+pipeline::LoaderConfig loader_config(const core::BenchOptions& o, const pipeline::PipelineOptions& p,
+                                     const torch::Device& device) {
+  pipeline::LoaderConfig c;
+  try {
+    c = pipeline::make_loader_config(o, p);
+  } catch (const std::invalid_argument& e) {
+    throw core::UsageError(e.what());
+  }
+  if (device.is_cuda()) c.allocator = pipeline::torch_host_allocator();
+  return c;
+}
+
+}  // namespace
 
 std::shared_ptr<const pipeline::ItemSource> open_image_folder(const core::BenchOptions& o, const std::string& path,
                                                               const std::string& dataset,
@@ -23,18 +42,6 @@ std::shared_ptr<const pipeline::ItemSource> open_image_folder(const core::BenchO
   } catch (const pipeline::DataError& e) {
     throw core::UsageError(e.what());
   }
-}
-
-pipeline::LoaderConfig loader_config(const core::BenchOptions& o, const pipeline::PipelineOptions& p,
-                                     const torch::Device& device) {
-  pipeline::LoaderConfig c;
-  try {
-    c = pipeline::make_loader_config(o, p);
-  } catch (const std::invalid_argument& e) {
-    throw core::UsageError(e.what());
-  }
-  if (device.is_cuda()) c.allocator = pipeline::torch_host_allocator();
-  return c;
 }
 
 ImageStream::ImageStream(std::shared_ptr<const pipeline::ItemSource> source, pipeline::LoaderConfig config,
@@ -97,10 +104,38 @@ DeviceBatch synthetic_batch(std::int64_t n, std::int64_t size, std::int64_t clas
   return d;
 }
 
-torch::Tensor denormalize(const torch::Tensor& x) {
-  auto mean = torch::tensor({0.485f, 0.456f, 0.406f}, x.options()).view({1, 3, 1, 1});
-  auto std = torch::tensor({0.229f, 0.224f, 0.225f}, x.options()).view({1, 3, 1, 1});
-  return x * std + mean;
+DeviceBatch uniform_images(std::int64_t n, std::int64_t size, double lo, double hi, const torch::Device& device) {
+  DeviceBatch d;
+  d.images = torch::rand({n, 3, size, size}, torch::TensorOptions().device(device)) * (hi - lo) + lo;
+  return d;
+}
+
+std::shared_ptr<ImageStream> make_image_stream(const core::BenchOptions& o, const pipeline::PipelineOptions& p,
+                                               const torch::Device& device, const ImageData& data) {
+  if (o.synthetic) return std::make_shared<ImageStream>(data.synthetic());
+  const std::string path = default_data_path(o, data.dataset, data.subdir);
+  PipelineSource source = data.open ? data.open(path) : PipelineSource{open_image_folder(o, path, data.dataset, p), {}};
+  auto config = loader_config(o, p, device);
+  if (data.transform) data.transform(config);
+  return std::make_shared<ImageStream>(std::move(source.items), std::move(config), device, std::move(source.prepare));
+}
+
+core::Workload image_workload(const core::BenchOptions& o, const pipeline::PipelineOptions& p,
+                              std::shared_ptr<ImageStream> stream, TrainStep step,
+                              std::function<void(nlohmann::json& metrics)> metrics) {
+  core::Workload work;
+  work.items_per_iteration = o.batch_size;
+  work.step = [stream, step = std::move(step), fetch_only = p.fetch_only](core::Iteration& it) {
+    auto b = stream->next(it);
+    if (fetch_only) return;  // --fetch-only: the pipeline alone, no model step
+    auto loss = it.compute([&] { return step(b); });
+    it.set_loss(deferred_loss(loss));
+  };
+  work.finish = [stream, metrics = std::move(metrics)](nlohmann::json& report) {
+    stream->finish(report);
+    if (metrics) metrics(report["metrics"]);
+  };
+  return work;
 }
 
 }  // namespace mlbench::bench::vision

@@ -1,4 +1,4 @@
-#include "benchmarks/common/vision_models.h"
+#include "benchmarks/models/vision_models.h"
 
 #include <cmath>
 #include <map>
@@ -7,12 +7,6 @@
 namespace mlbench::bench::vision {
 
 namespace nn = torch::nn;
-
-std::int64_t parameter_count(const nn::Module& module) {
-  std::int64_t n = 0;
-  for (const auto& p : module.parameters()) n += p.numel();
-  return n;
-}
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "torch_runtime.h"
+#include "benchmarks/support/torch_runtime.h"
 
 #include <iostream>
 

@@ -11,10 +11,9 @@
 
 #include <torch/torch.h>
 
-namespace mlbench::bench {
+#include "benchmarks/models/parameter_count.h"
 
-// Total number of elements of a module's parameters (shared ones counted once).
-std::int64_t parameter_count(const torch::nn::Module& module);
+namespace mlbench::bench {
 
 // --- toy_lstm: PyTorch's time_sequence_prediction (two stacked LSTMCell(51)).
 struct SineSequenceImpl : torch::nn::Module {

@@ -1,4 +1,4 @@
-#include "seq_models.h"
+#include "benchmarks/models/seq_models.h"
 
 #include <random>
 #include <set>
@@ -7,15 +7,6 @@
 namespace mlbench::bench {
 
 namespace nn = torch::nn;
-
-std::int64_t parameter_count(const nn::Module& module) {
-  std::set<const void*> seen;
-  std::int64_t n = 0;
-  for (const auto& p : module.parameters()) {
-    if (seen.insert(p.unsafeGetTensorImpl()).second) n += p.numel();
-  }
-  return n;
-}
 
 // --- toy_lstm
 

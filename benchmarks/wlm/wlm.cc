@@ -1,39 +1,24 @@
-#include "word_lm.h"
+// The wlm program, shared by wlm (fp32) and wlmfp16 (mixed precision, as
+// bench::MixedPrecision runs it): PyTorch's word_language_model example over a
+// wikitext-2 layout corpus that lives on the device as the example's does.
+#include "benchmarks/wlm/wlm.h"
 
-#include <fstream>
-
-#include <ATen/autocast_mode.h>
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "benchmarks/common/autocast.h"
-#include "benchmarks/common/dataset_path.h"
-#include "benchmarks/common/loss_scaler.h"
-#include "benchmarks/common/seq_models.h"
 #include "benchmarks/common/text_corpus.h"
-#include "benchmarks/common/torch_runtime.h"
+#include "benchmarks/models/seq_models.h"
+#include "benchmarks/support/dataset_path.h"
+#include "benchmarks/support/torch_runtime.h"
 
 namespace mlbench::bench {
 
-namespace {
-
-bool cpu_has_flag(const std::string& flag) {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) == 0) return line.find(" " + flag) != std::string::npos;
-  }
-  return false;
-}
-
-}  // namespace
-
-int word_lm_main(int argc, char** argv, bool mixed_precision, const char* source_hash) {
-  const std::string name = mixed_precision ? "wlmfp16" : "wlm";
+int wlm_main(int argc, char** argv, const ProgramVariant& variant) {
+  const std::string name = variant.name;
   core::BenchCli cli(name,
-                     mixed_precision ? "wlmfp16: word language model (GRU 656, tied) in mixed precision on wikitext-2"
-                                     : "wlm: word language model (GRU 656, tied) on wikitext-2",
-                     {.batch_size = mixed_precision ? 128 : 64, .repeat = 15, .number = 5});
+                     name + ": word language model (GRU 656, tied)" +
+                         (variant.mixed_precision ? " in mixed precision" : "") + " on wikitext-2",
+                     {.batch_size = variant.mixed_precision ? 128 : 64, .repeat = 15, .number = 5});
   RnnLmOptions mo;
   std::int64_t bptt = 35;
   double lr = 20.0, clip = 0.25;
@@ -47,20 +32,15 @@ int word_lm_main(int argc, char** argv, bool mixed_precision, const char* source
   cli.add_option("--lr", lr, "SGD learning rate")->check(CLI::PositiveNumber);
   cli.add_option("--clip", clip, "Gradient norm clipping")->check(CLI::PositiveNumber);
   cli.add_flag("--untied", untied, "Separate decoder weights (default: tied to the embedding)");
+  bool mixed_precision = variant.mixed_precision;
+  add_precision_flag(cli, variant, mixed_precision);
   if (auto rc = cli.parse(argc, argv)) return *rc;
   mo.tied = !untied;
 
-  return run_benchmark(cli, source_hash, [&](const TorchContext& ctx) {
+  return run_benchmark(cli, variant.source_hash, [&](const TorchContext& ctx) {
     const auto& o = cli.options();
-    const bool cuda = ctx.device.is_cuda();
     if (mo.tied && mo.ninp != mo.nhid) throw core::UsageError("tied weights need --emsize equal to --nhid (or --untied)");
-    std::string precision = "float32";
-    if (mixed_precision) {
-      precision = cuda ? "float16 autocast + dynamic loss scaling" : "bfloat16 autocast";
-#if !defined(TORCH_VERSION_MAJOR) || (TORCH_VERSION_MAJOR == 1 && TORCH_VERSION_MINOR < 10)
-      if (!cuda) throw core::UsageError("this LibTorch has no CPU autocast (bf16 needs >= 1.10); use a CUDA device");
-#endif
-    }
+    auto precision = std::make_shared<MixedPrecision>(mixed_precision, ctx.device);
     torch::Tensor train;  // [nbatch, bs] token ids
     std::string source = "synthetic";
     if (o.synthetic) {
@@ -81,8 +61,6 @@ int word_lm_main(int argc, char** argv, bool mixed_precision, const char* source
     RnnLm model(mo);
     model->to(ctx.device);
     auto optimizer = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(lr));
-    auto scaler = std::make_shared<LossScaler>();
-    const bool use_scaler = mixed_precision && cuda;
     struct State {
       std::int64_t pos = 0;
       RnnState hidden;
@@ -109,26 +87,12 @@ int word_lm_main(int argc, char** argv, bool mixed_precision, const char* source
         optimizer->zero_grad();
         torch::Tensor l;
         {
-          AutocastScope autocast(mixed_precision, cuda);
+          auto scope = precision->autocast();
           auto out = model->forward(batch.first, state->hidden.detach());
           state->hidden = out.second;
           l = torch::nn::functional::cross_entropy(out.first.reshape({-1, ntoken}).to(torch::kFloat32), batch.second);
         }
-        if (use_scaler) {
-          (l * scaler->scale()).backward();
-          std::vector<torch::Tensor> finite;
-          for (auto& p : model->parameters()) {
-            if (!p.grad().defined()) continue;
-            p.mutable_grad().div_(scaler->scale());
-            finite.push_back(torch::isfinite(p.grad()).all());
-          }
-          const bool found_inf = !torch::stack(finite).all().item<bool>();
-          if (scaler->update(found_inf)) {
-            torch::nn::utils::clip_grad_norm_(model->parameters(), clip);
-            optimizer->step();
-          }
-        } else {
-          l.backward();
+        if (precision->backward(l, model->parameters())) {
           torch::nn::utils::clip_grad_norm_(model->parameters(), clip);
           optimizer->step();
         }
@@ -145,12 +109,7 @@ int word_lm_main(int argc, char** argv, bool mixed_precision, const char* source
       m["parameters"] = params;
       m["vocabulary"] = ntoken;
       m["tokens_per_item"] = bptt;
-      m["precision"] = precision;
-      if (mixed_precision && !cuda) m["cpu_native_bf16"] = cpu_has_flag("avx512_bf16") || cpu_has_flag("amx_bf16");
-      if (use_scaler) {
-        m["loss_scale"] = scaler->scale();
-        m["skipped_steps"] = scaler->skipped_steps();
-      }
+      precision->report(m);
     };
     return work;
   });

@@ -1,0 +1,113 @@
+// The image stream of every image benchmark (convnet, convnet_fp16, dcgan,
+// reso, fast_style, ssd) and the one factory that makes it: the instrumented
+// pipeline over the dataset (an ImageFolder by default, or any pipeline
+// source), handing each iteration a batch on the device with the consumer wait
+// and the host-to-device copy timed as their own phases; or, under
+// --synthetic, one batch made once on the device (no fetch, no prep). Also the
+// workload shape they share: next batch, model step (skipped by --fetch-only),
+// pipeline block and metrics in the report.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include "core/benchmark_run.h"
+#include "core/cli.h"
+#include "pipeline/loader.h"
+#include "pipeline/options.h"
+
+namespace mlbench::bench::vision {
+
+// An ImageFolder reader over `path`, with the reader flags of `p`
+// (--drop-after-read); a missing or empty folder is a core::UsageError naming
+// it and the mlbench-datagen command that makes `dataset`.
+std::shared_ptr<const pipeline::ItemSource> open_image_folder(const core::BenchOptions& o, const std::string& path,
+                                                              const std::string& dataset,
+                                                              const pipeline::PipelineOptions& p);
+
+struct DeviceBatch {
+  torch::Tensor images;              // [N, 3, H, W] float32, normalised as the loader's config says, on the device
+  torch::Tensor labels;              // [N] int64 on the device
+  std::vector<torch::Tensor> extra;  // what `prepare` made, on the device
+};
+
+// Called in the wait phase with the host batch (labels on the CPU); returns
+// extra host tensors (e.g. SSD box targets) that travel with the batch.
+using Prepare = std::function<std::vector<torch::Tensor>(const pipeline::Batch& batch, const torch::Tensor& labels)>;
+
+class ImageStream {
+ public:
+  // Real data through the pipeline; the loader's workers start here (outside the timed loop).
+  ImageStream(std::shared_ptr<const pipeline::ItemSource> source, pipeline::LoaderConfig config, torch::Device device,
+              Prepare prepare = {});
+  // --synthetic: this batch (already on the device) every iteration.
+  explicit ImageStream(DeviceBatch fixed);
+
+  // The next batch: the wait phase (pipeline and `prepare`) and the h2d phase
+  // (non-blocking copies from pinned memory; uint8 batches normalised on the device).
+  DeviceBatch next(core::Iteration& it);
+  // The report's "pipeline" block ({"source": "synthetic"} under --synthetic); stops the loader.
+  void finish(nlohmann::json& report);
+  bool synthetic() const { return fixed_.has_value(); }
+
+ private:
+  std::shared_ptr<pipeline::Loader> loader_;
+  torch::Device device_ = torch::kCPU;
+  Prepare prepare_;
+  pipeline::Normalize normalize_;  // applied on the device to uint8 batches
+  std::optional<DeviceBatch> fixed_;
+};
+
+// A synthetic batch on `device`: images N(0, 1) [n, 3, size, size], labels uniform in [0, classes).
+DeviceBatch synthetic_batch(std::int64_t n, std::int64_t size, std::int64_t classes, const torch::Device& device);
+
+// A synthetic batch on `device` without labels: images uniform in [lo, hi) [n, 3, size, size]
+// (in the range of the benchmark's transform: dcgan [-1, 1), reso [0, 1), fast_style [0, 255)).
+DeviceBatch uniform_images(std::int64_t n, std::int64_t size, double lo, double hi, const torch::Device& device);
+
+// A pipeline source and what travels with its batches.
+struct PipelineSource {
+  std::shared_ptr<const pipeline::ItemSource> items;
+  Prepare prepare;  // extra host tensors per batch (ssd's box targets); empty for none
+};
+
+// What an image benchmark reads, for make_image_stream.
+// Every member has a default (`{}`), so that a benchmark names only the ones it sets.
+struct ImageData {
+  // The mlbench-datagen name; without --data the path is <DATA_DIRECTORY>/<dataset>/<subdir>.
+  std::string dataset{};
+  std::string subdir = "train";
+  // --synthetic: the batch (on the device) used every iteration.
+  std::function<DeviceBatch()> synthetic{};
+  // The benchmark's transform, applied to the loader config of the shared
+  // flags (left as is: RandomResizedCrop --image-size + flip, ImageNet normalisation).
+  std::function<void(pipeline::LoaderConfig&)> transform{};
+  // The source at the data path; left empty: an ImageFolder (open_image_folder).
+  std::function<PipelineSource(const std::string& path)> open{};
+};
+
+// The image stream of a benchmark: `data.synthetic()`'s batch under
+// --synthetic, else the pipeline (its workers started here, outside the timed
+// loop) over `data`'s source with the shared flags' loader config and
+// `data.transform`. User errors (missing dataset, bad flag) are core::UsageError.
+std::shared_ptr<ImageStream> make_image_stream(const core::BenchOptions& o, const pipeline::PipelineOptions& p,
+                                               const torch::Device& device, const ImageData& data);
+
+// One training step on a batch, run in the compute phase; returns the loss.
+using TrainStep = std::function<torch::Tensor(const DeviceBatch&)>;
+
+// The workload of an image benchmark: each iteration takes the stream's next
+// batch (wait and h2d phases), then, unless --fetch-only, runs `step` in the
+// compute phase (its loss read at the end of the observation); the report gets
+// the stream's "pipeline" block, and `metrics` fills report["metrics"].
+core::Workload image_workload(const core::BenchOptions& o, const pipeline::PipelineOptions& p,
+                              std::shared_ptr<ImageStream> stream, TrainStep step,
+                              std::function<void(nlohmann::json& metrics)> metrics);
+
+}  // namespace mlbench::bench::vision

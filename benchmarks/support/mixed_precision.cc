@@ -1,0 +1,74 @@
+#include "benchmarks/support/mixed_precision.h"
+
+#include <fstream>
+
+#include "core/benchmark_run.h"
+
+namespace mlbench::bench {
+
+namespace {
+
+bool cpu_has_flag(const std::string& flag) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) == 0) return line.find(" " + flag) != std::string::npos;
+  }
+  return false;
+}
+
+// Unscales gradients in place; true when one of them is inf or NaN. One
+// device-to-host read per step, as torch.cuda.amp.GradScaler.step does.
+bool unscale_and_check(const std::vector<torch::Tensor>& params, double scale) {
+  std::vector<torch::Tensor> bad;
+  for (const auto& p : params) {
+    auto g = p.grad();
+    if (!g.defined()) continue;
+    g.mul_(1.0 / scale);
+    bad.push_back(g.isfinite().logical_not().any());
+  }
+  if (bad.empty()) return false;
+  return torch::stack(bad).any().item<bool>();
+}
+
+}  // namespace
+
+const char* precision_name(bool mixed, bool cuda) {
+  if (!mixed) return kPrecisionFp32;
+  return cuda ? kPrecisionFp16Autocast : kPrecisionBf16Autocast;
+}
+
+void add_precision_flag(core::BenchCli& cli, const ProgramVariant& variant, bool& mixed) {
+  mixed = variant.mixed_precision;
+  if (variant.mixed_precision) return;
+  cli.add_flag("--half", mixed, "Mixed precision: CUDA fp16 autocast + loss scaling, CPU bfloat16 autocast");
+}
+
+MixedPrecision::MixedPrecision(bool enabled, const torch::Device& device) : enabled_(enabled), cuda_(device.is_cuda()) {
+#if !defined(TORCH_VERSION_MAJOR) || (TORCH_VERSION_MAJOR == 1 && TORCH_VERSION_MINOR < 10)
+  if (enabled_ && !cuda_)
+    throw core::UsageError("this LibTorch has no CPU autocast (bf16 needs >= 1.10); use a CUDA device");
+#endif
+  // Loss scaling only where it is needed: fp16 on CUDA.
+  if (enabled_ && cuda_) scaler_.emplace();
+}
+
+bool MixedPrecision::backward(const torch::Tensor& loss, const std::vector<torch::Tensor>& params) {
+  if (!scaler_) {
+    loss.backward();
+    return true;
+  }
+  (loss * scaler_->scale()).backward();
+  return scaler_->update(unscale_and_check(params, scaler_->scale()));
+}
+
+void MixedPrecision::report(nlohmann::json& metrics) const {
+  metrics["precision"] = name();
+  if (enabled_ && !cuda_) metrics["cpu_native_bf16"] = cpu_has_flag("avx512_bf16") || cpu_has_flag("amx_bf16");
+  if (scaler_) {
+    metrics["loss_scale"] = scaler_->scale();
+    metrics["skipped_steps"] = scaler_->skipped_steps();
+  }
+}
+
+}  // namespace mlbench::bench
