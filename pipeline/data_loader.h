@@ -179,4 +179,20 @@ class DataLoader {
   std::map<long, std::shared_ptr<const std::vector<std::size_t>>> orders_;
 };
 
+// A started loader over items held in memory (shuffled each epoch, every item
+// once, short last batch dropped), as vae, recom and translator run it: one
+// builder thread `prefetch` batches ahead, or none with `prefetch` 0.
+template <class B>
+std::shared_ptr<DataLoader<B>> in_memory_loader(std::size_t items, std::size_t batch_size, int prefetch,
+                                                std::uint64_t seed, typename InMemoryDataset<B>::Make make) {
+  LoaderOptions o;
+  o.batch_size = batch_size;
+  o.prefetch = prefetch;
+  o.workers = prefetch != 0 ? 1 : 0;
+  o.seed = seed;
+  auto loader = std::make_shared<DataLoader<B>>(std::make_shared<InMemoryDataset<B>>(items, std::move(make)), o);
+  loader->start();  // builds ahead from now on, outside the timed loop
+  return loader;
+}
+
 }  // namespace mlbench::pipeline

@@ -138,6 +138,13 @@ TEST(DataLoader, PrefetchMeansBatchesBuiltAheadEverywhere) {
   EXPECT_EQ(ahead.options().prefetch, 3);
 }
 
+TEST(DataLoader, InMemoryLoaderShufflesEveryItemOncePerEpoch) {
+  auto p = in_memory_loader<Indices>(12, 4, 2, 5, identity);
+  EXPECT_EQ(p->builders(), 1);
+  EXPECT_EQ(concat(*p, 3), Sampler(12, true, 5).epoch_indices(0));
+  EXPECT_EQ(in_memory_loader<Indices>(12, 4, 0, 5, identity)->builders(), 0);
+}
+
 TEST(DataLoader, InMemoryReportBlock) {
   EXPECT_EQ(in_memory_report<Indices>(nullptr, "x", 8), (nlohmann::json{{"source", "synthetic"}}));
   DataLoader<Indices> p(dataset(8), in_memory(2, 2, false, 0));
