@@ -10,31 +10,17 @@ namespace mlbench::pipeline {
 
 namespace {
 
+// The flat config split between the loader (sampling, workers, prefetch) and
+// the dataset's per-sample stages (transforms, bad-data policy).
 LoaderOptions loader_options(const LoaderConfig& c) {
-  LoaderOptions o;
-  o.batch_size = static_cast<std::size_t>(c.batch_size);
-  o.workers = c.workers;
-  o.prefetch = c.prefetch;
-  o.drop_last = c.drop_last;
-  o.shuffle = c.shuffle;
-  o.seed = c.seed;
-  o.num_shards = c.num_shards;
-  o.shard_id = c.shard_id;
-  o.max_epochs = c.max_epochs;
-  o.stats = c.stats;
-  o.trace = c.trace;
-  return o;
+  return {.batch_size = static_cast<std::size_t>(c.batch_size), .workers = c.workers, .prefetch = c.prefetch,
+          .drop_last = c.drop_last, .shuffle = c.shuffle, .seed = c.seed, .num_shards = c.num_shards,
+          .shard_id = c.shard_id, .max_epochs = c.max_epochs, .stats = c.stats, .trace = c.trace};
 }
 
 StageConfig stage_config(const LoaderConfig& c) {
-  StageConfig s;
-  s.transform = c.transform;
-  s.seed = c.seed;
-  s.strict = c.strict;
-  s.fetch_only = c.fetch_only;
-  s.prep = c.prep;
-  s.warnings = c.warnings;
-  return s;
+  return {.transform = c.transform, .seed = c.seed, .strict = c.strict, .fetch_only = c.fetch_only,
+          .prep = c.prep, .warnings = c.warnings};
 }
 
 }  // namespace
