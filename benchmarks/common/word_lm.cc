@@ -10,7 +10,7 @@
 #include "benchmarks/common/dataset_path.h"
 #include "benchmarks/common/loss_scaler.h"
 #include "benchmarks/common/seq_models.h"
-#include "benchmarks/common/text_corpus.h"
+#include "pipeline/formats/text_corpus.h"
 #include "benchmarks/common/torch_runtime.h"
 
 namespace mlbench::bench {
@@ -67,10 +67,10 @@ int word_lm_main(int argc, char** argv, bool mixed_precision, const char* source
       train = torch::randint(mo.ntoken, {bptt + 1, o.batch_size}, torch::kInt64);
     } else {
       const auto dir = dataset_path(o, "wikitext2");
-      const auto corpus = read_wikitext(dir);
+      const auto corpus = pipeline::read_wikitext(dir);
       mo.ntoken = corpus.vocab.size();
       if (static_cast<std::int64_t>(corpus.train.size()) < 2 * o.batch_size) {
-        throw DataError(fmt::format("{}: {} tokens, too few for batch size {}", corpus.train_file.string(),
+        throw pipeline::DataError(fmt::format("{}: {} tokens, too few for batch size {}", corpus.train_file.string(),
                                     corpus.train.size(), o.batch_size));
       }
       train = batchify(corpus.train, o.batch_size);

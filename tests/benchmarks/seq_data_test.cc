@@ -9,13 +9,14 @@
 #include <fstream>
 
 #include "benchmarks/common/cartpole.h"
-#include "benchmarks/common/idx_reader.h"
+#include "pipeline/formats/idx.h"
 #include "benchmarks/common/loss_scaler.h"
-#include "benchmarks/common/ratings.h"
-#include "benchmarks/common/text_corpus.h"
+#include "pipeline/formats/ratings.h"
+#include "pipeline/formats/text_corpus.h"
 
 namespace fs = std::filesystem;
-using namespace mlbench::bench;
+using namespace mlbench::bench;     // CartPole, REINFORCE, loss scaling
+using namespace mlbench::pipeline;  // the dataset readers
 
 namespace {
 
