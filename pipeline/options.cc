@@ -3,9 +3,7 @@
 namespace mlbench::pipeline {
 
 void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
-  cli.add_option("--prefetch", o.prefetch, "Batches in flight or ready ahead of the consumer (0: 2 x workers)",
-                 core::ArgKind::Runtime)
-      ->check(CLI::NonNegativeNumber);
+  add_prefetch_flag(cli, o.prefetch, "-1: 2 x workers, at least workers");
   cli.add_option("--cache-size", o.cache_size,
                  "Never-evicting item cache: items (1000), share of the dataset (40%) or bytes (2GiB); 0: off",
                  core::ArgKind::Runtime);
@@ -23,6 +21,15 @@ void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
                "Drop each file from the page cache after reading it: every read comes from storage");
   cli.add_flag("--fetch-only", o.fetch_only,
                "Run the pipeline's fetch stage alone (no decode, augment, or model step): measures fetch rates");
+}
+
+void add_prefetch_flag(core::BenchCli& cli, int& prefetch, const std::string& default_note) {
+  cli.add_option("--prefetch", prefetch,
+                 "Batches built ahead of the consumer, in flight or ready (0: each built on the consumer's thread; " +
+                     default_note + ")",
+                 core::ArgKind::Runtime)
+      ->check(CLI::Range(-1, 1 << 20))
+      ->capture_default_str();
 }
 
 LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineOptions& o) {

@@ -10,7 +10,7 @@
 namespace mlbench::pipeline {
 
 struct PipelineOptions {
-  int prefetch = 0;                 // --prefetch (0: 2 x workers)
+  int prefetch = -1;                // --prefetch (-1: 2 x workers; 0: built on the consumer's thread)
   std::string cache_size = "0";     // --cache-size
   bool strict_data = false;         // --strict-data
   int image_size = 224;             // --image-size
@@ -23,6 +23,11 @@ struct PipelineOptions {
 };
 
 void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& options);
+
+// --prefetch alone, for benchmarks over in-memory datasets (vae, recom,
+// translator); the same meaning as the image loader's (docs/pipeline.md).
+// `default_note` says what the default does.
+void add_prefetch_flag(core::BenchCli& cli, int& prefetch, const std::string& default_note);
 
 // A LoaderConfig from the shared and pipeline flags (train transforms).
 // Throws std::invalid_argument for a bad --cache-size.

@@ -20,6 +20,8 @@ class Sampler {
   // How many indices epoch_indices returns.
   std::size_t shard_size() const;
   std::size_t dataset_size() const { return size_; }
+  bool shuffled() const { return shuffle_; }
+  std::uint64_t seed() const { return seed_; }
 
  private:
   std::size_t size_;

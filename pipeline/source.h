@@ -9,18 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/data_error.h"
 #include "pipeline/item_cache.h"
 
 namespace mlbench::pipeline {
 
 // How a source's bytes are to be read.
 enum class Encoding { Jpeg, RawHwc };
-
-// A user's data problem (missing root, unreadable file): one line naming the path.
-class DataError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // Reads the whole of `file` into `out` with pread; throws DataError naming it.
 // `drop_after_read`: then drops its pages from the page cache (POSIX_FADV_DONTNEED).

@@ -1,7 +1,8 @@
 // The image transforms, with torchvision's semantics (docs/pipeline.md lists
 // the differences): RandomResizedCrop geometry, Resize+CenterCrop geometry,
 // crop-and-resize (OpenCV), horizontal flip and Normalize fused into the
-// collate step that writes a sample's CHW slot in the batch. Pure functions.
+// collate step that writes a sample's CHW slot in the batch. Pure functions,
+// and the one struct that picks among them (TransformConfig).
 #pragma once
 
 #include <array>
@@ -45,5 +46,19 @@ void collate_chw_float(const std::uint8_t* hwc, int width, int height, int chann
                        float* dst);
 // HWC uint8 -> CHW uint8 (normalise later on the device), mirrored when `flip`.
 void collate_chw_uint8(const std::uint8_t* hwc, int width, int height, int channels, bool flip, std::uint8_t* dst);
+
+enum class OutputType { Float32, Uint8 };
+enum class TransformMode { Train, Eval };
+
+// Which transforms a loader applies to every image, and the batch's element type.
+struct TransformConfig {
+  TransformMode mode = TransformMode::Train;
+  int image_size = 224;           // output height = width
+  int resize_size = 256;          // Eval: Resize(resize_size) before CenterCrop(image_size)
+  RandomResizedCropParams crop;   // Train
+  bool flip = true;               // Train: RandomHorizontalFlip(p=0.5)
+  Normalize normalize;            // Float32 output only
+  OutputType output = OutputType::Float32;
+};
 
 }  // namespace mlbench::pipeline

@@ -11,11 +11,12 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "benchmarks/common/prefetch.h"
-#include "benchmarks/common/ratings.h"
 #include "benchmarks/models/seq_models.h"
 #include "benchmarks/support/dataset_path.h"
 #include "benchmarks/support/torch_runtime.h"
+#include "pipeline/formats/ratings.h"
+#include "pipeline/loader_report.h"
+#include "pipeline/options.h"
 #include "source_hash.h"
 
 namespace {
@@ -55,7 +56,7 @@ int main(int argc, char** argv) {
   cli.add_option("--layers", layers, "MLP sizes, comma-separated (first = 2 x MLP embedding)");
   cli.add_option("--negatives", negatives, "Negative items per positive")->check(CLI::Range(0, 1000));
   cli.add_option("--lr", lr, "Adam learning rate")->check(CLI::PositiveNumber);
-  bench::add_prefetch_flag(cli, prefetch);
+  pipeline::add_prefetch_flag(cli, prefetch, "default 2; one background thread");
   if (auto rc = cli.parse(argc, argv)) return *rc;
 
   return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
     std::string source = "synthetic";
     if (!o.synthetic) {
       const auto path = bench::dataset_path(o, "ml20m", "ratings.csv");
-      auto r = bench::read_ratings(path);
+      auto r = pipeline::read_ratings(path);
       mo.num_users = r.num_users;
       mo.num_items = r.num_items;
       users = torch::from_blob(r.users.data(), {static_cast<std::int64_t>(r.users.size())}, torch::kInt32).to(torch::kInt64);
@@ -91,12 +92,11 @@ int main(int argc, char** argv) {
       auto labels = torch::cat({torch::ones({pos.size(0)}), torch::zeros({pos.size(0) * negatives})});
       return std::make_tuple(all_users, all_items, labels);
     };
-    std::shared_ptr<pipeline::BatchPrefetcher<Batch>> batches;
+    std::shared_ptr<pipeline::DataLoader<Batch>> batches;
     if (users.defined()) {
-      batches = std::make_shared<pipeline::BatchPrefetcher<Batch>>(
-          pipeline::Sampler(static_cast<std::size_t>(users.size(0)), true, static_cast<std::uint64_t>(o.seed)),
-          pipeline::PrefetchOptions{.batch_size = static_cast<std::size_t>(positives), .depth = prefetch},
-          [=](const std::vector<std::size_t>& idx) {
+      batches = pipeline::in_memory_loader<Batch>(
+          static_cast<std::size_t>(users.size(0)), static_cast<std::size_t>(positives), prefetch,
+          static_cast<std::uint64_t>(o.seed), [=](const std::vector<std::size_t>& idx) {
             std::vector<std::int64_t> rows(idx.begin(), idx.end());
             auto index = torch::from_blob(rows.data(), {static_cast<std::int64_t>(rows.size())}, torch::kInt64);
             return with_negatives(users.index_select(0, index), items.index_select(0, index));
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     core::Workload work;
     work.items_per_iteration = static_cast<double>(positives * group);
     work.step = [=, device = ctx.device](core::Iteration& it) mutable {
-      auto batch = fixed ? *fixed : it.wait([&] { return batches->next(); });
+      auto batch = fixed ? *fixed : it.wait([&] { return *batches->next(); });
       if (!fixed) {
         batch = it.h2d([&] {
           return std::make_tuple(std::get<0>(batch).to(device, true), std::get<1>(batch).to(device, true),
@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
     const auto params = bench::parameter_count(*model);
     const std::int64_t ratings = users.defined() ? users.size(0) : 0;
     work.finish = [=](nlohmann::json& report) {
-      report["pipeline"] = bench::prefetch_report(batches, source, static_cast<std::size_t>(ratings), prefetch);
+      report["pipeline"] = pipeline::in_memory_report(batches.get(), source, static_cast<std::size_t>(ratings));
       auto& m = report["metrics"];
       m["parameters"] = params;
       m["users"] = mo.num_users;

@@ -9,11 +9,11 @@
 
 #include <filesystem>
 
-#include "benchmarks/common/coco_annotations.h"
 #include "benchmarks/models/ssd_box.h"
 #include "benchmarks/models/vision_models.h"
 #include "benchmarks/support/image_stream.h"
 #include "benchmarks/support/torch_runtime.h"
+#include "pipeline/formats/coco_annotations.h"
 #include "pipeline/transforms.h"
 #include "source_hash.h"
 
@@ -23,7 +23,7 @@ using namespace mlbench;
 namespace v = bench::vision;
 
 // Box targets of one image: its boxes (relative to the crop) encoded.
-v::BoxTargets targets_of(const std::vector<v::RelBox>& boxes, const v::BoxEncoder& encoder) {
+v::BoxTargets targets_of(const std::vector<pipeline::RelBox>& boxes, const v::BoxEncoder& encoder) {
   std::vector<float> ltrb;
   std::vector<std::int64_t> labels;
   for (const auto& b : boxes) {
@@ -43,7 +43,7 @@ v::PipelineSource open_coco(const core::BenchOptions& o, const pipeline::Pipelin
                             std::shared_ptr<const v::BoxEncoder> encoder) {
   const std::filesystem::path ann = annotations.empty() ? root / "annotations" / "instances_train2017.json"
                                                         : std::filesystem::path(annotations);
-  std::shared_ptr<v::CocoImageSource> source;
+  std::shared_ptr<pipeline::CocoImageSource> source;
   if (popts.drop_after_read) {
     throw core::UsageError("--drop-after-read is not supported by the COCO reader of ssd");
   }
@@ -52,7 +52,7 @@ v::PipelineSource open_coco(const core::BenchOptions& o, const pipeline::Pipelin
       throw pipeline::DataError("annotations " + ann.string() + " not found; " +
                                 pipeline::datagen_hint(o, "coco-shapes-small") + " (or pass --data/--annotations)");
     }
-    source = std::make_shared<v::CocoImageSource>(root / "train2017", v::read_coco_annotations(ann));
+    source = std::make_shared<pipeline::CocoImageSource>(root / "train2017", pipeline::read_coco_annotations(ann));
   } catch (const pipeline::DataError& e) {
     throw core::UsageError(e.what());
   }
@@ -65,9 +65,9 @@ v::PipelineSource open_coco(const core::BenchOptions& o, const pipeline::Pipelin
     std::vector<torch::Tensor> offsets, labels;
     const auto* idx = indices.data_ptr<std::int64_t>();
     for (std::int64_t i = 0; i < indices.size(0); ++i) {
-      const v::CocoImage& im = source->annotations().images[static_cast<std::size_t>(idx[i])];
+      const pipeline::CocoImage& im = source->annotations().images[static_cast<std::size_t>(idx[i])];
       const pipeline::CropBox c = pipeline::center_crop_box(im.width, im.height, 300, 300);
-      auto t = targets_of(v::boxes_in_crop(im, c.x, c.y, c.w, c.h), *encoder);
+      auto t = targets_of(pipeline::boxes_in_crop(im, c.x, c.y, c.w, c.h), *encoder);
       offsets.push_back(t.offsets);
       labels.push_back(t.labels);
     }

@@ -9,11 +9,12 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "benchmarks/common/prefetch.h"
-#include "benchmarks/common/text_corpus.h"
 #include "benchmarks/models/seq_models.h"
 #include "benchmarks/support/dataset_path.h"
 #include "benchmarks/support/torch_runtime.h"
+#include "pipeline/formats/text_corpus.h"
+#include "pipeline/loader_report.h"
+#include "pipeline/options.h"
 #include "source_hash.h"
 
 namespace {
@@ -24,8 +25,8 @@ struct Batch {
 };
 
 // Pads sentences i in `pick` into [B, T] tensors: src; tgt_in = <s> + tgt; tgt_out = tgt + </s>.
-Batch collate(const mlbench::bench::ParallelCorpus& c, const std::vector<std::int64_t>& pick, std::int64_t max_len) {
-  using namespace mlbench::bench;
+Batch collate(const mlbench::pipeline::ParallelCorpus& c, const std::vector<std::int64_t>& pick, std::int64_t max_len) {
+  using namespace mlbench::pipeline;  // kPad, kBos, kEos
   const auto b = static_cast<std::int64_t>(pick.size());
   std::int64_t ts = 1, tt = 1;
   for (auto i : pick) {
@@ -68,7 +69,7 @@ int main(int argc, char** argv) {
   std::int64_t hidden = 1024, layers = 0, vocab_size = 32000, max_length = 50;
   double dropout = 0.2, smoothing = 0.1, lr = 2e-3;
   int prefetch = 2;
-  bench::ParallelCorpusOptions co;
+  pipeline::ParallelCorpusOptions co;
   cli.add_option("--hidden-size", hidden, "LSTM width (GNMT: 1024)")->check(CLI::Range(2, 1 << 16));
   cli.add_option("--num-layers", layers, "Encoder and decoder layers; 0 = 4 (GNMT) on CUDA, 2 on CPU")
       ->check(CLI::Range(0, 64));
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
   cli.add_option("--dropout", dropout, "Dropout")->check(CLI::Range(0.0, 0.99));
   cli.add_option("--smoothing", smoothing, "Label smoothing")->check(CLI::Range(0.0, 0.99));
   cli.add_option("--lr", lr, "Adam learning rate")->check(CLI::PositiveNumber);
-  bench::add_prefetch_flag(cli, prefetch);
+  pipeline::add_prefetch_flag(cli, prefetch, "default 2; one background thread");
   cli.add_option("--src-lang", co.source_lang, "Source file suffix");
   cli.add_option("--tgt-lang", co.target_lang, "Target file suffix");
   cli.add_option("--prefix", co.prefix, "File prefix (<prefix>.<lang>)");
@@ -92,13 +93,13 @@ int main(int argc, char** argv) {
     if (mo.num_layers < 2) throw core::UsageError("--num-layers must be at least 2 (or 0 for the default)");
     mo.dropout = dropout;
     co.vocab_size = vocab_size;
-    auto corpus = std::make_shared<bench::ParallelCorpus>();
+    auto corpus = std::make_shared<pipeline::ParallelCorpus>();
     std::string source = "synthetic";
     if (o.synthetic) {
       mo.vocab = vocab_size;
     } else {
       const auto dir = bench::dataset_path(o, "wmt16", co.prefix + "." + co.source_lang);
-      *corpus = bench::read_parallel_corpus(dir, co);
+      *corpus = pipeline::read_parallel_corpus(dir, co);
       mo.vocab = corpus->vocab.size();
       source = (dir / (co.prefix + "." + co.source_lang)).string();
     }
@@ -109,11 +110,10 @@ int main(int argc, char** argv) {
     const auto n_pairs = static_cast<std::int64_t>(corpus->source.size());
     // Every pair once per epoch in a fresh order (the pipeline's Sampler),
     // collated on the pipeline's prefetch thread.
-    std::shared_ptr<pipeline::BatchPrefetcher<Batch>> batches;
+    std::shared_ptr<pipeline::DataLoader<Batch>> batches;
     if (!o.synthetic) {
-      batches = std::make_shared<pipeline::BatchPrefetcher<Batch>>(
-          pipeline::Sampler(static_cast<std::size_t>(n_pairs), true, static_cast<std::uint64_t>(o.seed)),
-          pipeline::PrefetchOptions{.batch_size = static_cast<std::size_t>(bs), .depth = prefetch},
+      batches = pipeline::in_memory_loader<Batch>(
+          static_cast<std::size_t>(n_pairs), static_cast<std::size_t>(bs), prefetch, static_cast<std::uint64_t>(o.seed),
           [=](const std::vector<std::size_t>& idx) {
             return collate(*corpus, std::vector<std::int64_t>(idx.begin(), idx.end()), max_length);
           });
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
     core::Workload work;
     work.items_per_iteration = static_cast<double>(bs);
     work.step = [=, device = ctx.device](core::Iteration& it) mutable {
-      Batch b = fixed ? *fixed : it.wait([&] { return batches->next(); });
+      Batch b = fixed ? *fixed : it.wait([&] { return *batches->next(); });
       if (!fixed) {
         it.h2d([&] {
           b.src = b.src.to(device, true);
@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
       auto loss = it.compute([&] {
         optimizer->zero_grad();
         auto logits = model->forward(b.src, b.src_lengths, b.tgt_in);
-        auto l = bench::label_smoothed_loss(logits, b.tgt_out, smoothing, bench::kPad);
+        auto l = bench::label_smoothed_loss(logits, b.tgt_out, smoothing, pipeline::kPad);
         l.backward();
         optimizer->step();
         return l;
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
     };
     const auto params = bench::parameter_count(*model);
     work.finish = [=](nlohmann::json& report) {
-      report["pipeline"] = bench::prefetch_report(batches, source, static_cast<std::size_t>(n_pairs), prefetch);
+      report["pipeline"] = pipeline::in_memory_report(batches.get(), source, static_cast<std::size_t>(n_pairs));
       if (batches) {
         report["pipeline"]["skipped_empty_pairs"] = corpus->skipped_empty;
         report["pipeline"]["unknown_tokens"] = corpus->unknown_tokens;

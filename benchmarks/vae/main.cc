@@ -7,11 +7,12 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "benchmarks/common/idx_reader.h"
-#include "benchmarks/common/prefetch.h"
 #include "benchmarks/models/seq_models.h"
 #include "benchmarks/support/dataset_path.h"
 #include "benchmarks/support/torch_runtime.h"
+#include "pipeline/formats/idx.h"
+#include "pipeline/loader_report.h"
+#include "pipeline/options.h"
 #include "source_hash.h"
 
 int main(int argc, char** argv) {
@@ -21,7 +22,7 @@ int main(int argc, char** argv) {
   double lr = 1e-3;
   int prefetch = 2;
   cli.add_option("--lr", lr, "Adam learning rate")->check(CLI::PositiveNumber);
-  bench::add_prefetch_flag(cli, prefetch);
+  pipeline::add_prefetch_flag(cli, prefetch, "default 2; one background thread");
   if (auto rc = cli.parse(argc, argv)) return *rc;
 
   return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
@@ -31,7 +32,7 @@ int main(int argc, char** argv) {
     std::string source = "synthetic";
     if (!o.synthetic) {
       const auto dir = bench::dataset_path(o, "mnist");
-      const auto set = bench::read_mnist(dir, "train");
+      const auto set = pipeline::read_mnist(dir, "train");
       if (set.rows * set.cols != 784) {
         throw std::runtime_error(fmt::format("{}: images are {}x{}, the VAE needs 28x28", dir.string(), set.rows, set.cols));
       }
@@ -45,11 +46,10 @@ int main(int argc, char** argv) {
     // shuffle=True) and prefetch: batches are gathered and converted to float
     // on a background thread, --prefetch ahead.
     const std::int64_t n = images.defined() ? images.size(0) : 0;
-    std::shared_ptr<pipeline::BatchPrefetcher<torch::Tensor>> batches;
+    std::shared_ptr<pipeline::DataLoader<torch::Tensor>> batches;
     if (!o.synthetic) {
-      batches = std::make_shared<pipeline::BatchPrefetcher<torch::Tensor>>(
-          pipeline::Sampler(static_cast<std::size_t>(n), true, static_cast<std::uint64_t>(o.seed)),
-          pipeline::PrefetchOptions{.batch_size = static_cast<std::size_t>(bs), .depth = prefetch},
+      batches = pipeline::in_memory_loader<torch::Tensor>(
+          static_cast<std::size_t>(n), static_cast<std::size_t>(bs), prefetch, static_cast<std::uint64_t>(o.seed),
           [images](const std::vector<std::size_t>& idx) {
             std::vector<std::int64_t> rows(idx.begin(), idx.end());
             auto index = torch::from_blob(rows.data(), {static_cast<std::int64_t>(rows.size())}, torch::kInt64);
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     core::Workload work;
     work.items_per_iteration = static_cast<double>(bs);
     work.step = [=, device = ctx.device](core::Iteration& it) mutable {
-      torch::Tensor x = fixed ? *fixed : it.wait([&] { return batches->next(); });
+      torch::Tensor x = fixed ? *fixed : it.wait([&] { return *batches->next(); });
       if (!fixed) x = it.h2d([&] { return x.to(device, true); });
       auto loss = it.compute([&] {
         optimizer->zero_grad();
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
     };
     const auto params = bench::parameter_count(*model);
     work.finish = [=](nlohmann::json& report) {
-      report["pipeline"] = bench::prefetch_report(batches, source, static_cast<std::size_t>(n), prefetch);
+      report["pipeline"] = pipeline::in_memory_report(batches.get(), source, static_cast<std::size_t>(n));
       report["metrics"]["parameters"] = params;
     };
     return work;

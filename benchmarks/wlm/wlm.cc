@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "benchmarks/common/text_corpus.h"
 #include "benchmarks/models/seq_models.h"
 #include "benchmarks/support/dataset_path.h"
 #include "benchmarks/support/torch_runtime.h"
+#include "pipeline/formats/text_corpus.h"
 
 namespace mlbench::bench {
 
@@ -47,10 +47,10 @@ int wlm_main(int argc, char** argv, const ProgramVariant& variant) {
       train = torch::randint(mo.ntoken, {bptt + 1, o.batch_size}, torch::kInt64);
     } else {
       const auto dir = dataset_path(o, "wikitext2");
-      const auto corpus = read_wikitext(dir);
+      const auto corpus = pipeline::read_wikitext(dir);
       mo.ntoken = corpus.vocab.size();
       if (static_cast<std::int64_t>(corpus.train.size()) < 2 * o.batch_size) {
-        throw DataError(fmt::format("{}: {} tokens, too few for batch size {}", corpus.train_file.string(),
+        throw pipeline::DataError(fmt::format("{}: {} tokens, too few for batch size {}", corpus.train_file.string(),
                                     corpus.train.size(), o.batch_size));
       }
       train = batchify(corpus.train, o.batch_size);

@@ -9,32 +9,24 @@
 #include <filesystem>
 #include <fstream>
 
-#include "benchmarks/common/idx_reader.h"
-#include "benchmarks/common/ratings.h"
-#include "benchmarks/common/text_corpus.h"
+#include "pipeline/formats/idx.h"
+#include "pipeline/formats/ratings.h"
+#include "pipeline/formats/text_corpus.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using namespace mlbench::bench;
+using namespace mlbench::pipeline;  // the dataset readers
 
 namespace {
 
-class TempDir {
+// The shared scratch directory (tests/support/temp_dir.h), plus a file writer.
+class TempDir : public mlbench::testing_support::TempDir {
  public:
-  TempDir() {
-    path_ = fs::temp_directory_path() / ("mlbench_seq_data_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
+  TempDir() : mlbench::testing_support::TempDir("seq_data") {}
   fs::path write(const std::string& name, const std::string& content) const {
-    std::ofstream(path_ / name, std::ios::binary) << content;
-    return path_ / name;
+    std::ofstream(path() / name, std::ios::binary) << content;
+    return path() / name;
   }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
 };
 
 std::string idx_bytes(std::uint8_t type, std::vector<std::uint32_t> dims, std::size_t data_bytes) {

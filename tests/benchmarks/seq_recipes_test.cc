@@ -9,9 +9,9 @@
 #include <map>
 #include <sstream>
 
-#include "benchmarks/common/idx_reader.h"
-#include "benchmarks/common/ratings.h"
-#include "benchmarks/common/text_corpus.h"
+#include "pipeline/formats/idx.h"
+#include "pipeline/formats/ratings.h"
+#include "pipeline/formats/text_corpus.h"
 #include "datasets/recipe.h"
 
 namespace fs = std::filesystem;
@@ -55,10 +55,10 @@ class Recipes : public ::testing::Test {
 
 TEST_F(Recipes, MnistIsReadableIdxWithAllDigits) {
   const auto dir = make("mnist", 1);
-  const auto train = bench::read_mnist(dir, "train");
+  const auto train = pipeline::read_mnist(dir, "train");
   EXPECT_EQ(train.count, 256);
   EXPECT_EQ(train.rows, 28);
-  const auto test = bench::read_mnist(dir, "t10k");
+  const auto test = pipeline::read_mnist(dir, "t10k");
   EXPECT_EQ(test.count, 64);
   std::vector<int> per_digit(10);
   for (auto l : train.labels) ++per_digit.at(l);
@@ -74,7 +74,7 @@ TEST_F(Recipes, MnistIsReadableIdxWithAllDigits) {
 
 TEST_F(Recipes, Wikitext2IsZipfianInWikitextLayout) {
   const auto dir = make("wikitext2", 2);
-  const auto c = bench::read_wikitext(dir);
+  const auto c = pipeline::read_wikitext(dir);
   EXPECT_GT(c.train.size(), 20000u);
   EXPECT_FALSE(c.valid.empty());
   EXPECT_FALSE(c.test.empty());
@@ -91,7 +91,7 @@ TEST_F(Recipes, Wikitext2IsZipfianInWikitextLayout) {
 
 TEST_F(Recipes, Ml20mRatingsHavePowerLawPopularity) {
   const auto dir = make("ml20m", 4);
-  const auto r = bench::read_ratings(dir);
+  const auto r = pipeline::read_ratings(dir);
   EXPECT_EQ(r.num_users, 100);
   EXPECT_LE(r.num_items, 200);
   EXPECT_GE(r.users.size(), 100u * 20);
@@ -106,10 +106,10 @@ TEST_F(Recipes, Ml20mRatingsHavePowerLawPopularity) {
 
 TEST_F(Recipes, Wmt16IsAParallelCorpus) {
   const auto dir = make("wmt16", 5);
-  bench::ParallelCorpusOptions o;
-  const auto c = bench::read_parallel_corpus(dir, o);
+  pipeline::ParallelCorpusOptions o;
+  const auto c = pipeline::read_parallel_corpus(dir, o);
   EXPECT_EQ(c.source.size(), 500u);
   EXPECT_EQ(c.skipped_empty, 0);
   o.prefix = "newstest2014";
-  EXPECT_EQ(bench::read_parallel_corpus(dir, o).source.size(), 100u);
+  EXPECT_EQ(pipeline::read_parallel_corpus(dir, o).source.size(), 100u);
 }

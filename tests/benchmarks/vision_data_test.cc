@@ -10,12 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "benchmarks/common/coco_annotations.h"
+#include "pipeline/formats/coco_annotations.h"
 #include "datasets/recipe.h"
 #include "datasets/vision_sets.h"
 #include "pipeline/source.h"
 
-namespace v = mlbench::bench::vision;
+namespace v = mlbench::pipeline;  // the COCO reader
 namespace ds = mlbench::datasets;
 namespace fs = std::filesystem;
 

@@ -1,11 +1,11 @@
-#include "idx_reader.h"
+#include "pipeline/formats/idx.h"
 
 #include <fstream>
 #include <iterator>
 
 #include <fmt/format.h>
 
-namespace mlbench::bench {
+namespace mlbench::pipeline {
 
 IdxArray parse_idx(const std::vector<std::uint8_t>& bytes, const std::string& name) {
   if (bytes.size() < 4) throw DataError(fmt::format("{}: not an IDX file (only {} bytes)", name, bytes.size()));
@@ -84,4 +84,4 @@ MnistSet read_mnist(const std::filesystem::path& dir, const std::string& split) 
   return set;
 }
 
-}  // namespace mlbench::bench
+}  // namespace mlbench::pipeline

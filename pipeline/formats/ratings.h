@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "data_error.h"
+#include "pipeline/data_error.h"
 
-namespace mlbench::bench {
+namespace mlbench::pipeline {
 
 struct Ratings {
   std::vector<std::int32_t> users;  // dense user index per rating
@@ -29,4 +29,4 @@ Ratings parse_ratings_csv(std::string_view text, const std::string& name);
 // Reads <path> (a ratings.csv file, or a directory holding one).
 Ratings read_ratings(const std::filesystem::path& path);
 
-}  // namespace mlbench::bench
+}  // namespace mlbench::pipeline

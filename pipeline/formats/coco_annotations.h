@@ -14,7 +14,7 @@
 
 #include "pipeline/source.h"
 
-namespace mlbench::bench::vision {
+namespace mlbench::pipeline {
 
 struct CocoBox {
   double x = 0, y = 0, w = 0, h = 0;  // pixels, top-left corner and size (COCO's bbox)
@@ -34,10 +34,10 @@ struct CocoAnnotations {
   long annotations = 0;                   // boxes kept
 };
 
-// Parses a COCO-style document. Throws pipeline::DataError naming `where` and
+// Parses a COCO-style document. Throws DataError naming `where` and
 // the first problem (missing field, bbox not 4 numbers, unknown image or category id).
 CocoAnnotations parse_coco_annotations(const nlohmann::json& doc, const std::string& where);
-// Reads and parses the file; throws pipeline::DataError for a missing or malformed file.
+// Reads and parses the file; throws DataError for a missing or malformed file.
 CocoAnnotations read_coco_annotations(const std::filesystem::path& file);
 
 // A box relative to a crop, corners in [0, 1].
@@ -54,15 +54,15 @@ std::vector<RelBox> boxes_in_crop(const CocoImage& image, int crop_x, int crop_y
 // The images of an annotation file as a pipeline source: JPEG bytes read with
 // pread from `image_dir`/file_name. label(i) is the image's index i, so the
 // consumer finds the image's boxes in annotations().images[i].
-class CocoImageSource : public pipeline::ItemSource {
+class CocoImageSource : public ItemSource {
  public:
-  // Throws pipeline::DataError when the folder or an image listed is missing
+  // Throws DataError when the folder or an image listed is missing
   // (checked up front, naming the first missing file).
   CocoImageSource(std::filesystem::path image_dir, CocoAnnotations annotations);
   std::size_t size() const override { return annotations_.images.size(); }
   std::int64_t label(std::size_t index) const override { return static_cast<std::int64_t>(index); }
-  void fetch(std::size_t index, pipeline::Bytes& out) const override;
-  pipeline::Encoding encoding() const override { return pipeline::Encoding::Jpeg; }
+  void fetch(std::size_t index, Bytes& out) const override;
+  Encoding encoding() const override { return Encoding::Jpeg; }
   std::string describe(std::size_t index) const override;
   const CocoAnnotations& annotations() const { return annotations_; }
 
@@ -71,4 +71,4 @@ class CocoImageSource : public pipeline::ItemSource {
   CocoAnnotations annotations_;
 };
 
-}  // namespace mlbench::bench::vision
+}  // namespace mlbench::pipeline

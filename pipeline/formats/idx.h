@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "data_error.h"
+#include "pipeline/data_error.h"
 
-namespace mlbench::bench {
+namespace mlbench::pipeline {
 
 struct IdxArray {
   std::vector<std::uint32_t> dims;
@@ -37,4 +37,4 @@ struct MnistSet {
 // Checks that images and labels agree in count.
 MnistSet read_mnist(const std::filesystem::path& dir, const std::string& split = "train");
 
-}  // namespace mlbench::bench
+}  // namespace mlbench::pipeline

@@ -1,4 +1,4 @@
-#include "benchmarks/common/coco_annotations.h"
+#include "pipeline/formats/coco_annotations.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,10 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace mlbench::bench::vision {
+namespace mlbench::pipeline {
 
 namespace fs = std::filesystem;
-using pipeline::DataError;
 
 namespace {
 
@@ -120,8 +119,8 @@ std::string CocoImageSource::describe(std::size_t index) const {
   return (dir_ / annotations_.images[index].file_name).string();
 }
 
-void CocoImageSource::fetch(std::size_t index, pipeline::Bytes& out) const {
-  pipeline::read_file(dir_ / annotations_.images[index].file_name, out);
+void CocoImageSource::fetch(std::size_t index, Bytes& out) const {
+  read_file(dir_ / annotations_.images[index].file_name, out);
 }
 
-}  // namespace mlbench::bench::vision
+}  // namespace mlbench::pipeline

@@ -1,4 +1,4 @@
-#include "text_corpus.h"
+#include "pipeline/formats/text_corpus.h"
 
 #include <algorithm>
 #include <fstream>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace mlbench::bench {
+namespace mlbench::pipeline {
 
 std::int32_t Vocabulary::add(std::string_view word) {
   auto it = ids_.find(std::string(word));
@@ -168,4 +168,4 @@ ParallelCorpus read_parallel_corpus(const std::filesystem::path& dir, const Para
   return corpus;
 }
 
-}  // namespace mlbench::bench
+}  // namespace mlbench::pipeline

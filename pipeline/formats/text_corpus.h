@@ -12,9 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "data_error.h"
+#include "pipeline/data_error.h"
 
-namespace mlbench::bench {
+namespace mlbench::pipeline {
 
 class Vocabulary {
  public:
@@ -79,4 +79,4 @@ ParallelCorpus read_parallel_corpus(const std::filesystem::path& dir, const Para
 ParallelCorpus build_parallel_corpus(const std::vector<std::string>& source_lines,
                                      const std::vector<std::string>& target_lines, std::int64_t vocab_size);
 
-}  // namespace mlbench::bench
+}  // namespace mlbench::pipeline

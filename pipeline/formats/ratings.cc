@@ -1,4 +1,4 @@
-#include "ratings.h"
+#include "pipeline/formats/ratings.h"
 
 #include <charconv>
 #include <fstream>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-namespace mlbench::bench {
+namespace mlbench::pipeline {
 
 namespace {
 
@@ -80,4 +80,4 @@ Ratings read_ratings(const std::filesystem::path& path) {
   return r;
 }
 
-}  // namespace mlbench::bench
+}  // namespace mlbench::pipeline

@@ -1,0 +1,54 @@
+#include "pipeline/loader_report.h"
+
+#include <cstdint>
+#include <memory>
+
+#include "pipeline/loader.h"
+
+namespace mlbench::pipeline {
+
+nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineStats& stats,
+                                   const ImageLoaderFacts& facts) {
+  nlohmann::json j = stats.to_json();
+  std::string source = "synthetic";
+  if (facts.source) source = facts.source->encoding() == Encoding::Jpeg ? "image-folder" : "decoded";
+  j["source"] = source;
+  const auto* folder = dynamic_cast<const ImageFolderReader*>(facts.source);
+  if (folder) {
+    j["root"] = folder->root().string();
+    j["classes"] = folder->classes().size();
+    j["dataset_bytes"] = folder->total_bytes();
+  }
+  j["items_per_epoch"] = facts.items_per_epoch;
+  j["batches_per_epoch"] = facts.batches_per_epoch;
+  j["batch_size"] = config.batch_size;
+  j["workers"] = config.workers;
+  j["prefetch"] = facts.prefetch;
+  j["image_size"] = config.transform.image_size;
+  j["transform"] = config.transform.mode == TransformMode::Train ? "train" : "eval";
+  j["output"] = config.transform.output == OutputType::Float32 ? "float32" : "uint8";
+  j["strict_data"] = config.strict;
+  j["fetch_only"] = config.fetch_only;
+  j["custom_prep"] = static_cast<bool>(config.prep);
+  if (folder) j["drop_after_read"] = folder->drop_after_read();
+  if (const ItemCache* cache = facts.cache) {
+    auto limit = [](std::uint64_t v) { return v == UINT64_MAX ? nlohmann::json() : nlohmann::json(v); };
+    j["cache"] = {{"capacity_items", limit(cache->max_items())},
+                  {"capacity_bytes", limit(cache->max_bytes())},
+                  {"items", cache->items()},
+                  {"bytes", cache->bytes()},
+                  {"hits", cache->hits()},
+                  {"misses", cache->misses()}};
+  } else {
+    j["cache"] = nullptr;
+  }
+  return j;
+}
+
+nlohmann::json in_memory_report(const std::string& dataset, std::size_t items, int prefetch, long batches, long epochs,
+                                double make_s) {
+  return {{"source", "in-memory"}, {"dataset", dataset}, {"items", items},      {"prefetch", prefetch},
+          {"batches", batches},    {"epochs", epochs},   {"make_s", make_s}};
+}
+
+}  // namespace mlbench::pipeline
