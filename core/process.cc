@@ -3,6 +3,7 @@
 
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <optional>
+#include <system_error>
 #include <thread>
 
 #include <boost/process.hpp>
@@ -61,6 +65,14 @@ pid_t spawn(const ProcessSpec& spec, Io&&... io) {
   CPU_ZERO(&mask);
   for (int c : spec.cpus) CPU_SET(c, &mask);
   const pid_t parent = ::getpid();
+  // Set by the child when child_setup fails: Boost.Process passes the child's error
+  // code back reliably but not always its message (it came back empty in a CI run),
+  // so the parent names the failed step itself.
+  void* shared = ::mmap(nullptr, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) throw ProcessError(std::string("cannot map a flag for the child: ") + std::strerror(errno));
+  std::unique_ptr<void, void (*)(void*)> unmap(shared, [](void* p) { ::munmap(p, sizeof(int)); });
+  volatile int* setup_failed = static_cast<volatile int*>(shared);
+  *setup_failed = 0;
   // Runs in the child between fork and exec: async-signal-safe calls only.
   auto setup = [&](auto& exec) {
     ::setpgid(0, 0);
@@ -73,6 +85,7 @@ pid_t spawn(const ProcessSpec& spec, Io&&... io) {
     ::signal(SIGCHLD, SIG_DFL);
     if (spec.child_setup) {
       if (const int err = spec.child_setup(); err != 0) {
+        *setup_failed = 1;
         exec.set_error(std::error_code(err, std::system_category()), spec.child_setup_what);
         return;
       }
@@ -81,9 +94,16 @@ pid_t spawn(const ProcessSpec& spec, Io&&... io) {
       exec.set_error(std::error_code(errno, std::system_category()), "cannot set CPU affinity");
     }
   };
-  bp::child child(bp::exe = spec.executable, bp::args = spec.args, child_environment(spec.env),
-                  bp::start_dir = spec.working_dir.empty() ? std::string(".") : spec.working_dir, bp::std_in < bp::null,
-                  std::forward<Io>(io)..., bp::extend::on_exec_setup = setup);
+  std::optional<bp::child> started;
+  try {
+    started.emplace(bp::exe = spec.executable, bp::args = spec.args, child_environment(spec.env),
+                    bp::start_dir = spec.working_dir.empty() ? std::string(".") : spec.working_dir,
+                    bp::std_in < bp::null, std::forward<Io>(io)..., bp::extend::on_exec_setup = setup);
+  } catch (const std::system_error& e) {
+    if (*setup_failed != 0) throw ProcessError(spec.child_setup_what + ": " + e.code().message());
+    throw;
+  }
+  bp::child& child = *started;
   const pid_t pid = child.id();
   // Also from the parent, so a signal sent right after the start reaches the group.
   ::setpgid(pid, pid);
