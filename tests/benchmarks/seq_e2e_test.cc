@@ -3,16 +3,17 @@
 // loss; a missing dataset names the mlbench-datagen command; a malformed input
 // file ends the run with a .FAIL. report naming the file and line.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 
 #include <nlohmann/json.hpp>
 
 #include "tests/support/bench_run.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -23,13 +24,11 @@ using RunResult = mlbench::testing_support::BenchRun;
 class SeqBenchE2E : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("mlbench_seq_e2e_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
+    tmp_ = mlbench::testing_support::temp_dir_for_current_test("seq_e2e");
+    root_ = tmp_->path();
   }
   void TearDown() override {
-    if (!HasFailure()) fs::remove_all(root_);
+    if (HasFailure()) tmp_->keep();  // left for inspection
   }
 
   RunResult run(const std::string& bench, const std::string& args) {
@@ -91,6 +90,7 @@ class SeqBenchE2E : public ::testing::Test {
     return s;
   }
 
+  std::unique_ptr<mlbench::testing_support::TempDir> tmp_;
   fs::path root_;
   int runs_ = 0;
 };

@@ -7,12 +7,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "pipeline/formats/idx.h"
 #include "pipeline/formats/ratings.h"
 #include "pipeline/formats/text_corpus.h"
 #include "datasets/recipe.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace mlbench;
@@ -22,10 +24,9 @@ namespace {
 class Recipes : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("mlbench_seq_recipes_" + std::to_string(::getpid()));
-    fs::remove_all(root_);
+    tmp_ = std::make_unique<mlbench::testing_support::TempDir>("seq_recipes");
+    root_ = tmp_->path();
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   fs::path make(const std::string& recipe, std::uint64_t seed, const std::string& tag = "") {
     const auto* r = datasets::find_recipe(recipe);
@@ -48,6 +49,7 @@ class Recipes : public ::testing::Test {
     return ss.str();
   }
 
+  std::unique_ptr<mlbench::testing_support::TempDir> tmp_;
   fs::path root_;
 };
 

@@ -4,17 +4,18 @@
 // missing dataset is one line naming the mlbench-datagen command (exit 2).
 // The tiny datasets are generated once per test program by mlbench-datagen.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "tests/support/bench_run.h"
 #include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -22,8 +23,9 @@ namespace {
 
 using RunResult = mlbench::testing_support::BenchRun;
 
+// The generated datasets, shared by the suite's tests (made once, removed after).
 fs::path data_root() {
-  static const fs::path root = fs::temp_directory_path() / ("mlbench_vision_e2e_data_" + std::to_string(::getpid()));
+  static const fs::path root = mlbench::testing_support::scratch_dir("vision_e2e_data");
   return root;
 }
 
@@ -39,13 +41,11 @@ class VisionE2E : public ::testing::Test {
   static void TearDownTestSuite() { fs::remove_all(data_root()); }
 
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("mlbench_vision_e2e_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    tmp_ = mlbench::testing_support::temp_dir_for_current_test("vision_e2e");
+    dir_ = tmp_->path();
   }
   void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
+    if (HasFailure()) tmp_->keep();  // left for inspection
   }
 
   RunResult run(const std::string& bench, const std::string& args) {
@@ -91,6 +91,8 @@ class VisionE2E : public ::testing::Test {
     EXPECT_GT(j["stall"]["wait"]["avg"].get<double>(), 0.0) << j["stall"].dump();
   }
 
+  std::unique_ptr<mlbench::testing_support::TempDir> tmp_;
+  std::unique_ptr<mlbench::testing_support::TempDir> tmp_;
   fs::path dir_;
 };
 

@@ -1,7 +1,5 @@
 #include "core/atomic_file.h"
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -12,16 +10,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/temp_dir.h"
+
 namespace mlbench::core {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path temp_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("mlbench_atomic_file_test_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  return dir;
-}
 
 std::string read_all(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -35,7 +29,8 @@ int count_entries(const fs::path& dir) {
 }
 
 TEST(WriteAtomic, WritesWholeFileCreatesDirectoryAndLeavesNoTemporary) {
-  const fs::path dir = temp_dir("atomic");
+  const testing_support::TempDir tmp("atomic_file_atomic");
+  const fs::path dir = tmp.path();
   const fs::path file = dir / "sub" / "r.json";
   write_json_atomic(file, nlohmann::json{{"a", 1}});
   std::ifstream in(file);
@@ -48,12 +43,11 @@ TEST(WriteAtomic, WritesWholeFileCreatesDirectoryAndLeavesNoTemporary) {
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir / "sub")) ++entries;
   EXPECT_EQ(entries, 1);
   EXPECT_EQ(fs::status(file).permissions() & fs::perms::others_read, fs::perms::others_read);
-  fs::remove_all(dir);
 }
 
 TEST(WriteAtomic, FailureNamesThePathAndKeepsTheOldFile) {
-  const fs::path dir = temp_dir("fail");
-  fs::create_directories(dir);
+  const testing_support::TempDir tmp("atomic_file_fail");
+  const fs::path dir = tmp.path();
   const fs::path file = dir / "r.json";
   write_file_atomic(file, "old");
   // A directory where the target's parent should be: cannot create.
@@ -67,11 +61,11 @@ TEST(WriteAtomic, FailureNamesThePathAndKeepsTheOldFile) {
   std::ifstream in(file);
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(content, "old");
-  fs::remove_all(dir);
 }
 
 TEST(WriteAtomic, BytesInPiecesWithoutFsync) {
-  const fs::path dir = temp_dir("pieces");
+  const testing_support::TempDir tmp("atomic_file_pieces");
+  const fs::path dir = tmp.path();
   const fs::path file = dir / "data.bin";
   const std::vector<std::uint8_t> bytes{0, 1, 2, 255};
   {
@@ -85,11 +79,11 @@ TEST(WriteAtomic, BytesInPiecesWithoutFsync) {
   write_file_atomic(dir / "v.bin", bytes, Durability::kNoFsync);
   EXPECT_EQ(read_all(dir / "v.bin"), std::string("\0\x01\x02\xff", 4));
   EXPECT_EQ(count_entries(dir), 2);
-  fs::remove_all(dir);
 }
 
 TEST(WriteAtomic, AbandonedFileLeavesNothingAndKeepsTheOld) {
-  const fs::path dir = temp_dir("abandon");
+  const testing_support::TempDir tmp("atomic_file_abandon");
+  const fs::path dir = tmp.path();
   const fs::path file = dir / "r.txt";
   write_file_atomic(file, "old");
   {
@@ -98,7 +92,6 @@ TEST(WriteAtomic, AbandonedFileLeavesNothingAndKeepsTheOld) {
   }  // no commit: an exception unwound past it, say
   EXPECT_EQ(read_all(file), "old");
   EXPECT_EQ(count_entries(dir), 1);
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/temp_dir.h"
+
 namespace mlbench::core {
 namespace {
 
@@ -12,12 +14,8 @@ namespace fs = std::filesystem;
 
 class BenchmarkRunTest : public testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("mlbench_run_test_" + std::to_string(getpid()) + "_" +
-                                        testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  // dir_: the report directory, not made yet (the benchmark makes it).
+  void SetUp() override { dir_ = tmp_.path() / "reports"; }
 
   int run(const std::function<Workload()>& setup, std::vector<std::string> extra = {}) {
     std::vector<std::string> args{"fake", "--repeat", "3", "--number", "2", "--report", dir_.string()};
@@ -48,6 +46,7 @@ class BenchmarkRunTest : public testing::Test {
     return nlohmann::json::parse(in);
   }
 
+  testing_support::TempDir tmp_{"benchmark_run"};
   fs::path dir_;
   std::unique_ptr<BenchCli> cli_;
   std::string stdout_, stderr_;
@@ -115,7 +114,6 @@ TEST_F(BenchmarkRunTest, UsageErrorExitsTwoWithoutReport) {
 }
 
 TEST_F(BenchmarkRunTest, UnwritableReportDirectoryIsAnError) {
-  fs::create_directories(dir_.parent_path());
   std::ofstream(dir_) << "a file, not a directory";
   const int rc = run([] {
     Workload w;

@@ -1,6 +1,5 @@
 #include "core/sysinfo.h"
 
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -9,6 +8,8 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "tests/support/temp_dir.h"
 
 namespace mlbench::core {
 namespace {
@@ -59,10 +60,9 @@ TEST(CgroupMode, MatchesWhatTheMachineHasMounted) {
 
 TEST(CgroupMode, NoneWhereNoCgroupIsMounted) {
   EXPECT_EQ(cgroup_mode("/nonexistent/mlbench/cgroup"), CgroupMode::None);
-  const auto dir = std::filesystem::temp_directory_path() / ("mlbench_sysinfo_test_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir / "cpuset");  // a plain folder, not a cgroup mount
-  EXPECT_EQ(cgroup_mode(dir.string()), CgroupMode::None);
-  std::filesystem::remove_all(dir);
+  const testing_support::TempDir dir("sysinfo");
+  std::filesystem::create_directories(dir.path() / "cpuset");  // a plain folder, not a cgroup mount
+  EXPECT_EQ(cgroup_mode(dir.path().string()), CgroupMode::None);
 }
 
 TEST(CpuList, FormatsRanges) {

@@ -1,7 +1,6 @@
 // Tests of the recipe registry, dataset names, ensure/marker logic and fake-imagenet.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -15,9 +14,11 @@
 #include "datasets/fake_imagenet.h"
 #include "datasets/recipe.h"
 #include "pipeline/jpeg_decoder.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace mlbench::datasets;
+using mlbench::testing_support::TempDir;
 
 TEST(Recipes, NamesResolveWithSizeSuffix) {
   auto n = parse_dataset_name("fake-imagenet-small", all_recipes());
@@ -50,9 +51,9 @@ TEST(Recipes, EveryRecipeRefusesAnUnknownSize) {
     RecipeOptions o;
     o.size = "huge";
     o.show_progress = false;
-    o.out = fs::temp_directory_path() / ("mlbench_datasets_badsize_" + std::to_string(::getpid()));
+    const TempDir tmp("datasets_badsize");
+    o.out = tmp.path() / r.name;
     EXPECT_THROW(r.generate(o), std::invalid_argument) << r.name;
-    fs::remove_all(o.out);
   }
 }
 
@@ -107,8 +108,8 @@ TEST(ParallelFor, FirstExceptionIsRethrownAndTheRestIsSkipped) {
 }
 
 TEST(Recipes, EnsureGeneratesOnceAndIsDeterministic) {
-  const fs::path root = fs::temp_directory_path() / ("mlbench_datasets_test_" + std::to_string(::getpid()));
-  fs::remove_all(root);
+  const TempDir tmp("datasets_ensure");
+  const fs::path root = tmp.path();
   RecipeOptions o;
   o.size = "tiny";
   o.show_progress = false;
@@ -125,7 +126,6 @@ TEST(Recipes, EnsureGeneratesOnceAndIsDeterministic) {
   fs::create_directories(root / "c");
   std::ofstream(root / "c" / "mine.txt") << "x";
   EXPECT_THROW(ensure_dataset(r, root / "c", o), std::runtime_error);
-  fs::remove_all(root);
 }
 
 TEST(FakeImagenet, PhotoLikeJpegsHaveImagenetSizes) {

@@ -18,9 +18,11 @@
 #include "pipeline/sampler.h"
 #include "pipeline/source.h"
 #include "pipeline/transforms.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace mlbench::pipeline;
+using mlbench::testing_support::TempDir;
 
 TEST(Sampler, SequentialIsIdentity) {
   Sampler s(5, false, 1);
@@ -430,9 +432,7 @@ TEST(JpegDecoder, EndOfImageMarker) {
 namespace {
 
 // root/<class>/<i>.jpg with `per_class` small photo-like JPEGs per class.
-fs::path make_folder(const std::string& name, int classes, int per_class) {
-  const fs::path root = fs::temp_directory_path() / ("mlbench_pipeline_test_" + name + std::to_string(::getpid()));
-  fs::remove_all(root);
+fs::path make_folder(const fs::path& root, int classes, int per_class) {
   for (int c = 0; c < classes; ++c) {
     fs::create_directories(root / ("c" + std::to_string(c)));
     for (int i = 0; i < per_class; ++i) {
@@ -457,7 +457,8 @@ LoaderConfig small_config(int workers) {
 }  // namespace
 
 TEST(ImageFolderReader, SortedClassesAndLabels) {
-  const fs::path root = make_folder("reader", 3, 2);
+  const TempDir tmp("pipeline_reader");
+  const fs::path root = make_folder(tmp.path(), 3, 2);
   fs::create_directories(root / "d_empty");
   ImageFolderReader r(root);
   EXPECT_EQ(r.classes(), (std::vector<std::string>{"c0", "c1", "c2", "d_empty"}));
@@ -468,12 +469,12 @@ TEST(ImageFolderReader, SortedClassesAndLabels) {
   Bytes b;
   r.fetch(5, b);
   EXPECT_EQ(b.size(), fs::file_size(root / "c2" / "1.jpg"));
-  fs::remove_all(root);
-  EXPECT_THROW(ImageFolderReader(root, "run datagen"), DataError);
+  EXPECT_THROW(ImageFolderReader(tmp.path() / "missing", "run datagen"), DataError);  // no such folder
 }
 
 TEST(Loader, CollatesFullBatchesInOrderWithLabels) {
-  const fs::path root = make_folder("collate", 2, 6);
+  const TempDir tmp("pipeline_collate");
+  const fs::path root = make_folder(tmp.path(), 2, 6);
   auto source = std::make_shared<ImageFolderReader>(root);
   for (int workers : {0, 3}) {
     LoaderConfig c = small_config(workers);
@@ -494,11 +495,11 @@ TEST(Loader, CollatesFullBatchesInOrderWithLabels) {
     EXPECT_EQ(loader.stats().items(Stage::Decode), 12);
     EXPECT_GT(loader.stats().busy_ns(Stage::Decode), 0);
   }
-  fs::remove_all(root);
 }
 
 TEST(Loader, SkipsCorruptFilesByDefaultAndFailsUnderStrict) {
-  const fs::path root = make_folder("corrupt", 2, 6);
+  const TempDir tmp("pipeline_corrupt");
+  const fs::path root = make_folder(tmp.path(), 2, 6);
   {
     std::ofstream(root / "c0" / "2.jpg", std::ios::trunc) << "this is not a jpeg";
     const auto size = fs::file_size(root / "c1" / "3.jpg");
@@ -532,11 +533,11 @@ TEST(Loader, SkipsCorruptFilesByDefaultAndFailsUnderStrict) {
       EXPECT_NE(std::string(e.what()).find(".jpg"), std::string::npos) << e.what();
     }
   }
-  fs::remove_all(root);
 }
 
 TEST(Loader, CacheCountsHitsAcrossEpochs) {
-  const fs::path root = make_folder("cache", 2, 4);
+  const TempDir tmp("pipeline_cache");
+  const fs::path root = make_folder(tmp.path(), 2, 4);
   auto source = std::make_shared<ImageFolderReader>(root);
   LoaderConfig c = small_config(2);
   c.max_epochs = 3;
@@ -547,7 +548,6 @@ TEST(Loader, CacheCountsHitsAcrossEpochs) {
   EXPECT_EQ(loader.cache()->items(), 4u);
   EXPECT_EQ(loader.cache()->hits(), 8u);  // 4 per epoch after the first
   EXPECT_EQ(loader.cache()->misses(), 16u);
-  fs::remove_all(root);
 }
 
 TEST(Loader, SyntheticServesOneBatchForever) {

@@ -32,8 +32,7 @@ namespace {
 class RunnerE2E : public ::testing::Test {
  protected:
   void SetUp() override {
-    tmp_ = std::make_unique<mlbench::testing_support::TempDir>(
-        std::string("e2e_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    tmp_ = mlbench::testing_support::temp_dir_for_current_test("e2e");
     dir_ = tmp_->path();
   }
   void TearDown() override {

@@ -5,7 +5,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -34,6 +38,14 @@ class TempDir {
   std::filesystem::path path_;
   bool keep_ = false;
 };
+
+// A TempDir named after `prefix` and the running test (mlbench_<prefix>_<test>_XXXXXX),
+// for fixtures' SetUp; call keep() from TearDown on failure to leave it for a look.
+inline std::unique_ptr<TempDir> temp_dir_for_current_test(const std::string& prefix) {
+  std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::replace(test.begin(), test.end(), '/', '_');  // parameterised tests: Name/0
+  return std::make_unique<TempDir>(prefix + "_" + test);
+}
 
 // A fresh, empty directory under the temp dir, unique to this process and `name`,
 // left in place (for fixtures that outlive one scope).

@@ -1,12 +1,11 @@
-// The image benchmarks' torch-free data code: COCO-style annotations (parse,
-// errors, boxes mapped into a crop), the COCO image source, and the bsds500
-// and coco-shapes datagen recipes read back with that reader.
+// The COCO reader (pipeline/formats/coco_annotations): COCO-style annotations
+// (parse, errors, boxes mapped into a crop), the COCO image source, and the
+// bsds500 and coco-shapes datagen recipes read back with that reader.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -14,10 +13,12 @@
 #include "datasets/recipe.h"
 #include "datasets/vision_sets.h"
 #include "pipeline/source.h"
+#include "tests/support/temp_dir.h"
 
 namespace v = mlbench::pipeline;  // the COCO reader
 namespace ds = mlbench::datasets;
 namespace fs = std::filesystem;
+using mlbench::testing_support::TempDir;
 
 namespace {
 
@@ -86,8 +87,8 @@ TEST(CocoAnnotations, BoxesInCrop) {
 }
 
 TEST(CocoImageSource, MissingImageIsNamed) {
-  const fs::path dir = fs::temp_directory_path() / ("mlbench_coco_src_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const TempDir tmp("coco_src");
+  const fs::path dir = tmp.path();
   std::ofstream(dir / "a.jpg") << "abc";
   auto a = v::parse_coco_annotations(small_doc(), "t");
   try {
@@ -103,7 +104,6 @@ TEST(CocoImageSource, MissingImageIsNamed) {
   mlbench::pipeline::Bytes bytes;
   src.fetch(1, bytes);
   EXPECT_EQ(std::string(bytes.begin(), bytes.end()), "defg");
-  fs::remove_all(dir);
 }
 
 TEST(CocoShapes, BoxesLieInsideAndMatchThePaint) {
@@ -131,8 +131,8 @@ TEST(CocoShapes, BoxesLieInsideAndMatchThePaint) {
 TEST(VisionRecipes, CocoShapesTinyReadsBackWithTheReader) {
   const ds::Recipe* r = ds::find_recipe("coco-shapes");
   ASSERT_NE(r, nullptr);
-  const fs::path dir = fs::temp_directory_path() / ("mlbench_coco_shapes_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const TempDir tmp("coco_shapes");
+  const fs::path dir = tmp.path() / "coco-shapes-tiny";
   ds::RecipeOptions o;
   o.size = "tiny";
   o.threads = 1;
@@ -144,7 +144,6 @@ TEST(VisionRecipes, CocoShapesTinyReadsBackWithTheReader) {
   EXPECT_GE(a.annotations, 32);
   v::CocoImageSource src(dir / "train2017", a);  // every listed image exists
   EXPECT_EQ(src.size(), 32u);
-  fs::remove_all(dir);
 }
 
 TEST(VisionRecipes, Bsds500TinyIsAnImageFolder) {
@@ -153,8 +152,8 @@ TEST(VisionRecipes, Bsds500TinyIsAnImageFolder) {
   EXPECT_EQ(ds::bsds500_preset("full").train, 200);
   EXPECT_EQ(ds::bsds500_preset("full").test, 200);
   EXPECT_THROW(ds::bsds500_preset("huge"), std::invalid_argument);
-  const fs::path dir = fs::temp_directory_path() / ("mlbench_bsds_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const TempDir tmp("bsds");
+  const fs::path dir = tmp.path() / "bsds500-tiny";
   ds::RecipeOptions o;
   o.size = "tiny";
   o.threads = 1;
@@ -163,7 +162,6 @@ TEST(VisionRecipes, Bsds500TinyIsAnImageFolder) {
   mlbench::pipeline::ImageFolderReader reader(dir / "train");
   EXPECT_EQ(reader.size(), 16u);
   EXPECT_EQ(reader.classes(), (std::vector<std::string>{"images"}));
-  fs::remove_all(dir);
 }
 
 }  // namespace

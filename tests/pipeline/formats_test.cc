@@ -1,9 +1,6 @@
-// The torch-free readers of the sequence/tabular benchmarks: IDX, wikitext,
-// parallel-corpus and ratings.csv (good and bad input). CartPole, REINFORCE
-// returns and loss scaling are tested with the rest of benchmarks/support/
-// (support_test.cc).
+// The readers of pipeline/formats used by the sequence/tabular benchmarks:
+// IDX, wikitext, parallel-corpus and ratings.csv (good and bad input).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -22,7 +19,7 @@ namespace {
 // The shared scratch directory (tests/support/temp_dir.h), plus a file writer.
 class TempDir : public mlbench::testing_support::TempDir {
  public:
-  TempDir() : mlbench::testing_support::TempDir("seq_data") {}
+  TempDir() : mlbench::testing_support::TempDir("formats") {}
   fs::path write(const std::string& name, const std::string& content) const {
     std::ofstream(path() / name, std::ios::binary) << content;
     return path() / name;
