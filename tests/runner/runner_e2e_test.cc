@@ -388,6 +388,22 @@ TEST_F(RunnerE2E, MilaJobsFileExpandsPerInstanceInDry) {
   EXPECT_EQ(e.output, "mlbench-run: error: " + bad + ": job 1 (typo): field 'args.--d': $DEVICE_TOTLA is not set\n");
 }
 
+// Issue 16: the results table is coloured on a terminal, never under NO_COLOR.
+// util-linux's `script` gives the runner a pseudo-terminal.
+TEST_F(RunnerE2E, ResultsColourOnATerminalUnlessNoColor) {
+  if (run_command("command -v script").exit_code != 0) GTEST_SKIP() << "needs util-linux's script for a terminal";
+  const std::string j = jobs(R"([{"name": "ok", "cmd": "FAKE", "args": {}, "cgroup": "all"},
+                                 {"name": "bad", "cmd": "FAKE", "args": {"--exit-code": 3}, "cgroup": "all"}])");
+  const std::string cmd = std::string(MLBENCH_RUN) + " --outdir " + (dir_ / "out").string() + " --jobs " + j +
+                          " --no-cgroup";
+  const Result tty = run_command("script -qec '" + cmd + "' /dev/null");
+  EXPECT_NE(tty.output.find("\033[32m    1/1\033[0m"), std::string::npos) << tty.output;
+  EXPECT_NE(tty.output.find("\033[31mFAILED D0: exit 3\033[0m"), std::string::npos) << tty.output;
+  const Result plain = run_command("NO_COLOR=1 script -qec '" + cmd + "' /dev/null");
+  EXPECT_NE(plain.output.find("FAILED D0: exit 3"), std::string::npos) << plain.output;
+  EXPECT_EQ(plain.output.find("\033[3"), std::string::npos) << "colour under NO_COLOR: " << plain.output;
+}
+
 TEST_F(RunnerE2E, BadJobsFilesAreRejectedInOneLine) {
   struct Case {
     std::string text, expect;
