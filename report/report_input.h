@@ -42,7 +42,7 @@ struct ReportRequest {
   std::filesystem::path reports;
   std::string suite;
   Targets targets;
-  int min_runs = 4;  // for a tree; one run directory or file is one run, and says so
+  int min_runs = 4;                               // for a tree; one run directory or file is one run, and says so
   std::vector<std::filesystem::path> stall_dirs;  // searched besides `reports`
 };
 

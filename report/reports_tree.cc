@@ -125,9 +125,9 @@ ReportsTree load_reports_tree(const fs::path& dir, const std::string& suite, int
     run_dirs.emplace_back(0, dir);
   }
   if (run_dirs.empty()) {
-    throw InputError(
-        fmt::format("--reports {}: no run directories (R0, R1, ... or output0, output1, ...) nor instance reports in it",
-                    dir.string()));
+    throw InputError(fmt::format(
+        "--reports {}: no run directories (R0, R1, ... or output0, output1, ...) nor instance reports in it",
+        dir.string()));
   }
   std::sort(run_dirs.begin(), run_dirs.end());
 

@@ -115,9 +115,8 @@ std::string result_svg(const std::vector<BenchResult>& benches) {
     if (std::isfinite(b.result) && std::isfinite(r) && r > 0) {
       const double ratio = b.result / r;
       out += fmt::format(R"(<rect x="{}" y="{}" width="{:.2f}" height="14" fill="#59a14f"><title>{}: {:.4g} items/s, )"
-                         R"({:.1f} % of {}</title></rect>)",
-                         kLabel, y + 4, px(ratio) - kLabel, core::html_escape(b.name), b.result, ratio * 100.0,
-                         "target");
+                         R"({:.1f} % of target</title></rect>)",
+                         kLabel, y + 4, px(ratio) - kLabel, core::html_escape(b.name), b.result, ratio * 100.0);
       if (std::isfinite(b.sd)) {
         const double lo = px((b.result - b.sd) / r), hi = px((b.result + b.sd) / r);
         out += fmt::format(R"(<rect x="{:.2f}" y="{}" width="{:.2f}" height="8" fill="#2f5f2a"/>)", lo, y + 7,

@@ -100,7 +100,8 @@ Instance slot_instance(const JobSpec& job, int i, const std::vector<Slot>& slots
 // `base` (from slot_instance) at one sweep point of `step`.
 Instance point_instance(const Instance& base, const JobSpec& job, const PlannedStep& step, const SweepPoint& point,
                         const std::string& executable, const PlanSettings& s) {
-  const bool has_seed = std::any_of(job.args.begin(), job.args.end(), [](const auto& a) { return a.first == "--seed"; });
+  const bool has_seed =
+      std::any_of(job.args.begin(), job.args.end(), [](const auto& a) { return a.first == "--seed"; });
   Instance inst = base;
   inst.job = step.job;
   inst.point = step.point;

@@ -69,12 +69,12 @@ std::string format_results_table(const std::vector<ResultRow>& rows, bool color)
     const ResultRow& r = rows[i];
     const ResultCells& c = cells[i];
     const bool ok = r.instances > 0 && r.passed == r.instances;
-    const std::string passed =
-        r.instances == 0 ? fmt::format("{:>7}", c.passed) : paint(fmt::format("{:>7}", c.passed), ok ? kGreen : kRed, color);
+    const std::string passed = r.instances == 0 ? fmt::format("{:>7}", c.passed)
+                                                : paint(fmt::format("{:>7}", c.passed), ok ? kGreen : kRed, color);
     std::string vs = fmt::format("{:>9}", c.vs_target);
     if (c.vs_target != "-") vs = paint(vs, c.vs_target[0] == '-' ? kRed : kGreen, color);
-    std::string line = fmt::format("{:<{}}  {}  {:>10}  {:>7}  {:>7}  {}", r.title, w, passed, c.items, c.spread,
-                                   c.stall, vs);
+    std::string line =
+        fmt::format("{:<{}}  {}  {:>10}  {:>7}  {:>7}  {}", r.title, w, passed, c.items, c.spread, c.stall, vs);
     if (!c.note.empty()) line += "  " + (r.failures.empty() ? c.note : paint(c.note, kRed, color));
     out += line + "\n";
   }

@@ -12,7 +12,7 @@
 namespace mlbench::runner {
 
 struct ResultRow {
-  std::string title;                  // "loader" or "loader [--batch-size 64]"
+  std::string title;  // "loader" or "loader [--batch-size 64]"
   int passed = 0;
   int instances = 0;                  // instances that ended (0: the job did not run)
   std::vector<double> items_per_s;    // train_item.avg of each passed instance
@@ -23,12 +23,12 @@ struct ResultRow {
 
 // One row's numbers, as printed.
 struct ResultCells {
-  std::string passed;   // "2/2", "-" when not run
-  std::string items;    // mean items/s; "-" without a passed instance
-  std::string spread;   // "±1.2%": sample sd / mean over instances; "-" with fewer than 2
-  std::string stall;    // "12.3%": mean stall of the passed instances
+  std::string passed;     // "2/2", "-" when not run
+  std::string items;      // mean items/s; "-" without a passed instance
+  std::string spread;     // "±1.2%": sample sd / mean over instances; "-" with fewer than 2
+  std::string stall;      // "12.3%": mean stall of the passed instances
   std::string vs_target;  // "+4.5%": mean / target - 1; "-" without a target
-  std::string note;     // "FAILED D1: oom; D0: exit 1", "not run", or ""
+  std::string note;       // "FAILED D1: oom; D0: exit 1", "not run", or ""
 };
 ResultCells result_cells(const ResultRow& row);
 

@@ -85,7 +85,8 @@ bool report_results(Output& output, const std::vector<Pass>& passes, const RunEn
   bool ok = true;
   const fs::path html = end.outdir / "report.html";
   try {
-    const report::Report r = report::load_report({end.outdir, end.suite, end.targets.value_or(report::Targets{}), 1, {}});
+    const report::Report r =
+        report::load_report({end.outdir, end.suite, end.targets.value_or(report::Targets{}), 1, {}});
     std::ostringstream page;
     report::HtmlReporter().write(r, page);
     core::write_file_atomic(html, page.str());

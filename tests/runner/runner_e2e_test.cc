@@ -78,7 +78,9 @@ class RunnerE2E : public ::testing::Test {
 };
 
 // A --dry command line of fakebench with these arguments.
-std::string fmt_cmd(const std::string& args) { return std::string(FAKEBENCH) + " " + args; }
+std::string fmt_cmd(const std::string& args) {
+  return std::string(FAKEBENCH) + " " + args;
+}
 
 }  // namespace
 
