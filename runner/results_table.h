@@ -18,7 +18,7 @@ struct ResultRow {
   std::vector<double> items_per_s;    // train_item.avg of each passed instance
   std::vector<double> stall_pct;      // stall.stall_pct of each passed instance
   std::optional<double> target;       // items/s on this machine kind
-  std::vector<std::string> failures;  // "D1: oom", one per failed instance
+  std::vector<std::string> failures;  // "D1: oom" ("R2/D1: oom" with several passes), one per failed instance
 };
 
 // One row's numbers, as printed.

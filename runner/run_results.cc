@@ -30,7 +30,8 @@ std::optional<std::pair<fs::path, nlohmann::json>> final_report(const fs::path& 
   return found;
 }
 
-void add_instance(ResultRow& row, const fs::path& file, const nlohmann::json& r, int slot) {
+// `where`: "D1", or "R0/D1" when the run has several passes.
+void add_instance(ResultRow& row, const fs::path& file, const nlohmann::json& r, const std::string& where) {
   const report::Instance i = report::parse_instance(r, file.filename().string());
   ++row.instances;
   if (!i.failed) {
@@ -44,7 +45,7 @@ void add_instance(ResultRow& row, const fs::path& file, const nlohmann::json& r,
   if (r.contains("benchmark_reason") && r["benchmark_reason"].is_string()) {
     reason += " (" + r["benchmark_reason"].get<std::string>() + ")";
   }
-  row.failures.push_back(fmt::format("D{}: {}", slot, reason));
+  row.failures.push_back(where + ": " + reason);
 }
 
 }  // namespace
@@ -63,7 +64,9 @@ std::vector<ResultRow> collect_results(const std::vector<Pass>& passes, const st
     for (const Pass& pass : passes) {
       if (s >= pass.plan.size()) continue;
       for (const Instance& inst : pass.plan[s].instances) {
-        if (auto r = final_report(pass.dir, inst)) add_instance(row, r->first, r->second, inst.slot);
+        const std::string where =
+            passes.size() > 1 ? fmt::format("R{}/D{}", pass.settings.run_id, inst.slot) : fmt::format("D{}", inst.slot);
+        if (auto r = final_report(pass.dir, inst)) add_instance(row, r->first, r->second, where);
       }
     }
     rows.push_back(std::move(row));

@@ -406,6 +406,24 @@ TEST_F(RunnerE2E, ResultsColourOnATerminalUnlessNoColor) {
   EXPECT_EQ(plain.output.find("\033[3"), std::string::npos) << "colour under NO_COLOR: " << plain.output;
 }
 
+// With --repeat-suite a row counts the instances of every pass, names the pass of each
+// failure, and report.html covers the R<k> tree.
+TEST_F(RunnerE2E, ResultsTableSpansEveryPass) {
+  const std::string j = jobs(R"([{"name": "ok", "cmd": "FAKE", "args": {}, "cgroup": "all"},
+                                 {"name": "bad", "cmd": "FAKE", "args": {"--exit-code": 3}, "cgroup": "all"}])");
+  const Result r = runner("--jobs " + j + " --no-cgroup --repeat-suite 2 --uid 4");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const std::string out = (dir_ / "out").string();
+  EXPECT_NE(r.output.find("\nok             2/2 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\nbad            0/2 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("FAILED R4/D0: exit 3; R5/D0: exit 3\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\nReport: " + out + "/report.html\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\nSummary: " + out + "/R*/summary.txt\n"), std::string::npos) << r.output;
+  std::ifstream in(dir_ / "out" / "report.html");
+  const std::string html((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(html.find("2 runs (R0 R1)"), std::string::npos) << html.substr(0, 1500);
+}
+
 TEST_F(RunnerE2E, BadJobsFilesAreRejectedInOneLine) {
   struct Case {
     std::string text, expect;
