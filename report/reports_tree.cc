@@ -106,10 +106,7 @@ ReportsTree load_reports_tree(const fs::path& dir, const std::string& suite, int
   // One report file, or one run directory (mlbench-run without --repeat-suite), is one run.
   const ReportsInput input = reports_input_kind(dir);
   const std::string only_file = input == ReportsInput::ReportFile ? dir.filename().string() : "";
-  if (input == ReportsInput::ReportFile && !fs::is_directory(dir.parent_path().empty() ? "." : dir.parent_path(), ec)) {
-    throw InputError(fmt::format("--reports {}: not a directory", dir.string()));
-  }
-  if (input != ReportsInput::ReportFile && !fs::is_directory(dir, ec)) {
+  if (input == ReportsInput::Tree && !fs::is_directory(dir, ec)) {
     throw InputError(fmt::format("--reports {}: not a directory", dir.string()));
   }
   std::vector<std::pair<int, fs::path>> run_dirs;
@@ -189,6 +186,9 @@ ReportsTree load_reports_tree(const fs::path& dir, const std::string& suite, int
     if (any) tree.runs.push_back(run);
   }
   // A single run was asked for by name: it is read whatever --min-runs says (the caller notes it).
+  if (input != ReportsInput::Tree && tree.runs.empty()) {
+    throw InputError(fmt::format("--reports {}: holds no report of suite '{}'", dir.string(), suite));
+  }
   if (input == ReportsInput::Tree && static_cast<int>(tree.runs.size()) < min_runs) {
     std::string listed;
     for (const std::string& r : tree.runs) listed += (listed.empty() ? "" : ", ") + r;

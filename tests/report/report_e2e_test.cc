@@ -312,6 +312,10 @@ TEST(ReportE2E, SingleRunDirectoryAndSingleReportFile) {
             std::string::npos)
       << two.output;
   EXPECT_EQ(std::count(two.output.begin(), two.output.end(), '\n'), 1) << two.output;
+  const CommandResult none = report("--reports " + out.string() + " --name nosuchsuite");
+  EXPECT_EQ(none.status, 1) << none.output;
+  EXPECT_EQ(none.output,
+            "mlbench-report: error: --reports " + out.string() + ": holds no report of suite 'nosuchsuite'\n");
 }
 
 TEST(ReportE2E, RunsOfDifferentMachinesAreGroupedAndSaidSo) {
