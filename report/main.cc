@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
   app.add_option("--stall", stall_dirs,
                  "Also look for mlbench-stall results (stall.json) under this folder "
                  "(repeatable; --reports is always searched)");
-  app.add_option("--min-runs", min_runs, "Fewest runs accepted (the Mila rule: 4)")
+  app.add_option("--min-runs", min_runs,
+                 "Fewest runs accepted in a tree of runs (the Mila rule: 4); one run directory or file is always read")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   app.add_option("--color", color, "Colour on the console: auto (on a terminal, unless NO_COLOR), always, never")
