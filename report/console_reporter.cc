@@ -155,6 +155,8 @@ void ConsoleReporter::write(const Report& report, std::ostream& out) const {
   out << fmt::format(
       "Suite {} | {} runs ({}) | targets: {}\n\n", report.suite, report.runs.size(), runs,
       report.targets.source.empty() ? "none" : report.targets.model + " (" + report.targets.source + ")");
+  for (const std::string& line : report.info) out << "Note: " << line << "\n";
+  if (!report.info.empty()) out << "\n";
   out << format_bench_table(report) << "--\n\n";
   out << format_statistics(report.stats, color_);
   out << format_score_line(report.stats);

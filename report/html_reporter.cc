@@ -81,6 +81,9 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
                          : core::html_escape(report.targets.model + " (" + report.targets.source + ")"),
                      report.targets.note.empty() ? "" : " — " + core::html_escape(report.targets.note));
 
+  for (const std::string& line : report.info) {
+    out << "<p class=\"note info\">Note: " << core::html_escape(line) << "</p>\n";
+  }
   out << "<h2>Results</h2>\n<p class=\"note\">items/s; result = mean of the run values without the min and max run; "
          "sd = sample sd over runs; sd% = sd/result; diff = result/target - 1. Click a header to sort.</p>\n"
       << "<table id=\"results\"><thead><tr><th>bench</th><th>target</th><th>result</th><th>sd</th><th>sd%</th>"

@@ -85,6 +85,7 @@ nlohmann::json report_to_json(const Report& report) {
         {"not_reports", report.notes.not_reports},
         {"unreadable", report.notes.unreadable},
         {"warnings", report.notes.warnings}}},
+      {"notes", report.info},
       {"comparison", nullptr}};
   if (report.comparison) {
     nlohmann::json rows = nlohmann::json::array();

@@ -15,6 +15,7 @@
 
 #include "core/atomic_file.h"
 #include "report/report_builder.h"
+#include "report/report_input.h"
 #include "report/report_statistics.h"
 #include "report/reporter.h"
 #include "report/reports_tree.h"
@@ -44,8 +45,13 @@ int main(int argc, char** argv) {
   std::string reports, suite, gpu_model, targets_file, targets_dir, html, csv, json, compare, color = "auto";
   std::vector<std::string> stall_dirs;
   int min_runs = kDefaultMinRuns;
-  app.add_option("--reports", reports, "Reports tree: one sub-directory per run (R0.. or output0..)")->required();
-  app.add_option("--name", suite, "Suite name: only reports whose \"suite\" equals it are used")->required();
+  app.add_option("--reports", reports,
+                 "Reports: a tree with one sub-directory per run (R0.. or output0..), one run directory "
+                 "(mlbench-run's output), or one report file")
+      ->required();
+  app.add_option("--name", suite,
+                 "Suite name: only reports whose \"suite\" equals it are used (default: the one suite the "
+                 "reports hold)");
   auto* gpu = app.add_option("--gpu-model", gpu_model,
                              "Targets of this GPU/CPU model (configs/targets/<model>.json, "
                              "case-insensitive)");
@@ -59,7 +65,8 @@ int main(int argc, char** argv) {
   app.add_option("--stall", stall_dirs,
                  "Also look for mlbench-stall results (stall.json) under this folder "
                  "(repeatable; --reports is always searched)");
-  app.add_option("--min-runs", min_runs, "Fewest runs accepted (the Mila rule: 4)")
+  app.add_option("--min-runs", min_runs,
+                 "Fewest runs accepted in a tree of runs (the Mila rule: 4); one run directory or file is always read")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   app.add_option("--color", color, "Colour on the console: auto (on a terminal, unless NO_COLOR), always, never")
@@ -74,6 +81,20 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  if (suite.empty()) {
+    // The suite of a single run is rarely in doubt: take it from the reports when they hold one.
+    const std::vector<std::string> suites = suites_in(reports);
+    if (suites.size() != 1) {
+      std::string list;
+      for (const std::string& x : suites) list += (list.empty() ? "" : ", ") + x;
+      std::cerr << "mlbench-report: error: --name is required: " << reports
+                << (suites.empty() ? " holds no instance reports to take the suite from"
+                                   : " holds reports of several suites (" + list + ")")
+                << " (see --help)\n";
+      return 2;
+    }
+    suite = suites.front();
+  }
   try {
     Targets targets;
     if (!targets_file.empty()) {
@@ -83,16 +104,7 @@ int main(int argc, char** argv) {
           targets_dir.empty() ? default_target_dirs(self_path(argv[0])) : std::vector<fs::path>{targets_dir};
       targets = load_targets_file(find_targets_file(gpu_model, dirs));
     }
-    const ReportsTree tree = load_reports_tree(reports, suite, min_runs);
-    std::vector<fs::path> roots{reports};
-    for (const std::string& d : stall_dirs) {
-      if (!fs::exists(d)) throw InputError(fmt::format("--stall {}: no such file or directory", d));
-      roots.emplace_back(d);
-    }
-    std::vector<std::string> stall_warnings;
-    const auto analyses = find_stall_analyses(roots, stall_warnings);
-    Report report = build_report(suite, reports, tree, targets, analyses, min_runs);
-    for (std::string& w : stall_warnings) report.notes.warnings.push_back(std::move(w));
+    Report report = load_report({reports, suite, targets, min_runs, {stall_dirs.begin(), stall_dirs.end()}});
     if (!compare.empty()) {
       const ReportsTree other_tree = load_reports_tree(compare, suite, min_runs);
       const Report other = build_report(suite, compare, other_tree, targets, {}, min_runs);

@@ -150,6 +150,9 @@ struct Report {
   std::vector<BenchResult> benches;  // sorted by name
   SuiteStatistics stats;
   LoadNotes notes;
+  // One-line notes on how to read it: statistics that need repeated passes, runs of
+  // different machines grouped together (report_input.h).
+  std::vector<std::string> info;
   std::optional<Comparison> comparison;
 };
 

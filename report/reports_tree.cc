@@ -28,12 +28,33 @@ std::string bench_from_file_name(const std::string& file, const std::string& sui
   return std::regex_match(tail, m, rest) ? m[1].str() : std::string();
 }
 
+// A run's name in the report: the folder's own name ("R3", "output"), "." spelled out.
+std::string run_name(const fs::path& run_dir) {
+  const std::string name = run_dir.filename().string();
+  return name.empty() || name == "." ? fs::absolute(run_dir).lexically_normal().parent_path().filename().string()
+                                     : name;
+}
+
 int slot_from_file_name(const std::string& file) {
   static const std::regex slot(R"(\.D(\d+)[.])");
   std::smatch m;
   return std::regex_search(file, m, slot) ? std::stoi(m[1].str()) : 0;
 }
 }  // namespace
+
+ReportsInput reports_input_kind(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return ReportsInput::ReportFile;
+  if (!fs::is_directory(path, ec)) return ReportsInput::Tree;  // the loader says what is wrong
+  bool reports = false;
+  for (const fs::directory_entry& e : fs::directory_iterator(path, ec)) {
+    if (e.is_directory(ec) && run_number(e.path().filename().string()) >= 0) return ReportsInput::Tree;
+    if (e.is_regular_file(ec) && e.path().extension() == ".json" && e.path().filename() != "machine.json") {
+      reports = true;
+    }
+  }
+  return reports ? ReportsInput::RunDirectory : ReportsInput::Tree;
+}
 
 int run_number(const std::string& dir_name) {
   static const std::regex pattern(R"(^(R|output)(\d{1,6})$)");
@@ -82,24 +103,37 @@ Instance parse_instance(const nlohmann::json& report, const std::string& file_na
 
 ReportsTree load_reports_tree(const fs::path& dir, const std::string& suite, int min_runs) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw InputError(fmt::format("--reports {}: not a directory", dir.string()));
+  // One report file, or one run directory (mlbench-run without --repeat-suite), is one run.
+  const ReportsInput input = reports_input_kind(dir);
+  const std::string only_file = input == ReportsInput::ReportFile ? dir.filename().string() : "";
+  if (input == ReportsInput::Tree && !fs::is_directory(dir, ec)) {
+    throw InputError(fmt::format("--reports {}: not a directory", dir.string()));
+  }
   std::vector<std::pair<int, fs::path>> run_dirs;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
-    if (!e.is_directory()) continue;
-    const int k = run_number(e.path().filename().string());
-    if (k >= 0) run_dirs.emplace_back(k, e.path());
+  if (input == ReportsInput::Tree) {
+    for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+      if (!e.is_directory()) continue;
+      const int k = run_number(e.path().filename().string());
+      if (k >= 0) run_dirs.emplace_back(k, e.path());
+    }
+  } else if (input == ReportsInput::ReportFile) {
+    run_dirs.emplace_back(0, dir.parent_path().empty() ? fs::path(".") : dir.parent_path());
+  } else if (input == ReportsInput::RunDirectory) {
+    run_dirs.emplace_back(0, dir);
   }
   if (run_dirs.empty()) {
-    throw InputError(
-        fmt::format("--reports {}: no run directories (R0, R1, ... or output0, output1, ...) in it", dir.string()));
+    throw InputError(fmt::format(
+        "--reports {}: no run directories (R0, R1, ... or output0, output1, ...) nor instance reports in it",
+        dir.string()));
   }
   std::sort(run_dirs.begin(), run_dirs.end());
 
   ReportsTree tree;
   for (const auto& [k, run_dir] : run_dirs) {
-    const std::string run = run_dir.filename().string();
+    const std::string run = run_name(run_dir);
     std::vector<fs::path> files;
     for (const fs::directory_entry& e : fs::directory_iterator(run_dir)) {
+      if (!only_file.empty() && e.path().filename() != only_file) continue;
       if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
     }
     std::sort(files.begin(), files.end());
@@ -151,7 +185,11 @@ ReportsTree load_reports_tree(const fs::path& dir, const std::string& suite, int
     }
     if (any) tree.runs.push_back(run);
   }
-  if (static_cast<int>(tree.runs.size()) < min_runs) {
+  // A single run was asked for by name: it is read whatever --min-runs says (the caller notes it).
+  if (input != ReportsInput::Tree && tree.runs.empty()) {
+    throw InputError(fmt::format("--reports {}: holds no report of suite '{}'", dir.string(), suite));
+  }
+  if (input == ReportsInput::Tree && static_cast<int>(tree.runs.size()) < min_runs) {
     std::string listed;
     for (const std::string& r : tree.runs) listed += (listed.empty() ? "" : ", ") + r;
     throw InputError(fmt::format(

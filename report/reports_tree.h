@@ -28,6 +28,11 @@ struct ReportsTree {
   LoadNotes notes;
 };
 
+// What --reports names: a tree of run directories (R0.., output0..), one run
+// directory holding instance reports (no R0..), or one report file.
+enum class ReportsInput { Tree, RunDirectory, ReportFile };
+ReportsInput reports_input_kind(const std::filesystem::path& path);
+
 // Run number of a run directory name: "R3" -> 3, "output7" -> 7, anything else -> -1.
 int run_number(const std::string& dir_name);
 
@@ -39,7 +44,8 @@ Instance parse_instance(const nlohmann::json& report, const std::string& file_na
 // Reads every run directory under `dir`; reports whose `suite` is not `suite`
 // are counted and ignored. Throws InputError when `dir` is not a directory,
 // holds no run directory, or fewer than `min_runs` of them hold reports of the
-// suite (the message says how many were found).
+// suite (the message says how many were found). A single run directory or a
+// single report file (reports_input_kind) is read as one run, whatever `min_runs`.
 ReportsTree load_reports_tree(const std::filesystem::path& dir, const std::string& suite, int min_runs);
 
 }  // namespace mlbench::report

@@ -92,9 +92,8 @@ std::string time_split_svg(const std::vector<BenchResult>& benches) {
 
 std::string result_svg(const std::vector<BenchResult>& benches) {
   // Scale: ratios up to the largest max-run ratio, at least 1.25 so the target line shows.
-  auto ref = [](const BenchResult& b) {
-    return b.target && std::isfinite(b.target->items_per_s) ? b.target->items_per_s : b.result;
-  };
+  // Only a target gives a ratio: a bench without one gets "no target", never a bar at 100 %.
+  auto ref = [](const BenchResult& b) { return b.target ? b.target->items_per_s : kNaN; };
   double top = 1.25;
   for (const BenchResult& b : benches) {
     const double r = ref(b);
@@ -116,9 +115,8 @@ std::string result_svg(const std::vector<BenchResult>& benches) {
     if (std::isfinite(b.result) && std::isfinite(r) && r > 0) {
       const double ratio = b.result / r;
       out += fmt::format(R"(<rect x="{}" y="{}" width="{:.2f}" height="14" fill="#59a14f"><title>{}: {:.4g} items/s, )"
-                         R"({:.1f} % of {}</title></rect>)",
-                         kLabel, y + 4, px(ratio) - kLabel, core::html_escape(b.name), b.result, ratio * 100.0,
-                         b.target ? "target" : "its own result (no target)");
+                         R"({:.1f} % of target</title></rect>)",
+                         kLabel, y + 4, px(ratio) - kLabel, core::html_escape(b.name), b.result, ratio * 100.0);
       if (std::isfinite(b.sd)) {
         const double lo = px((b.result - b.sd) / r), hi = px((b.result + b.sd) / r);
         out += fmt::format(R"(<rect x="{:.2f}" y="{}" width="{:.2f}" height="8" fill="#2f5f2a"/>)", lo, y + 7,
@@ -129,6 +127,9 @@ std::string result_svg(const std::vector<BenchResult>& benches) {
                            y + 11, px(b.max_run / r), y + 11);
       }
       out += fmt::format(R"(<text x="{}" y="{}">{:+.1f} %</text>)", kLabel + kPlot + 8, y + 15, (ratio - 1.0) * 100.0);
+    } else if (std::isfinite(b.result) && !(std::isfinite(r) && r > 0)) {
+      out += fmt::format(R"(<text x="{}" y="{}" fill="#888" class="no-target">no target ({:.4g} items/s)</text>)",
+                         kLabel, y + 15, b.result);
     } else {
       out += fmt::format(R"(<text x="{}" y="{}" fill="#888">no result</text>)", kLabel, y + 15);
     }

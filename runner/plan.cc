@@ -50,19 +50,23 @@ std::uint64_t parse_size(const std::string& text) {
   return bytes;
 }
 
-namespace {
-
-// The variables the runner sets for instance `i` (Contract 1).
-std::map<std::string, std::string> instance_environment(const Instance& inst, int i, const PlanSettings& s) {
-  std::map<std::string, std::string> env = {{"JOB_ID", std::to_string(inst.slot)},
-                                            {"CPU_COUNT", std::to_string(inst.cpus.size())},
-                                            {"BENCH_NAME", inst.name},
-                                            {"RUN_ID", std::to_string(s.run_id)},
-                                            {"SUITE_NAME", s.suite},
-                                            {"OUTPUT_DIRECTORY", s.output_directory},
-                                            {"DATA_DIRECTORY", s.data_directory}};
+std::map<std::string, std::string> instance_variables(const Instance& inst, int slots, const PlanSettings& s) {
+  const std::uint64_t kib = 1024;
+  const std::uint64_t ram_kib = s.ram_total / kib;
+  std::map<std::string, std::string> env = {
+      {"JOB_ID", std::to_string(inst.slot)},
+      {"CPU_COUNT", std::to_string(inst.cpus.size())},
+      {"CPU_TOTAL", std::to_string(s.all_cpus.size())},
+      {"DEVICE_TOTAL", std::to_string(s.gpus > 0 ? s.gpus : slots)},
+      {"RAM_TOTAL", std::to_string(ram_kib)},
+      {"RAM_CONSTRAINT", std::to_string(inst.memory_bytes ? *inst.memory_bytes / kib : ram_kib)},
+      {"BENCH_NAME", inst.name},
+      {"RUN_ID", std::to_string(s.run_id)},
+      {"SUITE_NAME", s.suite},
+      {"OUTPUT_DIRECTORY", s.output_directory},
+      {"DATA_DIRECTORY", s.data_directory}};
   if (s.gpus > 0) {
-    std::string vcd = std::to_string(i);
+    std::string vcd = std::to_string(inst.slot);
     if (inst.whole_machine) {
       vcd.clear();
       for (int g = 0; g < s.gpus; ++g) vcd += (g ? "," : "") + std::to_string(g);
@@ -72,35 +76,45 @@ std::map<std::string, std::string> instance_environment(const Instance& inst, in
   return env;
 }
 
-// Instance `i` of `step` (job `job` at one sweep point).
-Instance make_instance(const JobSpec& job, const PlannedStep& step, const SweepPoint& point, const std::string& executable,
-                       int i, const std::vector<Slot>& slots, const PlanSettings& s) {
+namespace {
+
+// Instance `i` of job `job` before its sweep point is known: slot, CPUs, memory,
+// seed, timeout, cgroup and the variables its $VARS expand from.
+Instance slot_instance(const JobSpec& job, int i, const std::vector<Slot>& slots, const PlanSettings& s) {
   const int nslots = static_cast<int>(slots.size());
   const bool all = job.cgroup == CgroupKind::All;
-  const bool has_seed = std::any_of(job.args.begin(), job.args.end(), [](const auto& a) { return a.first == "--seed"; });
   Instance inst;
-  inst.job = step.job;
-  inst.point = step.point;
-  inst.points = step.points;
   inst.slot = all ? 0 : i;
   inst.whole_machine = all;
   inst.name = job.name;
-  inst.label = point.label;
-  inst.executable = executable;
-  inst.argv = point.argv;
   inst.seed = all ? s.uid + nslots : s.uid + (i + 1) * 100LL;
-  if (!has_seed) {
-    inst.argv.push_back("--seed");
-    inst.argv.push_back(std::to_string(inst.seed));
-  }
   inst.cpus = all ? s.all_cpus : slots[static_cast<std::size_t>(i)].cpus;
   inst.memory_bytes = all ? std::nullopt : slots[static_cast<std::size_t>(i)].memory_bytes;
   inst.timeout = (job.timeout && !s.timeout_forced) ? *job.timeout : s.default_timeout;
   inst.cgroup = all ? "all" : "student" + std::to_string(i);
+  inst.report_prefix = fmt::format("{}.{}.R{}.D{}.", s.suite, job.name, s.run_id, inst.slot);
+  inst.env = instance_variables(inst, nslots, s);
+  return inst;
+}
+
+// `base` (from slot_instance) at one sweep point of `step`.
+Instance point_instance(const Instance& base, const JobSpec& job, const PlannedStep& step, const SweepPoint& point,
+                        const std::string& executable, const PlanSettings& s) {
+  const bool has_seed =
+      std::any_of(job.args.begin(), job.args.end(), [](const auto& a) { return a.first == "--seed"; });
+  Instance inst = base;
+  inst.job = step.job;
+  inst.point = step.point;
+  inst.points = step.points;
+  inst.label = point.label;
+  inst.executable = executable;
+  inst.argv = point.argv;
+  if (!has_seed) {
+    inst.argv.push_back("--seed");
+    inst.argv.push_back(std::to_string(inst.seed));
+  }
   const std::string sweep = step.points > 1 ? fmt::format(".S{}", step.point) : "";
   inst.log_name = fmt::format("{}{}.R{}.D{}.log", job.name, sweep, s.run_id, inst.slot);
-  inst.report_prefix = fmt::format("{}.{}.R{}.D{}.", s.suite, job.name, s.run_id, inst.slot);
-  inst.env = instance_environment(inst, i, s);
   return inst;
 }
 
@@ -112,15 +126,28 @@ std::vector<PlannedStep> make_plan(const std::vector<JobSpec>& jobs, const std::
   std::vector<PlannedStep> plan;
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     const JobSpec& job = jobs[j];
-    const std::vector<SweepPoint> points = sweep_points(job, env, file);
-    for (std::size_t p = 0; p < points.size(); ++p) {
+    const int count = job.cgroup == CgroupKind::All ? 1 : static_cast<int>(slots.size());
+    // Each instance expands the job's $VARS from its own values (its CPU_COUNT, JOB_ID, ...),
+    // as each instance of the Mila suite sources its own config; the rest from the runner's.
+    std::vector<Instance> bases;
+    std::vector<std::vector<SweepPoint>> points;
+    for (int i = 0; i < count; ++i) {
+      bases.push_back(slot_instance(job, i, slots, s));
+      std::map<std::string, std::string> vars = bases.back().env;
+      vars.insert(env.begin(), env.end());  // insert keeps the instance's own values
+      points.push_back(sweep_points(job, vars, file));
+    }
+    for (std::size_t p = 0; p < points.front().size(); ++p) {
       PlannedStep step;
       step.job = static_cast<int>(j);
       step.point = static_cast<int>(p);
-      step.points = static_cast<int>(points.size());
-      step.title = points[p].label.empty() ? job.name : job.name + " [" + points[p].label + "]";
-      const int count = job.cgroup == CgroupKind::All ? 1 : static_cast<int>(slots.size());
-      for (int i = 0; i < count; ++i) step.instances.push_back(make_instance(job, step, points[p], executables[j], i, slots, s));
+      step.points = static_cast<int>(points.front().size());
+      const std::string& label = points.front()[p].label;
+      step.title = label.empty() ? job.name : job.name + " [" + label + "]";
+      for (int i = 0; i < count; ++i) {
+        step.instances.push_back(point_instance(bases[static_cast<std::size_t>(i)], job, step,
+                                                points[static_cast<std::size_t>(i)][p], executables[j], s));
+      }
       plan.push_back(std::move(step));
     }
   }

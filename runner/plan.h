@@ -39,6 +39,7 @@ struct PlanSettings {
   double default_timeout = 1800;
   bool timeout_forced = false;  // --timeout given: overrides the jobs' own timeouts
   std::vector<int> all_cpus;    // for `all` jobs
+  std::uint64_t ram_total = 0;  // bytes: RAM_TOTAL (in kB, as the Mila config)
 };
 
 struct Instance {
@@ -70,11 +71,20 @@ struct PlannedStep {
   std::vector<Instance> instances;
 };
 
-// Every step of one pass over the selected jobs. `executables[i]` is job i's resolved path;
-// `env` expands the jobs' $VARS (throws JobsError).
+// Every step of one pass over the selected jobs. `executables[i]` is job i's resolved path.
+// A job's $VARS expand per instance (throws JobsError naming the job and the variable):
+// the variables the runner defines for that instance (instance_variables) first, then
+// `env` (the runner's own environment) for any other name.
 std::vector<PlannedStep> make_plan(const std::vector<JobSpec>& jobs, const std::vector<std::string>& executables,
                                    const std::vector<Slot>& slots, const PlanSettings& settings,
                                    const std::map<std::string, std::string>& env, const std::string& file);
+
+// The variables the runner defines for one instance, as the Mila config does per instance:
+// JOB_ID, CPU_COUNT (its CPUs), CPU_TOTAL, DEVICE_TOTAL (GPUs, or slots without GPUs),
+// RAM_TOTAL and RAM_CONSTRAINT (kB), BENCH_NAME, RUN_ID, SUITE_NAME, OUTPUT_DIRECTORY,
+// DATA_DIRECTORY, and CUDA_VISIBLE_DEVICES with GPUs. Reads inst.slot, cpus,
+// memory_bytes, whole_machine and name.
+std::map<std::string, std::string> instance_variables(const Instance& inst, int slots, const PlanSettings& settings);
 
 // The instance as a shell line: "JOB_ID=0 CPU_COUNT=1 ... /path/bench --flag value --seed 100".
 std::string shell_line(const Instance& inst);

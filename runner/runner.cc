@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -22,7 +23,10 @@
 #include "local_launcher.h"
 #include "output.h"
 #include "plan.h"
+#include "report/report_input.h"
+#include "report/targets.h"
 #include "run_directory.h"
+#include "run_results.h"
 #include "scheduler.h"
 
 namespace mlbench::runner {
@@ -104,6 +108,7 @@ void load_machine(const Options& opt, Setup& s) {
   p.default_timeout = opt.timeout ? *opt.timeout : opt.default_timeout;
   p.timeout_forced = opt.timeout.has_value();
   p.all_cpus = cpus;
+  p.ram_total = s.ram;
 }
 
 fs::path pass_dir(const Options& opt, const fs::path& outdir, int k) {
@@ -119,7 +124,7 @@ Pass make_pass(const Options& opt, const Setup& s, int k) {
   pass.settings.run_id = static_cast<int>(opt.uid) + k;
   pass.settings.uid = opt.uid + k;
   pass.settings.output_directory = pass.dir.string();
-  // The environment the jobs' $VARS expand from: the runner's, as the instance will see it.
+  // The environment the jobs' $VARS expand from beside each instance's own variables (plan.h).
   core::Environment env = core::current_environment();
   env["OUTPUT_DIRECTORY"] = pass.dir.string();
   env["DATA_DIRECTORY"] = s.data_dir;
@@ -186,6 +191,15 @@ void print_dry(const Options& opt, const Setup& s) {
   }
 }
 
+// What the end-of-run results need: this machine kind's targets and whether to colour.
+RunEnd end_of_run(const Options& opt, const Setup& s) {
+  std::vector<std::string> gpus = core::gpu_names();
+  if (s.gpus > 0 && gpus.empty()) gpus = {"unknown GPU"};  // seen by nvidia-smi only: no model to match
+  const char* no_color = std::getenv("NO_COLOR");
+  return {s.outdir, s.settings.suite, report::targets_for_machine(gpus, report::default_target_dirs(opt.self)),
+          core::is_terminal(1) && !(no_color && *no_color)};
+}
+
 // The passes for real; the exit code.
 int execute(const Options& opt, const Setup& s) {
   const std::string run_id = fmt::format("{}-{}", core::utc_file_timestamp(std::chrono::system_clock::now()), getpid());
@@ -210,10 +224,11 @@ int execute(const Options& opt, const Setup& s) {
     std::cerr << "mlbench-run: error: " << e.what() << std::endl;
     return 2;
   }
+  const bool html_ok = report_results(output, passes, end_of_run(opt, s));
   output.line("Results: " + s.outdir.string() + (opt.repeat_suite > 1 ? "/R*" : "") +
               " (summary.txt, machine.json, reports, logs)");
   if (scheduler.interrupted()) return 130;
-  return failed > 0 ? 1 : 0;
+  return failed > 0 || !html_ok ? 1 : 0;
 }
 
 }  // namespace

@@ -261,6 +261,109 @@ TEST(ReportE2E, CompareFlagsChangesBeyondTheCombinedSd) {
   EXPECT_NE(csv.find("\nloader,100,10,100,10,1,0,14.142135623730951,False\n"), std::string::npos) << csv;
 }
 
+// Issue 16: mlbench-run's output folder without --repeat-suite is one run directory
+// (no R0..); a single report file is one run too. Both are read, with one line saying
+// what needs repeated passes; --name defaults to the one suite the reports hold.
+TEST(ReportE2E, SingleRunDirectoryAndSingleReportFile) {
+  TempDir tmp;
+  const fs::path out = tmp.path() / "output";
+  fs::path toy_file;
+  for (int slot = 0; slot < 2; ++slot) {
+    FakeInstance i;
+    i.slot = slot;
+    i.items_per_s = slot == 0 ? 1000.0 : 1100.0;
+    toy_file = write_fake_report(tmp.path(), i, "output");
+  }
+  FakeInstance l;
+  l.name = "loader";
+  l.items_per_s = 100.0;
+  write_fake_report(tmp.path(), l, "output");
+  write(out / "machine.json", R"({"hostname": "h1", "cpu_model": "Test CPU", "gpus": []})");
+  write(out / "summary.txt", "[ 1/ 2][  /  ] PASSED |     0.01 MIN | toy_reg\n");
+
+  const CommandResult r = report("--reports " + out.string() + " --html " + (tmp.path() / "r.html").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("Suite fast | 1 runs (output)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("toy_reg"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1050.0"), std::string::npos) << "mean over the run's two instances:\n" << r.output;
+  const std::string note =
+      "Note: 1 run: sd and sd% need at least 2 runs, and the Mila rules compare on 4 or more (mlbench-run "
+      "--repeat-suite 4)";
+  ASSERT_NE(r.output.find(note), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(note), r.output.rfind(note)) << "said once:\n" << r.output;
+  EXPECT_EQ(r.output.find("error"), std::string::npos) << r.output;
+  EXPECT_NE(read_text(tmp.path() / "r.html").find("Note: 1 run: sd and sd%"), std::string::npos);
+
+  // One report file: that instance alone.
+  const CommandResult one = report("--reports " + toy_file.string() + " --name fast");
+  ASSERT_EQ(one.status, 0) << one.output;
+  EXPECT_NE(one.output.find("1 runs (output)"), std::string::npos) << one.output;
+  EXPECT_NE(one.output.find("1100.0"), std::string::npos) << one.output;
+  EXPECT_EQ(one.output.find("loader"), std::string::npos) << "only the file named:\n" << one.output;
+  EXPECT_NE(one.output.find(note), std::string::npos) << one.output;
+
+  // Two suites and no --name: which one is asked, in one line.
+  FakeInstance other;
+  other.suite = "other";
+  write_fake_report(tmp.path(), other, "output");
+  const CommandResult two = report("--reports " + out.string());
+  EXPECT_EQ(two.status, 2) << two.output;
+  EXPECT_NE(two.output.find("--name is required: " + out.string() + " holds reports of several suites (fast, other)"),
+            std::string::npos)
+      << two.output;
+  EXPECT_EQ(std::count(two.output.begin(), two.output.end(), '\n'), 1) << two.output;
+  const CommandResult none = report("--reports " + out.string() + " --name nosuchsuite");
+  EXPECT_EQ(none.status, 1) << none.output;
+  EXPECT_EQ(none.output,
+            "mlbench-report: error: --reports " + out.string() + ": holds no report of suite 'nosuchsuite'\n");
+}
+
+TEST(ReportE2E, RunsOfDifferentMachinesAreGroupedAndSaidSo) {
+  TempDir tmp;
+  const fs::path tree = tmp.path() / "out";
+  for (int run = 0; run < 4; ++run) {
+    FakeInstance i;
+    i.run = run;
+    i.items_per_s = 1000.0 + run;
+    write_fake_report(tree, i);
+    write(tree / ("R" + std::to_string(run)) / "machine.json",
+          run < 2 ? R"({"hostname": "alpha", "cpu_model": "CPU A", "gpus": []})"
+                  : R"({"hostname": "beta", "cpu_model": "CPU B", "gpus": ["NVIDIA GeForce RTX 3090"]})");
+  }
+  const CommandResult r = report("--reports " + tree.string() + " --name fast");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("Note: runs from 2 machines grouped together (alpha (CPU A): R0 R1; beta (NVIDIA GeForce "
+                          "RTX 3090): R2 R3)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("Note: 4 runs"), std::string::npos) << "4 runs need no repeated-passes note:\n" << r.output;
+  // One machine: nothing to say.
+  write(tree / "R2" / "machine.json", R"({"hostname": "alpha", "cpu_model": "CPU A", "gpus": []})");
+  write(tree / "R3" / "machine.json", R"({"hostname": "alpha", "cpu_model": "CPU A", "gpus": []})");
+  const CommandResult same = report("--reports " + tree.string() + " --name fast");
+  EXPECT_EQ(same.output.find("machines grouped"), std::string::npos) << same.output;
+}
+
+// Issue 16: a benchmark without a target gets "no target" in the chart, not a bar at +0.0 %.
+TEST(ReportE2E, HtmlSaysNoTargetForABenchWithoutOne) {
+  TempDir tmp;
+  build_tree(tmp.path() / "out");
+  write(tmp.path() / "t.json", R"({"model": "T", "benchmarks": {"toy_reg": 1000}})");
+  const CommandResult r = report("--reports " + (tmp.path() / "out").string() + " --name fast --min-runs 3 --targets " +
+                                 (tmp.path() / "t.json").string() + " --html " + (tmp.path() / "r.html").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string html = read_text(tmp.path() / "r.html");
+  const auto loader = html.find("<g class=\"result-group\" data-bench=\"loader\">");
+  ASSERT_NE(loader, std::string::npos) << html;
+  const std::string group = html.substr(loader, html.find("</g>", loader) - loader);
+  EXPECT_NE(group.find("no target (100 items/s)"), std::string::npos) << group;
+  EXPECT_EQ(group.find("<rect"), std::string::npos) << "a bar for a bench without a target: " << group;
+  EXPECT_EQ(group.find("+0.0 %"), std::string::npos) << group;
+  const auto toy = html.find("<g class=\"result-group\" data-bench=\"toy_reg\">");
+  ASSERT_NE(toy, std::string::npos);
+  EXPECT_NE(html.substr(toy, html.find("</g>", toy) - toy).find("+3.0 %"), std::string::npos);
+}
+
 TEST(ReportE2E, ColourOnlyWhenAskedOrOnATerminal) {
   TempDir tmp;
   build_tree(tmp.path() / "out");

@@ -176,3 +176,63 @@ TEST(Outcome, MilaLines) {
   EXPECT_EQ(status_line(2, 19, "loader", 2, 0, 0, 12.3, 270),
             "[ 2/19] loader | 2 running, 0 passed, 0 failed | 12.3 s | ETA 4.50 min");
 }
+
+// Issue 16: $CPU_COUNT, $JOB_ID, $DEVICE_TOTAL, ... in a job's args expand from each
+// instance's own values (not from mlbench-run's environment, where they may be unset
+// or mean something else), as each instance of the Mila suite sources its own config.
+TEST(Plan, VariablesExpandPerInstance) {
+  auto jobs = parse_jobs(R"([{"name": "v", "cmd": "v", "args": {
+      "--cpu-cores": "$CPU_COUNT", "--job": "${JOB_ID}", "--devices": "$DEVICE_TOTAL",
+      "--report": "$OUTPUT_DIRECTORY/$BENCH_NAME", "--data": "$DATA_DIRECTORY/x",
+      "--mem": "$RAM_CONSTRAINT/$RAM_TOTAL", "--cpus": "$CPU_TOTAL", "--home": "$BASE", "-b": [1, 2]}},
+    {"name": "w", "cmd": "w", "args": {"--cpu-cores": "$CPU_COUNT", "--job": "$JOB_ID"}, "cgroup": "all"}])",
+                         "x.json");
+  PlanSettings s;
+  s.suite = "fast";
+  s.output_directory = "/o";
+  s.data_directory = "/d";
+  s.all_cpus = {0, 1, 2, 3, 4, 5};
+  s.ram_total = 6 * 1024 * 1024;  // 6 MiB = 6144 kB
+  // The runner's own environment says otherwise: the instance's values win.
+  const std::map<std::string, std::string> env = {{"CPU_COUNT", "99"}, {"JOB_ID", "7"}, {"BASE", "/b"}};
+  auto plan = make_plan(jobs, {"/bin/v", "/bin/w"}, make_slots(s.all_cpus, s.ram_total, 3, std::nullopt), s, env,
+                        "x.json");
+  ASSERT_EQ(plan.size(), 3u);
+  ASSERT_EQ(plan[1].instances.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    const Instance& inst = plan[1].instances[static_cast<std::size_t>(i)];
+    EXPECT_EQ(inst.argv, (std::vector<std::string>{"--cpu-cores", "2", "--job", std::to_string(i), "--devices", "3",
+                                                   "--report", "/o/v", "--data", "/d/x", "--mem", "2048/6144", "--cpus",
+                                                   "6", "--home", "/b", "-b", "2", "--seed",
+                                                   std::to_string((i + 1) * 100)}))
+        << i;
+    EXPECT_EQ(inst.env.at("DEVICE_TOTAL"), "3");
+    EXPECT_EQ(inst.env.at("CPU_TOTAL"), "6");
+    EXPECT_EQ(inst.env.at("RAM_TOTAL"), "6144");
+    EXPECT_EQ(inst.env.at("CPU_COUNT"), "2");
+  }
+  EXPECT_EQ(plan[1].title, "v [-b 2]");
+  const Instance& w = plan[2].instances.at(0);  // `all`: the whole machine, JOB_ID 0
+  EXPECT_EQ(w.argv, (std::vector<std::string>{"--cpu-cores", "6", "--job", "0", "--seed", "3"}));
+  EXPECT_EQ(w.env.at("RAM_CONSTRAINT"), "6144");
+  // With GPUs DEVICE_TOTAL is the GPU count.
+  s.gpus = 4;
+  auto gpu_plan = make_plan(jobs, {"/bin/v", "/bin/w"}, make_slots(s.all_cpus, s.ram_total, 2, std::nullopt), s, env,
+                            "x.json");
+  EXPECT_EQ(gpu_plan[0].instances[1].argv[5], "4");
+  EXPECT_EQ(gpu_plan[0].instances[1].env.at("CUDA_VISIBLE_DEVICES"), "1");
+}
+
+TEST(Plan, UnknownVariableNamesJobAndVariable) {
+  auto jobs = parse_jobs(R"([{"name": "ok", "cmd": "a", "args": {"--c": "$CPU_COUNT"}},
+                             {"name": "bad", "cmd": "b", "args": {"--x": "$DEVICE_TOTALS"}}])",
+                         "x.json");
+  PlanSettings s;
+  s.all_cpus = {0, 1};
+  try {
+    make_plan(jobs, {"/bin/a", "/bin/b"}, make_slots({0, 1}, 1000, 2, std::nullopt), s, {}, "x.json");
+    ADD_FAILURE() << "expected a JobsError";
+  } catch (const JobsError& e) {
+    EXPECT_STREQ(e.what(), "x.json: job 1 (bad): field 'args.--x': $DEVICE_TOTALS is not set");
+  }
+}

@@ -1,6 +1,7 @@
 // End-to-end: the real mlbench-run on jobs files that run fakebench. Checks
 // concurrency, CPU sets, OOM, timeouts, crashes, Ctrl-C, --resume, --dry and
 // bad jobs files. Cgroup cases need root with cgroups and skip elsewhere, saying why.
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,6 +75,11 @@ class RunnerE2E : public ::testing::Test {
   std::unique_ptr<mlbench::testing_support::TempDir> tmp_;
   fs::path dir_;
 };
+
+// A --dry command line of fakebench with these arguments.
+std::string fmt_cmd(const std::string& args) {
+  return std::string(FAKEBENCH) + " " + args;
+}
 
 }  // namespace
 
@@ -225,6 +232,12 @@ TEST_F(RunnerE2E, CtrlCLeavesNoChildNoCgroupAndInterruptedRecords) {
   for (const auto& r : rs) EXPECT_EQ(r["reason"], "interrupted");
   EXPECT_TRUE(reports("later").empty());
   EXPECT_NE(output.find("Results: " + out), std::string::npos) << output;
+  // Issue 16: the results table also ends an interrupted run, with what finished.
+  EXPECT_NE(output.find("FAILED D0: interrupted; D1: interrupted"), std::string::npos) << output;
+  EXPECT_NE(output.find("later"), std::string::npos) << output;
+  EXPECT_NE(output.find("not run"), std::string::npos) << output;
+  EXPECT_NE(output.find("Report: " + out + "/report.html"), std::string::npos) << output;
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "report.html"));
   const json machine = json::parse(std::ifstream(dir_ / "out" / "machine.json"));
   if (!cg) GTEST_SKIP() << "everything but the cgroup clean-up was checked; no cgroups here: " << why;
   const std::string parent = machine["cgroup_parent"];
@@ -274,6 +287,140 @@ TEST_F(RunnerE2E, DryPrintsEveryCommandWithSlotCpusAndMemory) {
   const Result show = runner("--jobs " + j + " --show");
   EXPECT_EQ(show.exit_code, 0);
   EXPECT_EQ(show.output.substr(0, 1), "d");
+}
+
+// Issue 16: a run ends with its results: one row per job (passed/total, items/s and
+// spread, stall, vs target, failure reasons), report.html written by mlbench-report's
+// renderer into the run directory, and the paths of both files. Plain text in a log.
+TEST_F(RunnerE2E, RunEndsWithResultsTableAndReportHtml) {
+  const std::string j = jobs(R"([
+    {"name": "ok", "cmd": "FAKE", "args": {}, "cgroup": "student"},
+    {"name": "sweep", "cmd": "FAKE", "args": {"--batch-size": [2, 4]}, "cgroup": "all"},
+    {"name": "bad", "cmd": "FAKE", "args": {"--exit-code": 3}, "cgroup": "student"}])");
+  const Result r = runner("--jobs " + j + " --slots 2 --no-cgroup");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const std::string out = (dir_ / "out").string();
+  const auto header = r.output.find("\nbenchmark  ");
+  ASSERT_NE(header, std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  passed     items/s   spread    stall  vs target\n", header), std::string::npos) << r.output;
+  const std::string table = r.output.substr(header);
+  auto row = [&](const std::string& title) {
+    const auto at = table.find("\n" + title + " ");
+    return at == std::string::npos ? std::string() : table.substr(at + 1, table.find('\n', at + 1) - at - 1);
+  };
+  EXPECT_NE(row("ok").find("    2/2  "), std::string::npos) << table;
+  EXPECT_NE(row("ok").find('%'), std::string::npos) << "spread of two instances: " << row("ok");
+  EXPECT_NE(row("sweep [--batch-size 2]").find("    1/1  "), std::string::npos) << table;
+  EXPECT_NE(row("sweep [--batch-size 4]"), "") << table;
+  EXPECT_NE(row("bad").find("    0/2  "), std::string::npos) << table;
+  EXPECT_NE(row("bad").find("FAILED D0: exit 3; D1: exit 3"), std::string::npos) << row("bad");
+  EXPECT_NE(r.output.find("vs target: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\nReport: " + out + "/report.html\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\nSummary: " + out + "/summary.txt\n"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\033'), std::string::npos) << "colour codes in a log";
+  std::ifstream in(dir_ / "out" / "report.html");
+  const std::string html((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(html.find("<h1>mlbench report: jobs</h1>"), std::string::npos) << html.substr(0, 500);
+  EXPECT_NE(html.find("data-bench=\"ok\""), std::string::npos);
+  EXPECT_NE(html.find("Note: 1 run: sd and sd%"), std::string::npos);
+  // mlbench-report reads the same single run directory.
+  const Result rep = run_command(fs::path(MLBENCH_RUN).parent_path().string() + "/mlbench-report --reports " + out);
+  EXPECT_EQ(rep.exit_code, 0) << rep.output;
+  EXPECT_NE(rep.output.find("Suite jobs | 1 runs (out)"), std::string::npos) << rep.output;
+}
+
+// Issue 16: a Mila-format jobs file (positional "" arguments, list sweeps, an `all` job,
+// $CPU_COUNT, $DEVICE_TOTAL, ...) expands per instance from that instance's values, not
+// from mlbench-run's own environment; --dry shows every expanded command.
+TEST_F(RunnerE2E, MilaJobsFileExpandsPerInstanceInDry) {
+  const std::string j = jobs(R"([
+    {"name": "mila", "cmd": "FAKE", "cgroup": "student",
+     "args": {"input.txt": "", "--batch-size": [8, 16], "--cpu-cores": "$CPU_COUNT", "--devices": "$DEVICE_TOTAL",
+              "--jr": "$JOB_ID", "--report": "$OUTPUT_DIRECTORY/mila", "--data": "${DATA_DIRECTORY}/x"}},
+    {"name": "whole", "cmd": "FAKE", "cgroup": "all",
+     "args": {"--workers": "$CPU_COUNT", "--devices": "$DEVICE_TOTAL", "--total": "$CPU_TOTAL", "--no-cuda": ""}}])");
+  const std::string out = (dir_ / "out").string();
+  // The runner's own environment holds other values: they must not leak into the commands.
+  const Result r = run_command("CPU_COUNT=99 JOB_ID=7 DEVICE_TOTAL=5 DATA_DIRECTORY=/data " + std::string(MLBENCH_RUN) +
+                               " --outdir " + out + " --jobs " + j + " --slots 2 --dry");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  const int cpus = CPU_COUNT(&set);
+  const int per_slot = std::max(1, cpus / 2);
+  // The runner's header says whether it found GPUs: DEVICE_TOTAL is their count, else the slots.
+  int devices = 2;
+  if (r.output.find("| no GPU |") == std::string::npos) {
+    const auto bar = r.output.find(" GPU(s)");
+    ASSERT_NE(bar, std::string::npos) << r.output;
+    devices = std::stoi(r.output.substr(r.output.rfind("| ", bar) + 2));
+  }
+  std::vector<std::string> expected;
+  for (int bs : {8, 16}) {
+    for (int slot = 0; slot < 2; ++slot) {
+      expected.push_back(fmt_cmd("input.txt --batch-size " + std::to_string(bs) + " --cpu-cores " +
+                                 std::to_string(per_slot) + " --devices " + std::to_string(devices) + " --jr " +
+                                 std::to_string(slot) + " --report " + out + "/mila --data /data/x --seed " +
+                                 std::to_string((slot + 1) * 100)));
+    }
+  }
+  expected.push_back(fmt_cmd("--workers " + std::to_string(cpus) + " --devices " + std::to_string(devices) +
+                             " --total " + std::to_string(cpus) + " --no-cuda --seed 2"));
+  std::vector<std::string> got;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    const auto at = line.find(std::string(" ") + FAKEBENCH + " ");
+    if (line.rfind("  slot ", 0) == 0 && at != std::string::npos) got.push_back(line.substr(at + 1));
+    if (line.rfind("  slot ", 0) == 0) {
+      EXPECT_NE(line.find("DEVICE_TOTAL=" + std::to_string(devices) + " "), std::string::npos) << line;
+      EXPECT_NE(line.find("CPU_TOTAL=" + std::to_string(cpus) + " "), std::string::npos) << line;
+      EXPECT_NE(line.find("RAM_TOTAL="), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(got, expected) << r.output;
+  EXPECT_NE(r.output.find("[1/3] mila [--batch-size 8]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[3/3] whole"), std::string::npos) << r.output;
+
+  // A variable neither the runner nor its environment defines: one line naming job and variable.
+  const std::string bad = jobs(R"([{"name": "ok", "cmd": "FAKE", "args": {"--c": "$CPU_COUNT"}},
+                                   {"name": "typo", "cmd": "FAKE", "args": {"--d": "$DEVICE_TOTLA"}}])");
+  const Result e = runner("--jobs " + bad + " --dry");
+  EXPECT_EQ(e.exit_code, 2) << e.output;
+  EXPECT_EQ(e.output, "mlbench-run: error: " + bad + ": job 1 (typo): field 'args.--d': $DEVICE_TOTLA is not set\n");
+}
+
+// Issue 16: the results table is coloured on a terminal, never under NO_COLOR.
+// util-linux's `script` gives the runner a pseudo-terminal.
+TEST_F(RunnerE2E, ResultsColourOnATerminalUnlessNoColor) {
+  if (run_command("command -v script").exit_code != 0) GTEST_SKIP() << "needs util-linux's script for a terminal";
+  const std::string j = jobs(R"([{"name": "ok", "cmd": "FAKE", "args": {}, "cgroup": "all"},
+                                 {"name": "bad", "cmd": "FAKE", "args": {"--exit-code": 3}, "cgroup": "all"}])");
+  const std::string cmd = std::string(MLBENCH_RUN) + " --outdir " + (dir_ / "out").string() + " --jobs " + j +
+                          " --no-cgroup";
+  const Result tty = run_command("script -qec '" + cmd + "' /dev/null");
+  EXPECT_NE(tty.output.find("\033[32m    1/1\033[0m"), std::string::npos) << tty.output;
+  EXPECT_NE(tty.output.find("\033[31mFAILED D0: exit 3\033[0m"), std::string::npos) << tty.output;
+  const Result plain = run_command("NO_COLOR=1 script -qec '" + cmd + "' /dev/null");
+  EXPECT_NE(plain.output.find("FAILED D0: exit 3"), std::string::npos) << plain.output;
+  EXPECT_EQ(plain.output.find("\033[3"), std::string::npos) << "colour under NO_COLOR: " << plain.output;
+}
+
+// With --repeat-suite a row counts the instances of every pass, names the pass of each
+// failure, and report.html covers the R<k> tree.
+TEST_F(RunnerE2E, ResultsTableSpansEveryPass) {
+  const std::string j = jobs(R"([{"name": "ok", "cmd": "FAKE", "args": {}, "cgroup": "all"},
+                                 {"name": "bad", "cmd": "FAKE", "args": {"--exit-code": 3}, "cgroup": "all"}])");
+  const Result r = runner("--jobs " + j + " --no-cgroup --repeat-suite 2 --uid 4");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const std::string out = (dir_ / "out").string();
+  EXPECT_NE(r.output.find("\nok             2/2 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\nbad            0/2 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("FAILED R4/D0: exit 3; R5/D0: exit 3\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\nReport: " + out + "/report.html\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\nSummary: " + out + "/R*/summary.txt\n"), std::string::npos) << r.output;
+  std::ifstream in(dir_ / "out" / "report.html");
+  const std::string html((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(html.find("2 runs (R0 R1)"), std::string::npos) << html.substr(0, 1500);
 }
 
 TEST_F(RunnerE2E, BadJobsFilesAreRejectedInOneLine) {

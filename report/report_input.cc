@@ -1,0 +1,191 @@
+// What --reports names, read into a Report with its notes (see report_input.h).
+#include "report/report_input.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "report/report_builder.h"
+#include "report/report_statistics.h"
+#include "report/reports_tree.h"
+#include "report/stall_results.h"
+#include "report/targets.h"
+
+namespace mlbench::report {
+namespace fs = std::filesystem;
+
+namespace {
+
+nlohmann::json read_json(const fs::path& file) {
+  std::ifstream in(file);
+  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+bool is_report_candidate(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) && p.extension() == ".json" && p.filename() != "machine.json";
+}
+
+// The run directories (or the single file) that --reports names, with their run names.
+std::vector<std::pair<std::string, fs::path>> run_dirs_of(const fs::path& reports) {
+  std::vector<std::pair<std::string, fs::path>> out;
+  std::error_code ec;
+  switch (reports_input_kind(reports)) {
+    case ReportsInput::ReportFile:
+      out.emplace_back(reports.filename().string(), reports);
+      break;
+    case ReportsInput::RunDirectory:
+      out.emplace_back(reports.filename().string(), reports);
+      break;
+    case ReportsInput::Tree:
+      for (const fs::directory_entry& e : fs::directory_iterator(reports, ec)) {
+        if (e.is_directory(ec) && run_number(e.path().filename().string()) >= 0) {
+          out.emplace_back(e.path().filename().string(), e.path());
+        }
+      }
+      std::sort(out.begin(), out.end());
+      break;
+  }
+  return out;
+}
+
+std::vector<fs::path> report_files(const fs::path& run) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  if (fs::is_regular_file(run, ec)) return {run};
+  for (const fs::directory_entry& e : fs::directory_iterator(run, ec)) {
+    if (is_report_candidate(e.path())) files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> suites_in(const fs::path& reports) {
+  std::set<std::string> suites;
+  for (const auto& [run, dir] : run_dirs_of(reports)) {
+    for (const fs::path& f : report_files(dir)) {
+      const nlohmann::json j = read_json(f);
+      if (j.is_object() && j.contains("suite") && j["suite"].is_string() && j.contains("name")) {
+        suites.insert(j["suite"].get<std::string>());
+      }
+    }
+  }
+  return {suites.begin(), suites.end()};
+}
+
+std::string repeated_passes_note(int runs) {
+  if (runs >= kDefaultMinRuns) return "";
+  return fmt::format(
+      "{} run{}: sd and sd% need at least 2 runs, and the Mila rules compare on {} or more "
+      "(mlbench-run --repeat-suite {}); the Deviation and Performance lines are not a valid comparison yet",
+      runs, runs == 1 ? "" : "s", kDefaultMinRuns, kDefaultMinRuns);
+}
+
+std::string machines_note(const std::vector<std::pair<std::string, std::string>>& run_machines) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;  // machine -> runs, first seen first
+  for (const auto& [run, machine] : run_machines) {
+    const std::string m = machine.empty() ? "unknown machine" : machine;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == m; });
+    if (it == groups.end()) {
+      groups.push_back({m, {}});
+      it = groups.end() - 1;
+    }
+    it->second.push_back(run);
+  }
+  if (groups.size() < 2) return "";
+  std::string text;
+  for (const auto& [machine, runs] : groups) {
+    std::string list;
+    for (const std::string& r : runs) list += (list.empty() ? "" : " ") + r;
+    text += fmt::format("{}{}: {}", text.empty() ? "" : "; ", machine, list);
+  }
+  return fmt::format("runs from {} machines grouped together ({}): their spread includes the machines' difference",
+                     groups.size(), text);
+}
+
+std::string run_machine(const fs::path& run) {
+  std::error_code ec;
+  const fs::path dir = fs::is_regular_file(run, ec) ? run.parent_path() : run;
+  const nlohmann::json m = read_json(dir / "machine.json");
+  if (m.is_object() && m.contains("hostname") && m["hostname"].is_string()) {
+    std::string model;
+    if (m.contains("gpus") && m["gpus"].is_array() && !m["gpus"].empty() && m["gpus"][0].is_string()) {
+      model = m["gpus"][0].get<std::string>();
+    } else if (m.contains("cpu_model") && m["cpu_model"].is_string()) {
+      model = m["cpu_model"].get<std::string>();
+    }
+    return m["hostname"].get<std::string>() + (model.empty() ? "" : " (" + model + ")");
+  }
+  for (const fs::path& f : report_files(run)) {
+    const nlohmann::json j = read_json(f);
+    if (!j.is_object() || !j.contains("hostname") || !j["hostname"].is_string()) continue;
+    const std::string gpu = j.contains("gpu") && j["gpu"].is_string() ? j["gpu"].get<std::string>() : "";
+    return j["hostname"].get<std::string>() + (gpu.empty() ? "" : " (" + gpu + ")");
+  }
+  return "";
+}
+
+std::optional<Targets> targets_for_machine(const std::vector<std::string>& gpu_names,
+                                           const std::vector<fs::path>& dirs) {
+  std::vector<std::string> kinds;
+  if (gpu_names.empty()) {
+    kinds.push_back("CPU");
+  } else {
+    kinds.push_back(gpu_names.front());
+    std::istringstream words(gpu_names.front());
+    for (std::string w; words >> w;) {
+      if (lower(w) != "nvidia" && lower(w) != "geforce") kinds.push_back(w);
+    }
+  }
+  for (const std::string& kind : kinds) {
+    try {
+      return load_targets_file(find_targets_file(kind, dirs));
+    } catch (const InputError&) {
+      // not this kind; try the next word
+    }
+  }
+  return std::nullopt;
+}
+
+Report load_report(const ReportRequest& q) {
+  const ReportsInput kind = reports_input_kind(q.reports);
+  const bool single = kind != ReportsInput::Tree;
+  const ReportsTree tree = load_reports_tree(q.reports, q.suite, q.min_runs);
+  std::vector<fs::path> roots{kind == ReportsInput::ReportFile ? q.reports.parent_path() : q.reports};
+  for (const fs::path& d : q.stall_dirs) {
+    if (!fs::exists(d)) throw InputError(fmt::format("--stall {}: no such file or directory", d.string()));
+    roots.push_back(d);
+  }
+  std::vector<std::string> stall_warnings;
+  // A single report file has no stall folders of its own to search.
+  const auto analyses = kind == ReportsInput::ReportFile && q.stall_dirs.empty()
+                            ? std::map<std::string, StallAnalysis>{}
+                            : find_stall_analyses(roots, stall_warnings);
+  Report report = build_report(q.suite, q.reports.string(), tree, q.targets, analyses, single ? 1 : q.min_runs);
+  for (std::string& w : stall_warnings) report.notes.warnings.push_back(std::move(w));
+  if (const std::string note = repeated_passes_note(static_cast<int>(tree.runs.size())); !note.empty()) {
+    report.info.push_back(note);
+  }
+  std::vector<std::pair<std::string, std::string>> machines;
+  for (const auto& [run, dir] : run_dirs_of(q.reports)) {
+    if (std::find(tree.runs.begin(), tree.runs.end(), run) != tree.runs.end() || single) {
+      machines.emplace_back(run, run_machine(dir));
+    }
+  }
+  if (const std::string note = machines_note(machines); !note.empty()) report.info.push_back(note);
+  return report;
+}
+
+}  // namespace mlbench::report

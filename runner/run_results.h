@@ -1,0 +1,33 @@
+// The end of a run (also after Ctrl-C): reads the final instance reports of every
+// pass into the results table, writes report.html into the run directory with
+// mlbench-report's renderer, and prints the table and the paths of report.html
+// and summary.txt.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/report_model.h"
+#include "results_table.h"
+#include "scheduler.h"
+
+namespace mlbench::runner {
+
+// One row per step of the plan (same steps in every pass), over every pass's instances;
+// `targets`: this machine kind's, if any.
+std::vector<ResultRow> collect_results(const std::vector<Pass>& passes, const std::optional<report::Targets>& targets);
+
+struct RunEnd {
+  std::filesystem::path outdir;  // the run directory (R<k>/ below it with --repeat-suite)
+  std::string suite;
+  std::optional<report::Targets> targets;
+  bool color = false;  // on a terminal, NO_COLOR unset
+};
+
+// Prints the table, writes outdir/report.html and prints where it and summary.txt are.
+// Returns false when report.html could not be written (the line says why).
+bool report_results(Output& output, const std::vector<Pass>& passes, const RunEnd& end);
+
+}  // namespace mlbench::runner
