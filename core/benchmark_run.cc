@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "blas.h"
 #include "progress.h"
 #include "report.h"
 #include "sysinfo.h"
@@ -85,6 +86,8 @@ void BenchmarkRun::print_config(std::ostream& out) const {
   }
   out << fmt::format("  {:<20} {}\n", "device", runtime_.device);
   out << fmt::format("  {:<20} {} {}\n", "framework", runtime_.framework, runtime_.framework_version);
+  const BlasInfo blas = loaded_blas();
+  out << fmt::format("  {:<20} {} ({})\n", "blas", blas.name, blas.backend.empty() ? "not loaded" : blas.backend);
   out << std::string(60, '-') << "\n";
   out.flush();
 }
@@ -95,6 +98,8 @@ int BenchmarkRun::finish(nlohmann::json report, bool completed, const std::strin
   report["completed"] = completed;
   if (!completed) report["reason"] = reason;
   report["end_time"] = utc_iso8601(now);
+  // Read at the end: an OpenMP OpenBLAS settles its thread count at its first call.
+  if (report.contains("machine") && report["machine"].is_object()) report["machine"]["blas"] = to_json(loaded_blas());
   if (o.report_dir.empty()) {
     std::cout << report.dump(2) << "\n";
     return exit_code;

@@ -14,6 +14,8 @@
 #include <CLI/CLI.hpp>
 
 #include "core/atomic_file.h"
+#include "core/report_name.h"
+#include "report/blas_notes.h"
 #include "report/report_builder.h"
 #include "report/report_input.h"
 #include "report/report_statistics.h"
@@ -32,6 +34,26 @@ void write_output(const Reporter& reporter, const Report& report, const std::str
   mlbench::core::write_file_atomic(file, s.str());
 }
 
+// --write-targets: the file, with a note saying where its numbers come from.
+void write_targets_file(const std::string& file, const std::string& model, const std::string& user_note,
+                        const std::string& reports, const std::string& suite, const ReportsTree& tree, Report& report) {
+  std::string blas;
+  for (const auto& [name, runs] : blas_by_name(tree)) blas += (blas.empty() ? "" : ", ") + name;
+  const std::string note = fmt::format(
+      "{}{}written by mlbench-report --write-targets from {} ({} runs of suite '{}', BLAS: {}) on {}: each target is "
+      "the median of the runs' items/s rounded down to 2 significant digits (docs/report.md)",
+      user_note, user_note.empty() ? "" : "; ", reports, tree.runs.size(), suite, blas.empty() ? "not recorded" : blas,
+      mlbench::core::utc_iso8601(std::chrono::system_clock::now()).substr(0, 10));
+  std::vector<std::string> skipped;
+  const nlohmann::json targets = make_targets(report.benches, model, note, skipped);
+  if (targets["benchmarks"].empty())
+    throw InputError("--write-targets: no benchmark has a run value to make a target of");
+  for (const std::string& b : skipped) {
+    report.notes.warnings.push_back(fmt::format("--write-targets: {} has no run value, left out of {}", b, file));
+  }
+  mlbench::core::write_file_atomic(file, targets.dump(2) + "\n");
+}
+
 fs::path self_path(const char* argv0) {
   std::error_code ec;
   fs::path p = fs::read_symlink("/proc/self/exe", ec);
@@ -45,6 +67,7 @@ int main(int argc, char** argv) {
   std::string reports, suite, gpu_model, targets_file, targets_dir, html, csv, json, compare, color = "auto";
   std::vector<std::string> stall_dirs;
   int min_runs = kDefaultMinRuns;
+  std::string write_targets, targets_model = "CPU", targets_note;
   app.add_option("--reports", reports,
                  "Reports: a tree with one sub-directory per run (R0.. or output0..), one run directory "
                  "(mlbench-run's output), or one report file")
@@ -72,6 +95,12 @@ int main(int argc, char** argv) {
   app.add_option("--color", color, "Colour on the console: auto (on a terminal, unless NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
+  app.add_option("--write-targets", write_targets,
+                 "Write a targets file from these runs: per benchmark the median of its runs' items/s, rounded "
+                 "down to 2 significant digits (docs/report.md)");
+  app.add_option("--targets-model", targets_model, "The \"model\" of the file --write-targets writes")
+      ->capture_default_str();
+  app.add_option("--targets-note", targets_note, "Where the runs come from (machine, command), for --write-targets");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -104,19 +133,24 @@ int main(int argc, char** argv) {
           targets_dir.empty() ? default_target_dirs(self_path(argv[0])) : std::vector<fs::path>{targets_dir};
       targets = load_targets_file(find_targets_file(gpu_model, dirs));
     }
-    Report report = load_report({reports, suite, targets, min_runs, {stall_dirs.begin(), stall_dirs.end()}});
+    ReportsTree tree;
+    Report report = load_report({reports, suite, targets, min_runs, {stall_dirs.begin(), stall_dirs.end()}}, &tree);
     if (!compare.empty()) {
       const ReportsTree other_tree = load_reports_tree(compare, suite, min_runs);
       const Report other = build_report(suite, compare, other_tree, targets, {}, min_runs);
       report.comparison = Comparison{compare, other.runs, compare_results(report.benches, other.benches)};
+      for (std::string& w : blas_compare_warnings(tree, other_tree, compare)) report.notes.warnings.push_back(w);
     }
+    if (!write_targets.empty())
+      write_targets_file(write_targets, targets_model, targets_note, reports, suite, tree, report);
     const char* no_color = std::getenv("NO_COLOR");
     const bool use_color = color == "always" || (color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color));
     ConsoleReporter(use_color).write(report, std::cout);
     if (!csv.empty()) write_output(CsvReporter(), report, csv);
     if (!json.empty()) write_output(JsonReporter(), report, json);
     if (!html.empty()) write_output(HtmlReporter(), report, html);
-    for (const auto& [flag, file] : {std::pair{"CSV", &csv}, {"JSON", &json}, {"HTML", &html}}) {
+    for (const auto& [flag, file] :
+         {std::pair{"CSV", &csv}, {"JSON", &json}, {"HTML", &html}, {"Targets", &write_targets}}) {
       if (!file->empty()) std::cout << flag << ": " << *file << "\n";
     }
     return 0;

@@ -12,6 +12,7 @@
 
 #include "report/report_builder.h"
 #include "report/report_statistics.h"
+#include "report/blas_notes.h"
 #include "report/reports_tree.h"
 #include "report/stall_results.h"
 #include "report/targets.h"
@@ -159,7 +160,7 @@ std::optional<Targets> targets_for_machine(const std::vector<std::string>& gpu_n
   return std::nullopt;
 }
 
-Report load_report(const ReportRequest& q) {
+Report load_report(const ReportRequest& q, ReportsTree* tree_out) {
   const ReportsInput kind = reports_input_kind(q.reports);
   const bool single = kind != ReportsInput::Tree;
   const ReportsTree tree = load_reports_tree(q.reports, q.suite, q.min_runs);
@@ -175,6 +176,7 @@ Report load_report(const ReportRequest& q) {
                             : find_stall_analyses(roots, stall_warnings);
   Report report = build_report(q.suite, q.reports.string(), tree, q.targets, analyses, single ? 1 : q.min_runs);
   for (std::string& w : stall_warnings) report.notes.warnings.push_back(std::move(w));
+  for (std::string& w : blas_warnings(tree)) report.notes.warnings.push_back(std::move(w));
   if (const std::string note = repeated_passes_note(static_cast<int>(tree.runs.size())); !note.empty()) {
     report.info.push_back(note);
   }
@@ -185,6 +187,7 @@ Report load_report(const ReportRequest& q) {
     }
   }
   if (const std::string note = machines_note(machines); !note.empty()) report.info.push_back(note);
+  if (tree_out) *tree_out = tree;
   return report;
 }
 

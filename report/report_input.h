@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "report/report_model.h"
+#include "report/reports_tree.h"
 
 namespace mlbench::report {
 
@@ -46,7 +47,8 @@ struct ReportRequest {
   std::vector<std::filesystem::path> stall_dirs;  // searched besides `reports`
 };
 
-// Loads, analyses and summarizes; throws InputError.
-Report load_report(const ReportRequest& request);
+// Loads, analyses and summarizes (with the BLAS warnings of report/blas_notes.h);
+// throws InputError. `tree`, when given, receives the reports as loaded.
+Report load_report(const ReportRequest& request, ReportsTree* tree = nullptr);
 
 }  // namespace mlbench::report

@@ -53,6 +53,7 @@ struct Instance {
   double wait_s = kNaN;       // stall.wait.avg (per iteration)
   double h2d_s = kNaN;        // stall.h2d.avg
   double compute_s = kNaN;    // stall.compute.avg
+  std::string blas;           // machine.blas.name ("" in reports older than that field)
 };
 
 // All instances of one benchmark in one run directory.

@@ -75,6 +75,11 @@ Instance parse_instance(const nlohmann::json& report, const std::string& file_na
     i.h2d_s = number_at(st, "h2d", "avg");
     i.compute_s = number_at(st, "compute", "avg");
   }
+  if (report.contains("machine") && report["machine"].is_object() && report["machine"].contains("blas") &&
+      report["machine"]["blas"].is_object() && report["machine"]["blas"].contains("name") &&
+      report["machine"]["blas"]["name"].is_string()) {
+    i.blas = report["machine"]["blas"]["name"].get<std::string>();
+  }
   const bool completed =
       report.contains("completed") && report["completed"].is_boolean() && report["completed"].get<bool>();
   bool nan_loss = false;

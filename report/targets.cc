@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/statistics.h"
 #include "report/reports_tree.h"
 
 #ifndef MLBENCH_SOURCE_DIR
@@ -106,6 +107,42 @@ std::vector<fs::path> default_target_dirs(const fs::path& executable) {
   }
   if (std::string(MLBENCH_SOURCE_DIR).size() > 0) dirs.push_back(fs::path(MLBENCH_SOURCE_DIR) / "configs" / "targets");
   return dirs;
+}
+
+double round_down_2_significant(double x) {
+  if (!(x > 0.0) || !std::isfinite(x)) return kNaN;
+  const int k = 1 - static_cast<int>(std::floor(std::log10(x)));
+  // The 1e-9 keeps a value already at 2 digits (4.6e6, 0.9) from dropping a step through
+  // the binary representation of the scaled product.
+  if (k >= 0) {
+    const double scale = std::pow(10.0, k);
+    return std::floor(x * scale * (1 + 1e-9)) / scale;
+  }
+  const double scale = std::pow(10.0, -k);
+  return std::floor(x / scale * (1 + 1e-9)) * scale;
+}
+
+nlohmann::json make_targets(const std::vector<BenchResult>& benches, const std::string& model, const std::string& note,
+                            std::vector<std::string>& skipped) {
+  nlohmann::json out = {{"model", model}, {"note", note}, {"benchmarks", nlohmann::json::object()}};
+  for (const BenchResult& b : benches) {
+    std::vector<double> values;
+    for (const RunValue& r : b.runs) {
+      if (std::isfinite(r.items_per_s) && r.items_per_s > 0.0) values.push_back(r.items_per_s);
+    }
+    const double target = values.empty() ? kNaN : round_down_2_significant(core::median(values));
+    if (!std::isfinite(target)) {
+      skipped.push_back(b.name);
+      continue;
+    }
+    // Whole numbers as integers: the files are read and edited by people.
+    if (target == std::floor(target) && target < 9e15) {
+      out["benchmarks"][b.name] = static_cast<long long>(target);
+    } else {
+      out["benchmarks"][b.name] = target;
+    }
+  }
+  return out;
 }
 
 }  // namespace mlbench::report

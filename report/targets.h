@@ -27,4 +27,14 @@ std::filesystem::path find_targets_file(const std::string& model, const std::vec
 // from (<exe>/../../configs/targets), and the source tree compiled in.
 std::vector<std::filesystem::path> default_target_dirs(const std::filesystem::path& executable);
 
+// x rounded down to 2 significant digits (4 683 000 -> 4 600 000, 9.07 -> 9): the
+// targets method of docs/report.md, so that a run as fast as the measured ones passes.
+double round_down_2_significant(double x);
+
+// A targets file (the format parse_targets reads) from a report's rows: per benchmark the
+// median of its run values (items/s), rounded down to 2 significant digits. Benchmarks with
+// no run value are left out and named in `skipped`.
+nlohmann::json make_targets(const std::vector<BenchResult>& benches, const std::string& model, const std::string& note,
+                            std::vector<std::string>& skipped);
+
 }  // namespace mlbench::report

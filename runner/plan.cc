@@ -64,7 +64,11 @@ std::map<std::string, std::string> instance_variables(const Instance& inst, int 
       {"RUN_ID", std::to_string(s.run_id)},
       {"SUITE_NAME", s.suite},
       {"OUTPUT_DIRECTORY", s.output_directory},
-      {"DATA_DIRECTORY", s.data_directory}};
+      {"DATA_DIRECTORY", s.data_directory},
+      // A pthread OpenBLAS sizes its pool from these when it loads, before the
+      // benchmark's --cpu-cores applies: one thread per slot CPU.
+      {"OMP_NUM_THREADS", std::to_string(inst.cpus.size())},
+      {"OPENBLAS_NUM_THREADS", std::to_string(inst.cpus.size())}};
   if (s.gpus > 0) {
     std::string vcd = std::to_string(inst.slot);
     if (inst.whole_machine) {

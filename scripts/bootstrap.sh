@@ -22,6 +22,7 @@ packages=(
   libjpeg62-turbo-dev          # libjpeg-turbo's libjpeg API (jpeg_crop_scanline: region decode)
   libopencv-imgproc-dev        # cv::resize
   libssl-dev                   # sha256 for unique_id
+  libopenblas0-openmp          # the BLAS LibTorch calls (selected below; docs/performance.md)
 )
 
 missing=()
@@ -43,6 +44,30 @@ if ((${#missing[@]})); then
   fi
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Debian's LibTorch calls whatever libblas.so.3 the alternatives system points at; on a
+# fresh machine that is the reference BLAS, ~20x slower on a Linear layer than OpenBLAS.
+# Select the OpenMP OpenBLAS (it shares LibTorch's OpenMP threads, so --cpu-cores governs
+# both; docs/performance.md has the measurement) unless the machine's administrator chose
+# another optimised BLAS by hand. MLBENCH_BLAS=keep leaves the choice alone.
+arch="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -dumpmachine)"
+blas_dir="/usr/lib/$arch/openblas-openmp"
+if [[ "${MLBENCH_BLAS:-}" != keep ]]; then
+  as_root=""
+  [[ $(id -u) -ne 0 ]] && as_root="sudo"
+  for lib in libblas.so.3 liblapack.so.3; do
+    name="$lib-$arch"
+    current="$(update-alternatives --query "$name" 2>/dev/null | sed -n 's/^Value: //p')"
+    mode="$(update-alternatives --query "$name" 2>/dev/null | sed -n 's/^Status: //p')"
+    [[ "$current" == "$blas_dir/$lib" ]] && continue
+    if [[ "$mode" == manual && "$current" != "/usr/lib/$arch/blas/"* && "$current" != "/usr/lib/$arch/lapack/"* ]]; then
+      echo "bootstrap: note: $lib is set by hand to $current; keeping it (mlbench recommends $blas_dir)"
+      continue
+    fi
+    echo "bootstrap: selecting $blas_dir/$lib for $lib (was ${current:-none})"
+    $as_root update-alternatives --set "$name" "$blas_dir/$lib"
+  done
 fi
 
 if [[ ! -f "$build_dir/build.ninja" ]]; then

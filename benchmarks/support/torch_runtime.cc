@@ -2,11 +2,14 @@
 
 #include <iostream>
 
+#include "core/blas.h"
+
 namespace mlbench::bench {
 
 TorchContext make_torch_context(const core::BenchOptions& options) {
   TorchContext ctx;
   torch::set_num_threads(options.cpu_cores);
+  core::set_blas_threads(options.cpu_cores);  // a pthread OpenBLAS keeps its own pool (core/blas.h)
   torch::manual_seed(static_cast<uint64_t>(options.seed));
   const bool cuda_available = torch::cuda::is_available();
   if (options.cuda.value_or(false) && !cuda_available) {

@@ -17,7 +17,7 @@ struct TorchContext {
   core::Chrono::SyncHook sync;  // cuda synchronize on CUDA, empty on CPU
 };
 
-// Sets intra-op threads to --cpu-cores, seeds torch, picks the device
+// Sets intra-op (and the BLAS's own) threads to --cpu-cores, seeds torch, picks the device
 // (--cuda/--no-cuda, default CUDA when available). Throws core::UsageError for
 // --cuda without CUDA.
 TorchContext make_torch_context(const core::BenchOptions& options);

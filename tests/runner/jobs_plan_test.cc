@@ -118,6 +118,8 @@ TEST(Plan, InstancesEnvSeedsAndNames) {
   EXPECT_EQ(i1.env.at("JOB_ID"), "1");
   EXPECT_EQ(i1.env.at("CUDA_VISIBLE_DEVICES"), "1");
   EXPECT_EQ(i1.env.at("CPU_COUNT"), "2");
+  EXPECT_EQ(i1.env.at("OMP_NUM_THREADS"), "2");  // the BLAS's pool follows the slot, too
+  EXPECT_EQ(i1.env.at("OPENBLAS_NUM_THREADS"), "2");
   EXPECT_EQ(i1.env.at("RUN_ID"), "3");
   EXPECT_EQ(i1.env.at("SUITE_NAME"), "fast");
   EXPECT_EQ(i1.cpus, (std::vector<int>{2, 3}));
