@@ -30,7 +30,10 @@ std::vector<std::string> slice_controllers(Version v, bool with_io) {
 }
 
 std::string memory_limit_value(Version v, std::optional<std::uint64_t> bytes) {
-  if (bytes) return std::to_string(*bytes);
+  // The kernel keeps limits as a signed 64-bit count: a larger value wraps (to a 0-byte
+  // limit and an OOM kill of everything), so it is written as what it means, no limit.
+  constexpr std::uint64_t kKernelMax = std::uint64_t{1} << 62;
+  if (bytes && *bytes < kKernelMax) return std::to_string(*bytes);
   return v == Version::V1 ? "-1" : "max";
 }
 

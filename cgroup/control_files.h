@@ -34,7 +34,8 @@ ControlFile control_file(Version v, Knob k);
 // the parent's cgroup.subtree_control). v1 "blkio" only when mounted.
 std::vector<std::string> slice_controllers(Version v, bool with_io);
 
-// The text written to the memory limit file: bytes, or "unlimited" as each version spells it.
+// The text written to the memory limit file: bytes, or "unlimited" as each version spells it
+// (also for a value too large for the kernel, which would wrap).
 std::string memory_limit_value(Version v, std::optional<std::uint64_t> bytes);
 
 // Parsers of the files above. They throw std::invalid_argument naming the file on bad text.

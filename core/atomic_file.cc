@@ -33,7 +33,7 @@ AtomicFile::AtomicFile(std::filesystem::path file) : file_(std::move(file)) {
   tmp_name += ".XXXXXX";
   std::string tmpl = (dir / tmp_name).string();
   fd_ = mkstemp(tmpl.data());
-  if (fd_ < 0) throw io_error("create a temporary file in", dir);
+  if (fd_ < 0) throw io_error("create a temporary file for " + file_.filename().string() + " in", dir);
   tmp_ = tmpl;
 }
 
@@ -56,7 +56,7 @@ void AtomicFile::write(std::string_view bytes) {
     const ssize_t n = ::write(fd_, data, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      const auto err = io_error("write", tmp_);
+      const auto err = io_error("write", file_);  // the file the user knows, not the temporary
       discard();
       throw err;
     }
@@ -72,7 +72,7 @@ void AtomicFile::write(std::span<const std::uint8_t> bytes) {
 void AtomicFile::commit(Durability durability) {
   if (fd_ < 0) throw std::logic_error("AtomicFile::commit twice: " + file_.string());
   auto fail = [&](const char* what) {
-    const auto err = io_error(what, tmp_);
+    const auto err = io_error(what, file_);
     discard();
     return err;
   };

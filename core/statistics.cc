@@ -87,9 +87,12 @@ double quantile(std::span<const double> xs, double q) {
 
 double trimmed_mean(std::span<const double> xs) {
   require(xs, 3, "trimmed mean");
-  const auto [lo, hi] = std::minmax_element(xs.begin(), xs.end());
-  const double total = std::accumulate(xs.begin(), xs.end(), 0.0) - *lo - *hi;
-  return total / static_cast<double>(xs.size() - 2);
+  // Sum only the middle values: subtracting min and max from the full sum cancels
+  // (one 1e308 among values near 1000 gave 0.0).
+  std::vector<double> sorted(xs.begin(), xs.end());
+  std::sort(sorted.begin(), sorted.end());
+  const double total = std::accumulate(sorted.begin() + 1, sorted.end() - 1, 0.0);
+  return total / static_cast<double>(sorted.size() - 2);
 }
 
 double geometric_mean(std::span<const double> xs) {

@@ -107,6 +107,9 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
+  } catch (const Interrupted& e) {
+    std::cerr << "mlbench-datagen: interrupted; the partial dataset was removed\n";
+    return 128 + e.signal();
   } catch (const std::exception& e) {
     return fail(e.what());
   }

@@ -1,13 +1,16 @@
 // Shared recipe logic: names, sizes, markers, ensure, seeding, the parallel loop.
 #include "datasets/recipe.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <exception>
 #include <iostream>
+#include <iterator>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -28,6 +31,62 @@ namespace fs = std::filesystem;
 // Bumped when a recipe's output changes for the same seed and size, so that the
 // marker says which generator made a folder.
 constexpr int kGeneratorVersion = 1;
+
+namespace {
+
+// The stop signal that arrived while ensure_dataset generated (0: none). Workers check
+// it between items, so the temporary folder is removed on the way out.
+std::atomic<int> g_stop_signal{0};
+extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+
+void throw_if_stopped() {
+  if (const int sig = g_stop_signal.load()) throw Interrupted(sig);
+}
+
+// SIGINT, SIGTERM and SIGHUP set g_stop_signal while it lives; the old handlers come back after.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESTART;  // the writes in flight finish; the workers stop between items
+    sigemptyset(&sa.sa_mask);
+    for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~StopSignals() {
+    for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction old_[std::size(kSignals)] {};
+};
+
+// Temporary folders ".NAME.partial-PID" beside `dir` whose process is gone: a datagen
+// killed by SIGKILL (or its runner's death) could not remove its own.
+void remove_stale_partials(const fs::path& parent, const std::string& name) {
+  const std::string prefix = "." + name + ".partial-";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind(prefix, 0) != 0) continue;
+    const std::string pid = n.substr(prefix.size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno != ESRCH) continue;  // still running
+    std::error_code rm;
+    fs::remove_all(e.path(), rm);
+    std::cerr << "mlbench-datagen: removed " << e.path().string() << " (left by process " << pid << ", which is gone)"
+              << std::endl;
+  }
+}
+
+}  // namespace
+
+Interrupted::Interrupted(int signal)
+    : std::runtime_error(fmt::format("interrupted by signal {}", signal)), signal_(signal) {}
 
 const Recipe* find_recipe(const std::string& name) {
   for (const Recipe& r : all_recipes()) {
@@ -86,15 +145,19 @@ bool ensure_dataset(const Recipe& recipe, const fs::path& dir, RecipeOptions opt
   }
   const fs::path parent = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
   fs::create_directories(parent);
+  remove_stale_partials(parent, dir.filename().string());
   const fs::path tmp = parent / fmt::format(".{}.partial-{}", dir.filename().string(), ::getpid());
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   options.out = tmp;
+  const StopSignals stop_signals;
   try {
     recipe.generate(options);
+    throw_if_stopped();  // a recipe that does not go through parallel_for
     write_marker(tmp, recipe.name, options);
   } catch (...) {
     fs::remove_all(tmp, ec);
+    if (const int sig = g_stop_signal.load()) throw Interrupted(sig);
     throw;
   }
   if (fs::exists(dir, ec)) fs::remove(dir, ec);  // an empty folder only (checked above)
@@ -150,6 +213,7 @@ void parallel_for(long count, int threads, bool show_progress, const std::string
     // No exception may leave an OpenMP region: keep the first, skip the rest.
     if (failed.load(std::memory_order_relaxed)) continue;
     try {
+      throw_if_stopped();
       work(i);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mu);

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -96,9 +97,23 @@ bool is_complete(const std::filesystem::path& dataset_dir);
 // Writes the marker (JSON: recipe, size, seed, generator version) atomically.
 void write_marker(const std::filesystem::path& dataset_dir, const std::string& recipe, const RecipeOptions& options);
 
+// Thrown by ensure_dataset when SIGINT, SIGTERM or SIGHUP arrived while it generated
+// (its temporary folder is already removed); the exit status is 128 + signal().
+class Interrupted : public std::runtime_error {
+ public:
+  explicit Interrupted(int signal);
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
 // Generates `recipe` into `dir` unless `dir` is complete. The work happens in a
-// sibling temporary folder renamed into place at the end. Returns true when it
-// generated, false when the dataset already existed. Throws std::runtime_error.
+// sibling temporary folder (.NAME.partial-PID) renamed into place at the end;
+// temporary folders of NAME whose process is gone (killed mid-way) are removed first,
+// and SIGINT/SIGTERM/SIGHUP while generating remove this one (then Interrupted).
+// Returns true when it generated, false when the dataset already existed. Throws
+// std::runtime_error.
 bool ensure_dataset(const Recipe& recipe, const std::filesystem::path& dir, RecipeOptions options);
 
 // Seed of item `index` of stream `stream` under a run seed: a stable mix

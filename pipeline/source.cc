@@ -12,13 +12,43 @@ namespace mlbench::pipeline {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// A symbolic link that resolves to nothing, or round in a circle (ELOOP), or a class
+// folder that is the dataset root itself: the scan names it instead of aborting.
+[[noreturn]] void throw_bad_entry(const fs::path& entry, const std::error_code& ec) {
+  throw DataError(
+      "dataset entry " + entry.string() + ": " +
+      (ec == std::errc::too_many_symbolic_link_levels ? "symbolic link loop (" + ec.message() + ")" : ec.message()));
+}
+
+// Whether `entry` is a directory (a regular file with `regular`), following symlinks;
+// a dangling link is neither, a loop is an error.
+bool entry_is(const fs::directory_entry& entry, bool regular) {
+  std::error_code ec;
+  const fs::file_status st = entry.status(ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) throw_bad_entry(entry.path(), ec);
+  return regular ? fs::is_regular_file(st) : fs::is_directory(st);
+}
+
+}  // namespace
+
 ImageFolderReader::ImageFolderReader(fs::path root, const std::string& hint) : root_(std::move(root)) {
   const std::string suffix = hint.empty() ? "" : " (" + hint + ")";
   std::error_code ec;
-  if (!fs::is_directory(root_, ec)) throw DataError("dataset root " + root_.string() + " does not exist" + suffix);
+  if (!fs::is_directory(root_, ec)) {
+    if (ec == std::errc::too_many_symbolic_link_levels) throw_bad_entry(root_, ec);
+    throw DataError("dataset root " + root_.string() + " does not exist" + suffix);
+  }
   std::vector<fs::path> class_dirs;
   for (const auto& entry : fs::directory_iterator(root_, ec)) {
-    if (entry.is_directory()) class_dirs.push_back(entry.path());
+    if (!entry_is(entry, false)) continue;
+    std::error_code same;
+    if (fs::equivalent(entry.path(), root_, same)) {
+      throw DataError("dataset entry " + entry.path().string() + ": symbolic link loop (it is the dataset root " +
+                      root_.string() + ")");
+    }
+    class_dirs.push_back(entry.path());
   }
   if (ec) throw DataError("cannot list dataset root " + root_.string() + ": " + ec.message());
   std::sort(class_dirs.begin(), class_dirs.end());
@@ -26,8 +56,13 @@ ImageFolderReader::ImageFolderReader(fs::path root, const std::string& hint) : r
     classes_.push_back(class_dirs[c].filename().string());
     std::vector<std::pair<fs::path, std::uint64_t>> files;
     for (const auto& entry : fs::directory_iterator(class_dirs[c], ec)) {
-      if (entry.is_regular_file()) files.emplace_back(entry.path(), entry.file_size());
+      if (!entry_is(entry, true)) continue;
+      std::error_code size_ec;
+      const std::uintmax_t bytes = entry.file_size(size_ec);
+      if (size_ec) throw_bad_entry(entry.path(), size_ec);
+      files.emplace_back(entry.path(), bytes);
     }
+    if (ec) throw DataError("cannot list class folder " + class_dirs[c].string() + ": " + ec.message());
     if (files.empty()) empty_classes_.push_back(classes_.back());
     std::sort(files.begin(), files.end());
     for (auto& [path, bytes] : files) {

@@ -150,21 +150,19 @@ ReportsTree load_reports_tree(const fs::path& dir, const std::string& suite, int
         std::ifstream in(file);
         j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
       }
-      if (j.is_discarded()) {
-        ++tree.notes.unreadable;
-        const std::string bench = bench_from_file_name(fname, suite);
-        if (bench.empty()) {
-          tree.notes.warnings.push_back(fmt::format("{}/{}: not valid JSON, ignored", run, fname));
-          continue;
-        }
-        // A report of this suite that cannot be read is a failed instance, not a silent gap.
-        tree.notes.warnings.push_back(
-            fmt::format("{}/{}: not valid JSON, counted as a failure of {}", run, fname, bench));
+      const bool not_report = j.is_discarded() || !j.is_object() || !j.contains("name") || !j["name"].is_string() ||
+                              !j.contains("suite") || !j["suite"].is_string();
+      // A file named as a report of this suite that cannot be read as one is a failed
+      // instance, listed by name, not a silent gap (valid JSON that is no report object included).
+      if (const std::string bench = not_report ? bench_from_file_name(fname, suite) : ""; !bench.empty()) {
+        const char* what = j.is_discarded() ? "not valid JSON" : "not a report object";
+        ++(j.is_discarded() ? tree.notes.unreadable : tree.notes.not_reports);
+        tree.notes.warnings.push_back(fmt::format("{}/{}: {}, counted as a failure of {}", run, fname, what, bench));
         Instance i;
         i.file = fname;
         i.slot = slot_from_file_name(fname);
         i.failed = true;
-        i.reason = "unreadable report";
+        i.reason = std::string("unreadable report (") + what + ")";
         BenchInput& b = tree.benches[bench];
         b.name = bench;
         if (b.runs.empty() || b.runs.back().run != run) b.runs.push_back({run, {}});
@@ -172,8 +170,12 @@ ReportsTree load_reports_tree(const fs::path& dir, const std::string& suite, int
         any = true;
         continue;
       }
-      if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || !j.contains("suite") ||
-          !j["suite"].is_string()) {
+      if (j.is_discarded()) {
+        ++tree.notes.unreadable;
+        tree.notes.warnings.push_back(fmt::format("{}/{}: not valid JSON, ignored", run, fname));
+        continue;
+      }
+      if (not_report) {
         ++tree.notes.not_reports;
         continue;
       }
@@ -185,7 +187,14 @@ ReportsTree load_reports_tree(const fs::path& dir, const std::string& suite, int
       BenchInput& b = tree.benches[bench];
       b.name = bench;
       if (b.runs.empty() || b.runs.back().run != run) b.runs.push_back({run, {}});
-      b.runs.back().instances.push_back(parse_instance(j, fname));
+      Instance inst = parse_instance(j, fname);
+      // No training loop reaches this rate: a corrupt value must not silently become the result.
+      if (!inst.failed && inst.items_per_s > kImplausibleItemsPerS) {
+        inst.failed = true;
+        inst.reason = fmt::format("implausible train_item.avg {:g} items/s", inst.items_per_s);
+        tree.notes.warnings.push_back(fmt::format("{}/{}: {}, counted as a failure", run, fname, inst.reason));
+      }
+      b.runs.back().instances.push_back(inst);
       any = true;
     }
     if (any) tree.runs.push_back(run);

@@ -33,6 +33,10 @@ struct ReportsTree {
 enum class ReportsInput { Tree, RunDirectory, ReportFile };
 ReportsInput reports_input_kind(const std::filesystem::path& path);
 
+// A train_item.avg above this is taken for a corrupt value (a failed instance with a
+// warning), not a speed: far beyond any training loop, far below the 1e308 of a bad write.
+inline constexpr double kImplausibleItemsPerS = 1e12;
+
 // Run number of a run directory name: "R3" -> 3, "output7" -> 7, anything else -> -1.
 int run_number(const std::string& dir_name);
 
@@ -46,6 +50,9 @@ Instance parse_instance(const nlohmann::json& report, const std::string& file_na
 // holds no run directory, or fewer than `min_runs` of them hold reports of the
 // suite (the message says how many were found). A single run directory or a
 // single report file (reports_input_kind) is read as one run, whatever `min_runs`.
+// A file named as a report of the suite that is not valid JSON or not a report
+// object, and a report whose train_item.avg is above kImplausibleItemsPerS, are
+// failed instances with a warning.
 ReportsTree load_reports_tree(const std::filesystem::path& dir, const std::string& suite, int min_runs);
 
 }  // namespace mlbench::report

@@ -6,7 +6,9 @@
 
 #include <cmath>
 #include <ctime>
+#include <fstream>
 #include <iostream>
+#include <set>
 
 namespace mlbench::runner {
 
@@ -35,6 +37,31 @@ void block_runner_signals() {
   sigprocmask(SIG_BLOCK, &set, nullptr);
 }
 
+// The slice controllers a run's groups may sit in (v1; on v2 all name one directory).
+constexpr const char* kControllers[] = {"cpuset", "cpu", "cpuacct", "memory", "blkio", "io"};
+
+// Whether the runner of run `run_id` ("<timestamp>-<pid>") still runs: its pid is alive
+// and is an mlbench-run (a reused pid is not). Names of another shape are left alone.
+bool runner_alive(const std::string& run_id) {
+  const auto dash = run_id.rfind('-');
+  if (dash == std::string::npos || dash + 1 == run_id.size()) return true;
+  const std::string pid = run_id.substr(dash + 1);
+  if (pid.find_first_not_of("0123456789") != std::string::npos) return true;
+  std::ifstream comm("/proc/" + pid + "/comm");
+  std::string name;
+  return std::getline(comm, name) && name.rfind("mlbench-run", 0) == 0;
+}
+
+// The sub-directories of `dir` (none when it is absent).
+std::set<std::string> subdirectories(const fs::path& dir) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_directory(ec)) names.insert(e.path().filename().string());
+  }
+  return names;
+}
+
 nlohmann::json rusage_json(const core::ExitStatus& s) {
   return {{"cpu_seconds", s.cpu_seconds()},
           {"memory_peak_bytes", static_cast<std::uint64_t>(s.usage.ru_maxrss) * 1024},
@@ -55,6 +82,7 @@ void LocalLauncher::open_cgroups(const std::vector<int>& cpus, const std::string
   cg_ = cgroup::Hierarchy::open(&why);
   if (cg_) {
     parent_ = "mlbench/" + run_id;
+    remove_stale_runs();
     try {
       std::error_code ec;
       if (!fs::exists(cg_->dir("cpuset", "mlbench"), ec)) cg_->create("mlbench", {cpus, {}, std::nullopt});
@@ -67,6 +95,43 @@ void LocalLauncher::open_cgroups(const std::vector<int>& cpus, const std::string
     }
   }
   if (!cg_) std::cerr << "mlbench-run: warning: no cgroups (" << why << "); confining instances with CPU affinity only" << std::endl;
+}
+
+// The directories of `group` in every slice controller that is mounted.
+std::vector<fs::path> LocalLauncher::group_dirs(const std::string& group) const {
+  std::set<fs::path> dirs;
+  for (const char* c : kControllers) {
+    try {
+      dirs.insert(cg_->dir(c, group));
+    } catch (const cgroup::CgroupError&) {  // controller not mounted
+    }
+  }
+  return {dirs.begin(), dirs.end()};
+}
+
+// A runner that was SIGKILLed (or crashed) cannot remove its groups; its instances died
+// with it (PR_SET_PDEATHSIG), anything they started may not have. So each run removes
+// the groups of earlier runs whose runner is gone, killing what still runs in them.
+void LocalLauncher::remove_stale_runs() {
+  std::set<std::string> runs;
+  for (const fs::path& d : group_dirs("mlbench")) runs.merge(subdirectories(d));
+  for (const std::string& run : runs) {
+    if (runner_alive(run)) continue;
+    const std::string group = "mlbench/" + run;
+    std::set<std::string> slices;
+    for (const fs::path& d : group_dirs(group)) {
+      for (const std::string& slice : subdirectories(d)) {
+        slices.insert(slice);
+        std::ifstream procs(d / slice / "cgroup.procs");
+        for (pid_t pid; procs >> pid;) ::kill(pid, SIGKILL);
+      }
+    }
+    bool removed = true;
+    for (const std::string& slice : slices) removed = cg_->remove(group + "/" + slice) && removed;
+    removed = cg_->remove(group) && removed;
+    std::cerr << "mlbench-run: " << (removed ? "removed" : "warning: could not remove") << " cgroup " << group
+              << " of an earlier run whose runner is gone" << std::endl;
+  }
 }
 
 LocalLauncher::~LocalLauncher() {

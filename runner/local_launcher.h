@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,8 +18,9 @@ namespace mlbench::runner {
 
 class LocalLauncher : public Launcher {
  public:
-  // With `use_cgroups`, creates the run's group mlbench/<run_id> over `cpus`; when
-  // cgroups are not usable, says why on stderr and confines by affinity.
+  // With `use_cgroups`, removes the groups of earlier runs whose runner is gone (their
+  // leftover processes killed), then creates the run's group mlbench/<run_id> over
+  // `cpus`; when cgroups are not usable, says why on stderr and confines by affinity.
   LocalLauncher(bool use_cgroups, const std::vector<int>& cpus, const std::string& run_id);
   // Removes the run's group, and mlbench/ when no other run uses it.
   ~LocalLauncher() override;
@@ -44,6 +46,8 @@ class LocalLauncher : public Launcher {
     std::optional<Ending> ending;
   };
   void open_cgroups(const std::vector<int>& cpus, const std::string& run_id);
+  std::vector<std::filesystem::path> group_dirs(const std::string& group) const;
+  void remove_stale_runs();
   std::string make_slice(const LaunchRequest& request, core::ProcessSpec& spec);
   Ending ending_of(Child& child, const core::ExitStatus& status);
   void release_slice(const std::string& group, Ending& ending);

@@ -43,13 +43,17 @@ bool same_point(const nlohmann::json& r, const Instance& inst) {
   return inst.points == 1;
 }
 bool is_fail_name(const fs::path& p) { return p.filename().string().find(".FAIL.") != std::string::npos; }
+
+// Whether the runner finished this report (its runner block): a benchmark's own report
+// is only half a record, e.g. one an orphan left after its runner was SIGKILLed.
+bool runner_completed(const nlohmann::json& r) { return r.contains("runner") && r["runner"].is_object(); }
 }  // namespace
 
 std::optional<fs::path> completed_report(const fs::path& dir, const Instance& inst) {
   for (const auto& p : list_reports(dir, inst.report_prefix)) {
     if (is_fail_name(p)) continue;
     auto r = read_report(p);
-    if (r && r->value("completed", false) && same_point(*r, inst)) return p;
+    if (r && r->value("completed", false) && runner_completed(*r) && same_point(*r, inst)) return p;
   }
   return std::nullopt;
 }
@@ -58,7 +62,7 @@ int supersede_failures(const fs::path& dir, const Instance& inst) {
   int moved = 0;
   for (const auto& p : list_reports(dir, inst.report_prefix)) {
     auto r = read_report(p);
-    const bool failed = is_fail_name(p) || !r || !r->value("completed", false);
+    const bool failed = is_fail_name(p) || !r || !r->value("completed", false) || !runner_completed(*r);
     if (!failed || (r && !same_point(*r, inst))) continue;
     fs::create_directories(dir / "superseded");
     std::error_code ec;

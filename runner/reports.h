@@ -19,10 +19,12 @@ namespace mlbench::runner {
 // Report files in `dir` whose names start with `prefix` and end in ".json".
 std::set<std::filesystem::path> list_reports(const std::filesystem::path& dir, const std::string& prefix);
 
-// A completed (non-FAIL, `completed: true`) report of this instance and sweep point, if any.
+// A completed (non-FAIL, `completed: true`) report of this instance and sweep point that
+// the runner finished (it has the runner block), if any.
 std::optional<std::filesystem::path> completed_report(const std::filesystem::path& dir, const Instance& inst);
 
-// Moves this instance's earlier FAIL reports (same sweep point) into dir/superseded/,
+// Moves this instance's earlier FAIL reports, and reports the runner never finished
+// (same sweep point), into dir/superseded/,
 // so a rerun leaves one report per instance. Returns how many moved.
 int supersede_failures(const std::filesystem::path& dir, const Instance& inst);
 

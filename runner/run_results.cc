@@ -100,9 +100,16 @@ bool report_results(Output& output, const std::vector<Pass>& passes, const RunEn
     output.line(fmt::format("mlbench-run: error: cannot write {}: {}", html.string(), e.what()));
     ok = false;
   }
-  if (passes.size() > 1) {
+  // Name only a summary that is on disk (a full disk may have refused it).
+  const bool summaries = !passes.empty() && std::all_of(passes.begin(), passes.end(), [](const Pass& p) {
+    std::error_code ec;
+    return fs::exists(p.dir / "summary.txt", ec);
+  });
+  if (!summaries) {
+    if (!passes.empty()) output.line("Summary: not written");
+  } else if (passes.size() > 1) {
     output.line("Summary: " + (end.outdir / "R*" / "summary.txt").string());
-  } else if (!passes.empty()) {
+  } else {
     output.line("Summary: " + (passes.front().dir / "summary.txt").string());
   }
   return ok;

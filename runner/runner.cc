@@ -36,6 +36,9 @@ using core::getenv_or;
 
 namespace {
 
+// Below this much free space on the output folder the run starts with a warning.
+constexpr std::uint64_t kLowSpaceBytes = 256ull << 20;
+
 // Everything a run needs, checked before anything runs.
 struct Setup {
   std::string jobs_file;
@@ -95,7 +98,14 @@ void load_machine(const Options& opt, Setup& s) {
   s.gpus = gpu_count();
   s.ram = core::memory_total_bytes();
   std::optional<std::uint64_t> slot_memory;
-  if (!opt.slot_memory.empty()) slot_memory = parse_size(opt.slot_memory);
+  if (!opt.slot_memory.empty()) {
+    slot_memory = parse_size(opt.slot_memory);
+    // More than the machine has limits nothing (and a huge value once wrapped to 0 bytes).
+    if (*slot_memory > s.ram && s.ram > 0) {
+      throw std::invalid_argument(fmt::format("--slot-memory {}: {} is more than this machine's memory ({})",
+                                              opt.slot_memory, format_bytes(*slot_memory), format_bytes(s.ram)));
+    }
+  }
   const int nslots = opt.slots > 0 ? opt.slots : default_slot_count(s.gpus, static_cast<int>(cpus.size()));
   s.slots = make_slots(cpus, s.ram, nslots, slot_memory);
   PlanSettings& p = s.settings;
@@ -200,6 +210,18 @@ RunEnd end_of_run(const Options& opt, const Setup& s) {
           core::is_terminal(1) && !(no_color && *no_color)};
 }
 
+// A full disk loses results (every failed write fails the run): say so before it starts.
+void warn_if_low_space(const fs::path& outdir) {
+  fs::path at = outdir;
+  std::error_code ec;
+  while (!fs::exists(at, ec) && at.has_parent_path() && at != at.parent_path()) at = at.parent_path();
+  const fs::space_info space = fs::space(at, ec);
+  if (ec || space.available >= kLowSpaceBytes) return;
+  std::cerr << "mlbench-run: warning: only " << format_bytes(space.available) << " free on " << at.string()
+            << " (the output folder); reports, logs and summary.txt need room, and a full disk fails the run"
+            << std::endl;
+}
+
 // The passes for real; the exit code.
 int execute(const Options& opt, const Setup& s) {
   const std::string run_id = fmt::format("{}-{}", core::utc_file_timestamp(std::chrono::system_clock::now()), getpid());
@@ -209,6 +231,7 @@ int execute(const Options& opt, const Setup& s) {
                       {!opt.resume.empty(), opt.raise_error, opt.kill_grace, datagen_path(s.self_dir), s.data_dir});
   const RunFacts facts{launcher.isolation(), launcher.cgroup_parent(), s.gpus, s.ram, s.slots, s.jobs_file,
                        s.data_dir, opt.uid};
+  warn_if_low_space(s.outdir);
   std::vector<Pass> passes;
   for (int k = 0; k < opt.repeat_suite; ++k) passes.push_back(make_pass(opt, s, k));
   int failed = 0;
@@ -225,6 +248,12 @@ int execute(const Options& opt, const Setup& s) {
     return 2;
   }
   const bool html_ok = report_results(output, passes, end_of_run(opt, s));
+  if (scheduler.write_failures() > 0) {
+    // Never name results that are not on disk as if they were.
+    std::cerr << "mlbench-run: error: " << scheduler.write_failures() << " write(s) of result files in "
+              << s.outdir.string() << " failed (named above); the run's results are incomplete" << std::endl;
+    return scheduler.interrupted() ? 130 : 1;
+  }
   output.line("Results: " + s.outdir.string() + (opt.repeat_suite > 1 ? "/R*" : "") +
               " (summary.txt, machine.json, reports, logs)");
   if (scheduler.interrupted()) return 130;

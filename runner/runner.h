@@ -31,7 +31,8 @@ struct Options {
   std::string self;         // path of this executable (argv[0] resolved)
 };
 
-// Exit codes: 0 all passed, 1 an instance failed, 2 usage or jobs-file error
+// Exit codes: 0 all passed, 1 an instance failed or a result file (report,
+// summary.txt) could not be written, 2 usage or jobs-file error
 // (nothing ran), 130 interrupted.
 int run(const Options& options);
 

@@ -104,7 +104,7 @@ int Scheduler::run_pass(const Pass& pass, const std::vector<JobSpec>& jobs) {
     try {
       write_summary(pass.dir, lines, launcher_.now() - start, false);
     } catch (const std::exception& e) {
-      std::cerr << "mlbench-run: error: " << e.what() << std::endl;
+      write_failed(e.what());
     }
   }
   if (interrupted_ && static_cast<int>(lines.size()) < total) {
@@ -113,7 +113,7 @@ int Scheduler::run_pass(const Pass& pass, const std::vector<JobSpec>& jobs) {
   try {
     write_summary(pass.dir, lines, launcher_.now() - start, true);
   } catch (const std::exception& e) {
-    std::cerr << "mlbench-run: error: " << e.what() << std::endl;
+    write_failed(e.what());
   }
   output_.line(total_line(launcher_.now() - start));
   return failed;
@@ -183,14 +183,22 @@ bool Scheduler::finish(const Watched& w, const std::string& setup_error, const s
   f.interrupted = w.interrupted;
   const std::optional<fs::path> written = setup_error.empty() ? new_report(dir, inst, before) : std::nullopt;
   read_own_report(written, f);
-  const Outcome outcome = decide_outcome(f);
+  Outcome outcome = decide_outcome(f);
   try {
     write_instance_report(dir, inst, settings, launcher_.isolation(), w.ending, written, outcome);
   } catch (const std::exception& e) {
-    std::cerr << "mlbench-run: error: " << e.what() << std::endl;
+    // Its record is lost (or lacks the runner's blocks): the instance cannot count as passed.
+    write_failed(e.what());
+    outcome.passed = false;
+    outcome.reason = "report not written";
   }
   if (!outcome.passed) output_.instance_failed(title, inst.slot, outcome.reason, (dir / inst.log_name).string());
   return outcome.passed;
+}
+
+void Scheduler::write_failed(const std::string& what) {
+  ++write_failures_;
+  std::cerr << "mlbench-run: error: " << what << std::endl;
 }
 
 std::string Scheduler::ensure_dataset(const std::string& dataset, const fs::path& dir) {

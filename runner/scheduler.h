@@ -65,6 +65,9 @@ class Scheduler {
 
   bool interrupted() const { return interrupted_; }
   bool stopped() const { return stopped_; }  // by --raise-error
+  // Result files (reports, summary.txt) that could not be written; each was named on
+  // the output with its cause. Any makes the run fail.
+  int write_failures() const { return write_failures_; }
 
  private:
   static constexpr double kNever = std::numeric_limits<double>::infinity();
@@ -88,12 +91,15 @@ class Scheduler {
   bool finish(const Watched& w, const std::string& setup_error, const std::set<std::filesystem::path>& before,
               const std::string& title, const std::filesystem::path& dir, const PlanSettings& settings);
 
+  void write_failed(const std::string& what);
+
   Launcher& launcher_;
   Output& output_;
   SchedulerOptions options_;
   bool interrupted_ = false;
   int interrupt_count_ = 0;
   bool stopped_ = false;
+  int write_failures_ = 0;
   std::map<std::string, std::string> datasets_;  // dataset -> "" (ready) or the error
 };
 

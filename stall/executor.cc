@@ -1,8 +1,12 @@
 #include "executor.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <fstream>
+#include <iterator>
 #include <optional>
 
 #include <fmt/format.h>
@@ -16,7 +20,40 @@ namespace fs = std::filesystem;
 
 constexpr double kWarmResidency = 0.98;
 constexpr double kColdResidency = 0.05;
-constexpr double kKillGrace = 10;  // seconds from SIGTERM to SIGKILL at a timeout
+constexpr double kKillGrace = 10;      // seconds from SIGTERM to SIGKILL at a timeout
+constexpr double kInterruptGrace = 3;  // seconds from the forwarded signal to SIGKILL
+
+namespace {
+// The stop signal that arrived while a benchmark ran (0: none).
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+// While a benchmark runs, SIGINT/SIGTERM/SIGHUP are caught (to be forwarded to its
+// process group, which the terminal's Ctrl-C does not reach); the old handlers come back after.
+class ForwardedSignals {
+ public:
+  ForwardedSignals() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~ForwardedSignals() {
+    for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  ForwardedSignals(const ForwardedSignals&) = delete;
+  ForwardedSignals& operator=(const ForwardedSignals&) = delete;
+
+ private:
+  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction old_[std::size(kSignals)] {};
+};
+}  // namespace
+
+Interrupted::Interrupted(int signal, const std::string& label)
+    : RunFailed(fmt::format("interrupted by signal {} during run {}; its benchmark was stopped", signal, label)),
+      signal_(signal) {}
 
 ProcessExecutor::ProcessExecutor(fs::path bench_exe, fs::path out_dir, std::vector<fs::path> dataset,
                                  bool use_drop_caches, int timeout_s)
@@ -107,13 +144,27 @@ RunOutcome ProcessExecutor::run(const RunSpec& spec) {
   const Residency before = residency(dataset_);
 
   const auto t0 = std::chrono::steady_clock::now();
+  const ForwardedSignals forwarded;
   std::optional<core::Process> child;
   try {
     child.emplace(bench_process(bench_, spec, report_dir, log));
   } catch (const core::ProcessError& e) {
     throw RunFailed(fmt::format("cannot execute {}", e.what()));
   }
-  std::optional<core::ExitStatus> status = child->wait_for(timeout_s_);
+  std::optional<core::ExitStatus> status;
+  // Short waits, so a stop signal is forwarded at once.
+  while (!status && !g_stop_signal) {
+    const double left = timeout_s_ - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (left <= 0) break;
+    status = child->wait_for(std::min(left, 0.05));
+  }
+  if (const int sig = g_stop_signal) {
+    child->signal_group(sig);
+    if (!child->wait_for(kInterruptGrace)) child->signal_group(SIGKILL);
+    child->wait();
+    core::signal_process_group(child->pid(), SIGKILL);  // what it started and left behind
+    throw Interrupted(sig, spec.label);
+  }
   const bool timed_out = !status;
   if (timed_out) status = child->stop(kKillGrace);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -33,6 +33,17 @@ class RunFailed : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The user stopped the analysis (SIGINT, SIGTERM or SIGHUP) during a run; the run's
+// benchmark and everything it started were stopped first. Exit status 128 + signal().
+class Interrupted : public RunFailed {
+ public:
+  Interrupted(int signal, const std::string& label);
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;

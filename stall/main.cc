@@ -73,7 +73,8 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", timeout_s, "Seconds before one run is killed")->capture_default_str();
   app.add_option("extra", config.extra, "Arguments after -- go to every benchmark run");
   app.footer("Writes OUT/stall.json, OUT/split.svg, OUT/whatif.svg and OUT/runs/ (every run's report and log).\n"
-             "Exit status: 0 done, 1 a run or measurement failed (runs done so far stay in OUT), 2 bad usage.");
+             "Exit status: 0 done, 1 a run or measurement failed (runs done so far stay in OUT), 2 bad usage,\n"
+             "128 + signal when interrupted (Ctrl-C: the running benchmark is stopped with it).");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -111,7 +112,15 @@ int main(int argc, char** argv) {
   }
 
   const fs::path out(out_dir);
-  fs::create_directories(out / "runs");
+  std::error_code out_error;
+  fs::create_directories(out / "runs", out_error);
+  if (out_error) {
+    std::error_code probe;
+    const bool is_file = fs::exists(out, probe) && !fs::is_directory(out, probe);
+    std::cerr << fmt::format("mlbench-stall: error: --out {}: {}\n", out.string(),
+                             is_file ? "is a file, not a folder" : "cannot create it: " + out_error.message());
+    return 2;
+  }
   std::cout << fmt::format("mlbench-stall: {} on {} ({} files), results in {}\n", config.bench, config.data,
                            files.size(), out.string());
   std::map<std::string, RunOutcome> runs;
@@ -161,6 +170,9 @@ int main(int argc, char** argv) {
     core::write_file_atomic(out / "whatif.svg",
                             whatif_svg(config.bench, curve, result["rates"]["P"], result["rates"]["G"], measured));
     std::cout << "\n" << console_summary(result) << "\nWrote " << (out / "stall.json").string() << "\n";
+  } catch (const Interrupted& e) {
+    std::cerr << "mlbench-stall: " << e.what() << " (runs done so far: " << (out / "runs.json").string() << ")\n";
+    return 128 + e.signal();
   } catch (const std::exception& e) {
     std::cerr << "mlbench-stall: error: " << e.what() << " (runs done so far: " << (out / "runs.json").string()
               << ")\n";

@@ -1,10 +1,98 @@
 #include "benchmarks/support/torch_runtime.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <iostream>
+#include <optional>
+#include <thread>
+
+#include "core/memory_budget.h"
+#include "core/train_loop.h"
 
 #include "core/blas.h"
 
 namespace mlbench::bench {
+
+namespace {
+
+// Batch sizes of the memory probes; a run at or below the larger needs no extrapolation.
+constexpr int kProbeSmall = 2;
+constexpr int kProbeLarge = 8;
+// A probe that takes longer is abandoned (the run goes ahead unchecked).
+constexpr std::chrono::seconds kProbeTimeout{120};
+
+// Set-up plus one step at `batch_size` in a forked child (the parent allocates nothing
+// and keeps its RNG state); its peak resident growth, nullopt when the probe failed.
+std::optional<core::StepMemory> probe_step(const core::BenchCli& cli, const TorchContext& ctx,
+                                           const std::function<core::Workload(const TorchContext&)>& setup,
+                                           int batch_size) {
+  const std::uint64_t before = core::resident_bytes();
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t pid = ::fork();
+  if (pid < 0) return std::nullopt;
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    try {
+      // Only this child's copy of the options changes (BenchCli objects are not const in main).
+      const_cast<core::BenchCli&>(cli).options().batch_size = batch_size;
+      core::Workload work = setup(ctx);
+      core::LoopResult result;
+      core::TrainLoop(core::LoopConfig{}).run(work.step, result);
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  rusage usage{};
+  const auto deadline = std::chrono::steady_clock::now() + kProbeTimeout;
+  pid_t done = 0;
+  while ((done = ::wait4(pid, &status, WNOHANG, &usage)) == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (done == 0) {
+    ::kill(pid, SIGKILL);
+    ::wait4(pid, &status, 0, &usage);
+    return std::nullopt;
+  }
+  if (done != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+  const std::uint64_t peak = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+  return core::StepMemory{batch_size, peak > before ? peak - before : 0};
+}
+
+// Refuses (std::runtime_error: a FAIL report with the numbers) a --batch-size whose
+// extrapolated memory exceeds what this process may use, before anything allocates it.
+void check_batch_memory(const core::BenchCli& cli, const TorchContext& ctx,
+                        const std::function<core::Workload(const TorchContext&)>& setup) {
+  const int batch = cli.options().batch_size;
+  // Device memory is not resident memory: only host runs are checked.
+  if (batch <= kProbeLarge || ctx.device.is_cuda()) return;
+  const core::MemoryLimit limit = core::memory_limit();
+  const std::uint64_t resident = core::resident_bytes();
+  const auto small = probe_step(cli, ctx, setup, kProbeSmall);
+  if (!small || limit.bytes == 0) return;
+  // The small probe's growth per sample bounds the true one (it includes the fixed cost).
+  const double bound = static_cast<double>(resident) +
+                       static_cast<double>(small->growth_bytes) / kProbeSmall * static_cast<double>(batch);
+  if (bound <= static_cast<double>(limit.bytes)) return;
+  const auto large = probe_step(cli, ctx, setup, kProbeLarge);
+  if (!large) return;
+  if (auto refusal = core::batch_memory_refusal(*small, *large, batch, resident, limit)) {
+    throw std::runtime_error(*refusal);
+  }
+}
+
+}  // namespace
 
 TorchContext make_torch_context(const core::BenchOptions& options) {
   TorchContext ctx;
@@ -37,7 +125,10 @@ int run_benchmark(const core::BenchCli& cli, const char* source_hash,
     return 2;
   }
   core::BenchmarkRun run(cli, source_hash, ctx.runtime, ctx.sync);
-  return run.run([&] { return setup(ctx); });
+  return run.run([&] {
+    check_batch_memory(cli, ctx, setup);
+    return setup(ctx);
+  });
 }
 
 }  // namespace mlbench::bench

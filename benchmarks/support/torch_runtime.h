@@ -24,6 +24,9 @@ TorchContext make_torch_context(const core::BenchOptions& options);
 
 // main() of a benchmark after parsing: builds the context, then runs
 // `setup(context)` and its loop under core::BenchmarkRun. Returns the exit code.
+// A --batch-size above 8 on the CPU is first checked against the memory this process
+// may use (core/memory_budget.h): set-up plus one step at batch 2 (and 8 when needed)
+// in a forked child, extrapolated; one that cannot fit ends in a FAIL report saying so.
 int run_benchmark(const core::BenchCli& cli, const char* source_hash,
                   const std::function<core::Workload(const TorchContext&)>& setup);
 

@@ -1,0 +1,230 @@
+// Reliability tests of mlbench-run (issue 16, faults 1, 4, 6, 7, 12): the real
+// runner with fakebench under a full disk, a hung sibling, a SIGKILLed runner, an
+// orphan's report before --resume, and a huge --slot-memory. Cases that need root
+// (mount) or cgroups skip elsewhere and say why.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cgroup/control_files.h"
+#include "cgroup/slice.h"
+#include "core/process.h"
+#include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
+
+namespace fs = std::filesystem;
+using mlbench::testing_support::run_command;
+using nlohmann::json;
+using Result = mlbench::testing_support::CommandResult;
+
+namespace {
+
+class RunnerFaults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tmp_ = std::make_unique<mlbench::testing_support::TempDir>(
+        std::string("faults_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = tmp_->path();
+  }
+  void TearDown() override {
+    if (mounted_) run_command("umount -l " + (dir_ / "out").string());
+    if (HasFailure()) tmp_->keep();
+  }
+  std::string jobs(const std::string& text) {
+    std::string t = text;
+    for (auto p = t.find("FAKE"); p != std::string::npos; p = t.find("FAKE")) t.replace(p, 4, FAKEBENCH);
+    const fs::path f = dir_ / "jobs.json";
+    std::ofstream(f) << t;
+    return f.string();
+  }
+  Result runner(const std::string& args) {
+    return run_command(std::string(MLBENCH_RUN) + " --outdir " + (dir_ / "out").string() + " " + args);
+  }
+  std::vector<json> reports(const std::string& job) {
+    std::vector<json> out;
+    for (const auto& e : fs::directory_iterator(dir_ / "out")) {
+      const std::string n = e.path().filename().string();
+      if (n.find("." + job + ".R") != std::string::npos && e.path().extension() == ".json") {
+        json j = json::parse(std::ifstream(e.path()));
+        j["_file"] = n;
+        j["_path"] = e.path().string();
+        out.push_back(j);
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a["jr_id"] < b["jr_id"]; });
+    return out;
+  }
+  // A tmpfs of `size` on dir_/out; the reason in `why` when mounting is refused.
+  bool mount_small_disk(const std::string& size, std::string* why) {
+    fs::create_directories(dir_ / "out");
+    const Result r = run_command("mount -t tmpfs -o size=" + size + " tmpfs " + (dir_ / "out").string());
+    if (r.exit_code != 0) {
+      *why = "cannot mount a tmpfs (needs root): " + r.output;
+      return false;
+    }
+    mounted_ = true;
+    return true;
+  }
+
+  std::unique_ptr<mlbench::testing_support::TempDir> tmp_;
+  fs::path dir_;
+  bool mounted_ = false;
+};
+
+// Processes whose parent is `parent` (not zombies).
+std::set<int> children_of(pid_t parent) {
+  std::set<int> kids;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string n = e.path().filename().string();
+    if (n.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream st(e.path() / "stat");
+    std::string s;
+    std::getline(st, s);
+    const auto close = s.rfind(')');
+    if (close == std::string::npos) continue;
+    char state;
+    int ppid = 0;
+    if (sscanf(s.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == parent && state != 'Z') {
+      kids.insert(std::stoi(n));
+    }
+  }
+  return kids;
+}
+
+bool alive(int pid) {
+  std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
+  std::string s;
+  if (!std::getline(st, s)) return false;
+  const auto close = s.rfind(')');
+  return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
+}
+
+}  // namespace
+
+// Fault 1: the disk fills after the benchmark's report fit. The runner's rewrite of
+// the report and summary.txt fail: the run must fail, name the files and the cause,
+// and not claim results it does not have.
+TEST_F(RunnerFaults, DiskFullWhileFinishingFailsTheRunNamingFileAndCause) {
+  std::string why;
+  if (!mount_small_disk("2m", &why)) GTEST_SKIP() << why;
+  const std::string out = (dir_ / "out").string();
+  const std::string j =
+      jobs(R"([{"name": "full", "cmd": "FAKE", "args": {"--fill-dir": ")" + out + R"("}, "cgroup": "all"}])");
+  const Result r = runner("--jobs " + j + " --no-cgroup");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("warning: only"), std::string::npos) << "low free space is announced\n" << r.output;
+  EXPECT_NE(r.output.find("No space left on device"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cannot write " + out + "/summary.txt: No space left on device"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("cannot write " + out + "/jobs.full.R0.D0."), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(" PASSED "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Results: "), std::string::npos) << "names no summary.txt that is not there\n" << r.output;
+  EXPECT_NE(r.output.find("failed (named above); the run's results are incomplete"), std::string::npos) << r.output;
+}
+
+// Fault 4: an instance's wall time and end are its own, not its hung sibling's.
+TEST_F(RunnerFaults, WallTimeIsTheInstancesOwnWhileItsSiblingHangs) {
+  const std::string j = jobs(R"([{"name": "wall", "cmd": "FAKE", "args": {"--hang": "", "--hang-only-slot": 1},
+                                  "cgroup": "student", "timeout": 4}])");
+  const Result r = runner("--jobs " + j + " --no-cgroup --slots 2 --kill-grace 0.5");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  auto rs = reports("wall");
+  ASSERT_EQ(rs.size(), 2u) << r.output;
+  EXPECT_EQ(rs[0]["completed"], true);
+  EXPECT_EQ(rs[1]["reason"], "timeout 4s");
+  const double quick = rs[0]["runner"]["wall_seconds"].get<double>();
+  const double hung = rs[1]["runner"]["wall_seconds"].get<double>();
+  EXPECT_GE(hung, 4.0);
+  EXPECT_LT(quick, 3.0) << "slot 0 ended long before its sibling's timeout";
+  EXPECT_LT(rs[0]["end_time"].get<std::string>(), rs[1]["end_time"].get<std::string>());
+}
+
+// Faults 6 and 7: SIGKILL of the runner. Its instances die with it; a later run
+// removes the cgroups it left; --resume does not take an orphan's report for a
+// completed one.
+TEST_F(RunnerFaults, SigkilledRunnersInstancesDieAndALaterRunRemovesItsCgroups) {
+  std::string why;
+  const auto h = mlbench::cgroup::Hierarchy::open(&why);
+  const std::string j = jobs(R"([{"name": "long", "cmd": "FAKE", "args": {"--sleep": 60}, "cgroup": "student"}])");
+  mlbench::core::ProcessSpec spec;
+  spec.executable = MLBENCH_RUN;
+  spec.args = {"--jobs", j, "--outdir", (dir_ / "out").string(), "--slots", "1"};
+  if (!h) spec.args.push_back("--no-cgroup");
+  spec.output = mlbench::core::Output::File;
+  spec.log_path = (dir_ / "runner.txt").string();
+  mlbench::core::Process runner_process(spec);
+  const pid_t pid = runner_process.pid();
+  std::set<int> kids;
+  for (int i = 0; i < 200 && kids.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    kids = children_of(pid);
+  }
+  ASSERT_EQ(kids.size(), 1u) << "the instance did not start";
+  kill(pid, SIGKILL);
+  runner_process.wait();
+  for (int i = 0; i < 100 && alive(*kids.begin()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(alive(*kids.begin())) << "the instance outlived its SIGKILLed runner";
+  if (!h) GTEST_SKIP() << "the instance died with its runner; no cgroups here to check the clean-up: " << why;
+  const json machine = json::parse(std::ifstream(dir_ / "out" / "machine.json"));
+  const std::string parent = machine["cgroup_parent"];
+  ASSERT_TRUE(fs::exists(h->dir("cpuset", parent))) << "a SIGKILLed runner cannot remove its own group";
+  // A later run (any jobs file) removes it.
+  const std::string later = jobs(R"([{"name": "quick", "cmd": "FAKE", "args": {}, "cgroup": "student"}])");
+  const Result r =
+      run_command(std::string(MLBENCH_RUN) + " --jobs " + later + " --slots 1 --outdir " + (dir_ / "later").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* c : {"cpuset", "cpu", "cpuacct", "memory"}) {
+    try {
+      EXPECT_FALSE(fs::exists(h->dir(c, parent))) << c << "/" << parent << " left behind\n" << r.output;
+    } catch (const mlbench::cgroup::CgroupError&) {
+      // a controller this hierarchy lacks holds no group
+    }
+  }
+  EXPECT_NE(r.output.find("removed cgroup " + parent), std::string::npos) << r.output;
+}
+
+TEST_F(RunnerFaults, ResumeDoesNotCountAReportTheRunnerNeverFinished) {
+  const std::string j = jobs(R"([{"name": "orphan", "cmd": "FAKE", "args": {}, "cgroup": "all"}])");
+  Result r = runner("--jobs " + j + " --no-cgroup");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // What an orphan leaves: the benchmark's own report, completed, without the runner's blocks.
+  auto rs = reports("orphan");
+  ASSERT_EQ(rs.size(), 1u);
+  json own = rs[0];
+  const std::string path = own["_path"];
+  for (const char* k : {"runner", "resources", "isolation", "_file", "_path"}) own.erase(k);
+  std::ofstream(path) << own.dump(2);
+  r = runner("--jobs " + j + " --no-cgroup --resume " + (dir_ / "out").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("(resumed)"), std::string::npos) << "an orphan's report is not a finished instance\n"
+                                                           << r.output;
+  rs = reports("orphan");
+  ASSERT_EQ(rs.size(), 1u) << "the orphan's report moves to superseded/";
+  EXPECT_TRUE(rs[0]["runner"].is_object());
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "superseded" / fs::path(path).filename()));
+}
+
+// Fault 12: a huge --slot-memory must not become a 0-byte limit (every instance "oom").
+TEST_F(RunnerFaults, HugeSlotMemoryIsRefusedNotAZeroLimit) {
+  const std::string j = jobs(R"([{"name": "mem", "cmd": "FAKE", "args": {}, "cgroup": "student"}])");
+  const Result r = runner("--jobs " + j + " --slots 1 --slot-memory 15000000T --dry");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--slot-memory 15000000T"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("more than this machine's memory"), std::string::npos) << r.output;
+  // The cgroup layer writes a limit the kernel cannot hold as "no limit", never a wrapped number.
+  EXPECT_EQ(mlbench::cgroup::memory_limit_value(mlbench::cgroup::Version::V1, 15000000ull << 40), "-1");
+  EXPECT_EQ(mlbench::cgroup::memory_limit_value(mlbench::cgroup::Version::V2, ~0ull), "max");
+  EXPECT_EQ(mlbench::cgroup::memory_limit_value(mlbench::cgroup::Version::V1, 128ull << 20), "134217728");
+}
