@@ -1,6 +1,7 @@
 // Results at the end of a run (see run_results.h).
 #include "run_results.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include <fmt/format.h>
