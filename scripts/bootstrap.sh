@@ -22,6 +22,7 @@ packages=(
   libjpeg62-turbo-dev          # libjpeg-turbo's libjpeg API (jpeg_crop_scanline: region decode)
   libopencv-imgproc-dev        # cv::resize
   libssl-dev                   # sha256 for unique_id
+  mate-backgrounds             # real photographs: the real-photos dataset's sources (docs/datasets.md)
 )
 
 missing=()
