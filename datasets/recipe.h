@@ -48,6 +48,7 @@ Recipe ml20m_recipe();      // datasets/ml20m.cc (recom)
 Recipe wmt16_recipe();      // datasets/wmt16.cc (translator)
 Recipe bsds500_recipe();      // datasets/bsds500.cc (reso)
 Recipe coco_shapes_recipe();  // datasets/coco_shapes.cc (ssd)
+Recipe real_photos_recipe();  // datasets/real_photos.cc (loader on real photographs)
 
 // Every recipe, in the order `mlbench-datagen --help` lists them (datasets/recipes.cc).
 const std::vector<Recipe>& all_recipes();

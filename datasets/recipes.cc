@@ -12,6 +12,7 @@ const std::vector<Recipe>& all_recipes() {
       wmt16_recipe(),
       bsds500_recipe(),
       coco_shapes_recipe(),
+      real_photos_recipe(),
   };
   return kRecipes;
 }

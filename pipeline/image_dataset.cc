@@ -60,7 +60,7 @@ Batch ImageDataset::get_batch(const BatchRequest& r) {
       if (w.track) w.track->span("allocate", t0, t1, r.sequence);
     }
   }
-  w.hwc.resize(static_cast<std::size_t>(s) * s * channels);
+  w.hwc.resize(static_cast<std::size_t>(s) * s * std::max(channels, 4));  // JPEGs resize as RGBX
   for (int k = 0; k < n; ++k) stages_.load(w, *r.order, r.first + k, r.epoch, b, k);
   if (sink_) sink_->add(w.counters);
   w.counters = BatchCounters{};

@@ -81,15 +81,17 @@ struct JpegDecoder::Libjpeg {
   enum class Result { Ok, Error, Unsupported };
 
   // Only trivially destructible locals between setjmp and any longjmp. On Ok, `region` is the
-  // scaled box inside the decoded window.
-  Result decode(const std::uint8_t* data, std::size_t size, const CropBox& box, ScalingFactor scale, Image& out,
-                CropBox& region) {
+  // scaled box inside the decoded window and `chosen` what `plan` returned.
+  Result decode(const std::uint8_t* data, std::size_t size, const PlanRef& plan, PixelFormat format, Image& out,
+                CropBox& region, RegionPlan& chosen) {
     if (setjmp(err.jump)) {
       jpeg_abort_decompress(&cinfo);
       return Result::Error;
     }
     jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
     jpeg_read_header(&cinfo, TRUE);
+    // The plan needs the size even for the CMYK fallback; it does not call into libjpeg.
+    chosen = plan.call(plan.object, static_cast<int>(cinfo.image_width), static_cast<int>(cinfo.image_height));
     if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
       jpeg_abort_decompress(&cinfo);
       return Result::Unsupported;
@@ -101,12 +103,13 @@ struct JpegDecoder::Libjpeg {
       jpeg_abort_decompress(&cinfo);
       return Result::Error;
     }
-    cinfo.out_color_space = JCS_RGB;
+    const ScalingFactor scale = chosen.scale;
+    cinfo.out_color_space = format == PixelFormat::Rgbx ? JCS_EXT_RGBX : JCS_RGB;
     cinfo.scale_num = static_cast<unsigned>(scale.num);
     cinfo.scale_denom = static_cast<unsigned>(scale.denom);
     jpeg_start_decompress(&cinfo);
     const int sw = static_cast<int>(cinfo.output_width), sh = static_cast<int>(cinfo.output_height);
-    const CropBox s = scale_box(box, scale, sw, sh);
+    const CropBox s = scale_box(chosen.box, scale, sw, sh);
     JDIMENSION xoffset = static_cast<JDIMENSION>(s.x), width = static_cast<JDIMENSION>(s.w);
     if (s.w < sw) jpeg_crop_scanline(&cinfo, &xoffset, &width);  // widened to iMCU column boundaries
     if (s.y > 0 && jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(s.y)) != static_cast<JDIMENSION>(s.y)) {
@@ -116,8 +119,9 @@ struct JpegDecoder::Libjpeg {
     }
     out.width = static_cast<int>(cinfo.output_width);  // the cropped width after jpeg_crop_scanline
     out.height = s.h;
-    out.pixels.resize(static_cast<std::size_t>(out.width) * out.height * 3);
-    const std::size_t stride = static_cast<std::size_t>(out.width) * 3;
+    out.channels = cinfo.output_components;  // 3, or 4 for RGBX
+    out.pixels.resize(static_cast<std::size_t>(out.width) * out.height * out.channels);
+    const std::size_t stride = static_cast<std::size_t>(out.width) * out.channels;
     while (static_cast<int>(cinfo.output_scanline) < s.y + s.h) {
       JSAMPROW row = out.pixels.data() + (cinfo.output_scanline - static_cast<JDIMENSION>(s.y)) * stride;
       jpeg_read_scanlines(&cinfo, &row, 1);
@@ -135,19 +139,22 @@ JpegDecoder::JpegDecoder() : handle_(tjInitDecompress()), jpeg_(std::make_unique
 
 JpegDecoder::~JpegDecoder() { tjDestroy(handle_); }
 
-CropBox JpegDecoder::decode_region(const std::uint8_t* data, std::size_t size, const CropBox& box,
-                                   ScalingFactor scale, Image& out) {
+CropBox JpegDecoder::decode_region(const std::uint8_t* data, std::size_t size, const CropBox& box, ScalingFactor scale,
+                                   Image& out, PixelFormat format) {
+  const auto fixed = [&](int, int) { return RegionPlan{box, scale}; };
+  return decode_region(data, size, fixed, out, format);
+}
+
+CropBox JpegDecoder::decode_planned(const std::uint8_t* data, std::size_t size, const PlanRef& plan, Image& out,
+                                    PixelFormat format, RegionPlan* planned) {
   CropBox region;
-  switch (jpeg_->decode(data, size, box, scale, out, region)) {
-    case Libjpeg::Result::Ok:
-      return region;
-    case Libjpeg::Result::Error:
-      throw DecodeError(std::string("corrupt JPEG: ") + jpeg_->err.message);
-    case Libjpeg::Result::Unsupported:
-      break;
-  }
-  decode(data, size, scale, out);
-  return scale_box(box, scale, out.width, out.height);
+  RegionPlan chosen;
+  const Libjpeg::Result result = jpeg_->decode(data, size, plan, format, out, region, chosen);
+  if (result == Libjpeg::Result::Error) throw DecodeError(std::string("corrupt JPEG: ") + jpeg_->err.message);
+  if (planned) *planned = chosen;
+  if (result == Libjpeg::Result::Ok) return region;
+  decode(data, size, chosen.scale, out, format);  // CMYK/YCCK: TurboJPEG converts them to RGB
+  return scale_box(chosen.box, chosen.scale, out.width, out.height);
 }
 
 void JpegDecoder::header(const std::uint8_t* data, std::size_t size, int& width, int& height) {
@@ -159,14 +166,16 @@ void JpegDecoder::header(const std::uint8_t* data, std::size_t size, int& width,
   if (width <= 0 || height <= 0) throw DecodeError("JPEG header has no size");
 }
 
-void JpegDecoder::decode(const std::uint8_t* data, std::size_t size, ScalingFactor scale, Image& out) {
+void JpegDecoder::decode(const std::uint8_t* data, std::size_t size, ScalingFactor scale, Image& out,
+                         PixelFormat format) {
   int w = 0, h = 0;
   header(data, size, w, h);
   out.width = scale.scaled(w);
   out.height = scale.scaled(h);
-  out.pixels.resize(static_cast<std::size_t>(out.width) * out.height * 3);
+  out.channels = format == PixelFormat::Rgbx ? 4 : 3;
+  out.pixels.resize(static_cast<std::size_t>(out.width) * out.height * out.channels);
   if (tjDecompress2(handle_, data, static_cast<unsigned long>(size), out.pixels.data(), out.width, 0, out.height,
-                    TJPF_RGB, TJFLAG_STOPONWARNING) != 0) {
+                    format == PixelFormat::Rgbx ? TJPF_RGBX : TJPF_RGB, TJFLAG_STOPONWARNING) != 0) {
     throw DecodeError(std::string("corrupt JPEG: ") + tjGetErrorStr2(handle_));
   }
 }

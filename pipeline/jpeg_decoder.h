@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 namespace mlbench::pipeline {
@@ -32,11 +33,25 @@ struct CropBox {
   bool operator==(const CropBox&) const = default;
 };
 
-// An interleaved RGB image.
+// The pixel layout a decode writes: RGB, or RGBX (4 bytes a pixel, the 4th
+// unused). RGBX costs the decoder nothing (libjpeg-turbo's SIMD colour
+// conversion writes either) and makes OpenCV's resize and flip faster: they
+// have SIMD paths for 4-byte pixels and not for 3-byte ones (docs/performance.md).
+enum class PixelFormat { Rgb, Rgbx };
+
+// An interleaved image of `channels` bytes a pixel (3: RGB, 4: RGBX).
 struct Image {
   int width = 0;
   int height = 0;
-  std::vector<std::uint8_t> pixels;  // width * height * 3
+  int channels = 3;
+  std::vector<std::uint8_t> pixels;  // width * height * channels
+};
+
+// What decode_region decodes once it knows the image's size: the crop `box`
+// in source pixels (inside the image) and the DCT `scale`.
+struct RegionPlan {
+  CropBox box;
+  ScalingFactor scale;
 };
 
 // The scale among `factors` with the fewest decoded pixels such that a crop of
@@ -54,9 +69,10 @@ class JpegDecoder {
 
   // Width and height from the header; throws DecodeError.
   void header(const std::uint8_t* data, std::size_t size, int& width, int& height);
-  // Decodes to RGB at `scale`; a corrupt or truncated stream throws DecodeError
-  // (warnings are errors: TJFLAG_STOPONWARNING).
-  void decode(const std::uint8_t* data, std::size_t size, ScalingFactor scale, Image& out);
+  // Decodes to RGB (or RGBX) at `scale`; a corrupt or truncated stream throws
+  // DecodeError (warnings are errors: TJFLAG_STOPONWARNING).
+  void decode(const std::uint8_t* data, std::size_t size, ScalingFactor scale, Image& out,
+              PixelFormat format = PixelFormat::Rgb);
 
   // Region-of-interest decode: decodes at `scale` only the part of the image
   // that holds `box` (source pixels, inside the image). The box is first
@@ -71,8 +87,21 @@ class JpegDecoder {
   // marker (a truncated file, even when the window lies in the intact part)
   // throws DecodeError. Corrupt entropy data below the window is not seen.
   // CMYK/YCCK JPEGs (no RGB conversion in libjpeg) fall back to a full decode.
-  CropBox decode_region(const std::uint8_t* data, std::size_t size, const CropBox& box, ScalingFactor scale,
-                        Image& out);
+  CropBox decode_region(const std::uint8_t* data, std::size_t size, const CropBox& box, ScalingFactor scale, Image& out,
+                        PixelFormat format = PixelFormat::Rgb);
+  // The same, with the box and scale chosen by `plan(width, height)` from the
+  // header this decode reads anyway (no second header parse, as header() then
+  // decode_region() would cost: ~2% of a small photo's decode). `plan` is
+  // called once, before any pixel is decoded, unless the header is corrupt.
+  // `planned`, when not null, receives what it returned.
+  template <class Plan>
+  CropBox decode_region(const std::uint8_t* data, std::size_t size, Plan&& plan, Image& out,
+                        PixelFormat format = PixelFormat::Rgb, RegionPlan* planned = nullptr) {
+    using P = std::remove_reference_t<Plan>;
+    const PlanRef ref{const_cast<void*>(static_cast<const void*>(&plan)),
+                      [](void* p, int w, int h) -> RegionPlan { return (*static_cast<P*>(p))(w, h); }};
+    return decode_planned(data, size, ref, out, format, planned);
+  }
 
   // The scaling factors this libjpeg-turbo supports (tjGetScalingFactors).
   static const std::vector<ScalingFactor>& scaling_factors();
@@ -82,6 +111,14 @@ class JpegDecoder {
   static const std::vector<ScalingFactor>& fast_scaling_factors();
 
  private:
+  // A non-owning view of the caller's plan (no std::function: no allocation per image).
+  struct PlanRef {
+    void* object;
+    RegionPlan (*call)(void*, int, int);
+  };
+  CropBox decode_planned(const std::uint8_t* data, std::size_t size, const PlanRef& plan, Image& out,
+                         PixelFormat format, RegionPlan* planned);
+
   struct Libjpeg;
   void* handle_;
   std::unique_ptr<Libjpeg> jpeg_;

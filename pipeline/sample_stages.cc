@@ -87,20 +87,25 @@ void SampleStages::load(SampleWorker& w, const std::vector<std::size_t>& order, 
         return;
       }
       const std::uint8_t* pixels = nullptr;
-      int width = 0, height = 0;
+      int width = 0, height = 0, pixel_bytes = channels_;
       CropBox box;
       stage(Stage::Decode, idx, [&] {
         if (source_->encoding() == Encoding::Jpeg) {
-          int full_w = 0, full_h = 0;
-          w.decoder.header(data->data(), data->size(), full_w, full_h);
-          box = tc.mode == TransformMode::Train ? random_resized_crop_box(full_w, full_h, tc.crop, rng)
-                                                : center_crop_box(full_w, full_h, tc.resize_size, s);
-          const ScalingFactor scale = choose_scale(JpegDecoder::fast_scaling_factors(), box.w, box.h, s, s);
-          // Only the crop window (widened to iMCU columns) is decoded; box becomes its place in the window.
-          box = w.decoder.decode_region(data->data(), data->size(), box, scale, w.decoded);
+          // The crop is drawn from the size in the header the decode reads; only the crop window
+          // (widened to iMCU columns) is decoded, as RGBX; box becomes its place in the window.
+          box = w.decoder.decode_region(
+              data->data(), data->size(),
+              [&](int full_w, int full_h) {
+                const CropBox b = tc.mode == TransformMode::Train
+                                      ? random_resized_crop_box(full_w, full_h, tc.crop, rng)
+                                      : center_crop_box(full_w, full_h, tc.resize_size, s);
+                return RegionPlan{b, choose_scale(JpegDecoder::fast_scaling_factors(), b.w, b.h, s, s)};
+              },
+              w.decoded, channels_ == 3 ? PixelFormat::Rgbx : PixelFormat::Rgb);
           pixels = w.decoded.pixels.data();
           width = w.decoded.width;
           height = w.decoded.height;
+          pixel_bytes = w.decoded.channels;
         } else {
           width = source_->raw_width();
           height = source_->raw_height();
@@ -112,15 +117,16 @@ void SampleStages::load(SampleWorker& w, const std::vector<std::size_t>& order, 
       bool flip = false;
       stage(Stage::Augment, idx, [&] {
         flip = tc.mode == TransformMode::Train && tc.flip && rng.uniform() < 0.5;
-        resize_crop(pixels, width, height, channels_, box, s, s, w.hwc.data());
+        resize_crop(pixels, width, height, pixel_bytes, box, s, s, w.hwc.data());
       });
       stage(Stage::Collate, idx, [&] {
         const std::size_t offset = static_cast<std::size_t>(slot) * channels_ * s * s;
         if (tc.output == OutputType::Float32) {
           collate_chw_float(w.hwc.data(), s, s, channels_, flip, tc.normalize,
-                            static_cast<float*>(batch.data.data) + offset);
+                            static_cast<float*>(batch.data.data) + offset, pixel_bytes);
         } else {
-          collate_chw_uint8(w.hwc.data(), s, s, channels_, flip, static_cast<std::uint8_t*>(batch.data.data) + offset);
+          collate_chw_uint8(w.hwc.data(), s, s, channels_, flip, static_cast<std::uint8_t*>(batch.data.data) + offset,
+                            pixel_bytes);
         }
         batch.labels[slot] = source_->label(idx);
       });

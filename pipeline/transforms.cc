@@ -54,7 +54,7 @@ CropBox center_crop_box(int width, int height, int resize_to, int crop) {
 
 void resize_crop(const std::uint8_t* src, int width, int height, int channels, const CropBox& box, int out_w,
                  int out_h, std::uint8_t* dst) {
-  const int type = channels == 1 ? CV_8UC1 : CV_8UC3;
+  const int type = CV_8UC(channels);
   const cv::Mat image(height, width, type, const_cast<std::uint8_t*>(src));
   cv::Mat out(out_h, out_w, type, dst);
   const cv::Mat roi = image(cv::Rect(box.x, box.y, box.w, box.h));
@@ -82,17 +82,19 @@ cv::Mat maybe_flipped(const std::uint8_t* hwc, int width, int height, int channe
 // Both collates run as SIMD passes over 224x224 samples instead of one scalar loop that reads
 // with a stride of 3: flip (uint8, when drawn), de-interleave into planes (cv::split), and for
 // float32 one fused multiply-add per plane (convertTo: x * 1/(255 std) - mean/std), which is
-// Normalize(ToTensor(x)) in one rounding step.
+// Normalize(ToTensor(x)) in one rounding step. An RGBX source (src_channels 4) splits into four
+// planes, the 4th into scratch.
 void collate_chw_float(const std::uint8_t* hwc, int width, int height, int channels, bool flip, const Normalize& norm,
-                       float* dst) {
-  const cv::Mat src = maybe_flipped(hwc, width, height, channels, flip);
+                       float* dst, int src_channels) {
+  if (src_channels == 0) src_channels = channels;
+  const cv::Mat src = maybe_flipped(hwc, width, height, src_channels, flip);
   const std::size_t plane = static_cast<std::size_t>(width) * height;
-  if (channels == 1) {
+  if (src_channels == 1) {
     cv::Mat out(height, width, CV_32F, dst);
     src.convertTo(out, CV_32F, 1.0 / (255.0 * norm.std[0]), -norm.mean[0] / norm.std[0]);
     return;
   }
-  thread_local cv::Mat planes[3];
+  thread_local cv::Mat planes[4];
   cv::split(src, planes);
   for (int c = 0; c < channels; ++c) {
     cv::Mat out(height, width, CV_32F, dst + c * plane);
@@ -100,11 +102,18 @@ void collate_chw_float(const std::uint8_t* hwc, int width, int height, int chann
   }
 }
 
-void collate_chw_uint8(const std::uint8_t* hwc, int width, int height, int channels, bool flip, std::uint8_t* dst) {
-  const cv::Mat src = maybe_flipped(hwc, width, height, channels, flip);
+void collate_chw_uint8(const std::uint8_t* hwc, int width, int height, int channels, bool flip, std::uint8_t* dst,
+                       int src_channels) {
+  if (src_channels == 0) src_channels = channels;
+  const cv::Mat src = maybe_flipped(hwc, width, height, src_channels, flip);
   const std::size_t plane = static_cast<std::size_t>(width) * height;
   std::vector<cv::Mat> planes;
   for (int c = 0; c < channels; ++c) planes.emplace_back(height, width, CV_8U, dst + c * plane);
+  thread_local cv::Mat unused;  // an RGBX source's 4th plane
+  if (src_channels > channels) {
+    unused.create(height, width, CV_8U);
+    planes.push_back(unused);
+  }
   cv::split(src, planes);  // writes into the batch (the Mats already have the right shape)
 }
 

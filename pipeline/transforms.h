@@ -30,8 +30,9 @@ CropBox random_resized_crop_box(int width, int height, const RandomResizedCropPa
 // box in source pixels (rounded to whole pixels).
 CropBox center_crop_box(int width, int height, int resize_to, int crop);
 
-// Resizes the `box` region of an interleaved `channels`-channel image to
-// out_w x out_h (bilinear, cv::resize INTER_LINEAR) into `dst` (HWC uint8).
+// Resizes the `box` region of an interleaved `channels`-channel image (1, 3,
+// or 4: RGBX) to out_w x out_h (bilinear, cv::resize INTER_LINEAR) into `dst`
+// (HWC uint8, `channels` bytes a pixel).
 void resize_crop(const std::uint8_t* src, int width, int height, int channels, const CropBox& box, int out_w,
                  int out_h, std::uint8_t* dst);
 
@@ -42,10 +43,13 @@ struct Normalize {
 };
 
 // HWC uint8 -> CHW float32 normalised, mirrored left-right when `flip`.
+// `channels` planes are written; a source pixel has `src_channels` bytes
+// (0: `channels`; 4 with channels 3: RGBX, the 4th byte ignored).
 void collate_chw_float(const std::uint8_t* hwc, int width, int height, int channels, bool flip, const Normalize& norm,
-                       float* dst);
+                       float* dst, int src_channels = 0);
 // HWC uint8 -> CHW uint8 (normalise later on the device), mirrored when `flip`.
-void collate_chw_uint8(const std::uint8_t* hwc, int width, int height, int channels, bool flip, std::uint8_t* dst);
+void collate_chw_uint8(const std::uint8_t* hwc, int width, int height, int channels, bool flip, std::uint8_t* dst,
+                       int src_channels = 0);
 
 enum class OutputType { Float32, Uint8 };
 enum class TransformMode { Train, Eval };

@@ -23,6 +23,7 @@ packages=(
   libopencv-imgproc-dev        # cv::resize
   libssl-dev                   # sha256 for unique_id
   libopenblas0-openmp          # the BLAS LibTorch calls (selected below; docs/performance.md)
+  mate-backgrounds             # real photographs: the real-photos dataset's sources (docs/datasets.md)
 )
 
 missing=()

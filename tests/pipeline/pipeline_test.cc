@@ -392,6 +392,79 @@ TEST(JpegDecoder, ScaledRegionDecodeIsCloseToFullSizeCropResize) {
   EXPECT_GT(scaled, 20);  // many boxes were decoded below full scale
 }
 
+// The loader's path: RGBX (4 bytes a pixel) from the planned region decode gives, channel by
+// channel, the RGB region decode's bytes, and after the resize and both collates the RGB path's
+// sample exactly (OpenCV's bilinear resize computes each channel alike whatever the pixel size).
+TEST(JpegDecoder, RgbxPlannedRegionDecodeEqualsTheRgbPath) {
+  const int w = 350, h = 341;
+  const auto rgb = mlbench::datasets::synthesize_photo_like(41, w, h);
+  JpegDecoder dec;
+  Rng rng(9);
+  for (int subsamp : {TJSAMP_420, TJSAMP_444, TJSAMP_GRAY}) {
+    const Bytes jpeg = encode_with_subsampling(rgb, w, h, subsamp);
+    ASSERT_FALSE(jpeg.empty());
+    for (int i = 0; i < 12; ++i) {
+      const CropBox box = random_resized_crop_box(w, h, {}, rng);
+      const ScalingFactor f = i % 3 == 0 ? ScalingFactor{1, 2} : ScalingFactor{1, 1};
+      const std::string what = fmt::format("subsamp {} box {},{} {}x{} scale 1/{}", subsamp, box.x, box.y, box.w, box.h,
+                                           f.denom);
+      Image a, b;
+      const CropBox ga = dec.decode_region(jpeg.data(), jpeg.size(), box, f, a);
+      int calls = 0, seen_w = 0, seen_h = 0;
+      RegionPlan planned;
+      const CropBox gb = dec.decode_region(
+          jpeg.data(), jpeg.size(),
+          [&](int pw, int ph) {
+            ++calls;
+            seen_w = pw;
+            seen_h = ph;
+            return RegionPlan{box, f};
+          },
+          b, PixelFormat::Rgbx, &planned);
+      ASSERT_EQ(calls, 1) << what;
+      EXPECT_EQ(seen_w, w);
+      EXPECT_EQ(seen_h, h);
+      EXPECT_EQ(planned.box, box);
+      EXPECT_EQ(planned.scale.denom, f.denom);
+      ASSERT_EQ(ga, gb) << what;
+      ASSERT_EQ(a.channels, 3);
+      ASSERT_EQ(b.channels, 4);
+      ASSERT_EQ(a.width, b.width) << what;
+      ASSERT_EQ(a.height, b.height) << what;
+      for (std::size_t p = 0; p < static_cast<std::size_t>(a.width) * a.height; ++p) {
+        for (int c = 0; c < 3; ++c) ASSERT_EQ(a.pixels[p * 3 + c], b.pixels[p * 4 + c]) << what << " pixel " << p;
+      }
+      const int out = 224;
+      std::vector<std::uint8_t> ra(out * out * 3), rb(out * out * 4);
+      resize_crop(a.pixels.data(), a.width, a.height, 3, ga, out, out, ra.data());
+      resize_crop(b.pixels.data(), b.width, b.height, 4, gb, out, out, rb.data());
+      for (const bool flip : {false, true}) {
+        std::vector<float> fa(3 * out * out), fb(3 * out * out);
+        std::vector<std::uint8_t> ua(3 * out * out), ub(3 * out * out);
+        collate_chw_float(ra.data(), out, out, 3, flip, {}, fa.data());
+        collate_chw_float(rb.data(), out, out, 3, flip, {}, fb.data(), 4);
+        collate_chw_uint8(ra.data(), out, out, 3, flip, ua.data());
+        collate_chw_uint8(rb.data(), out, out, 3, flip, ub.data(), 4);
+        ASSERT_EQ(ua, ub) << what << " flip " << flip;
+        ASSERT_EQ(fa, fb) << what << " flip " << flip;
+      }
+    }
+  }
+}
+
+TEST(JpegDecoder, PlannedRegionDecodeDoesNotPlanForGarbage) {
+  JpegDecoder dec;
+  Image img;
+  const Bytes garbage(1000, 0x42);
+  int calls = 0;
+  auto plan = [&](int, int) {
+    ++calls;
+    return RegionPlan{{0, 0, 1, 1}, {1, 1}};
+  };
+  EXPECT_THROW(dec.decode_region(garbage.data(), garbage.size(), plan, img, PixelFormat::Rgbx), DecodeError);
+  EXPECT_EQ(calls, 0);
+}
+
 TEST(JpegDecoder, RegionDecodeRejectsGarbageAndTruncationEvenAboveTheCut) {
   JpegDecoder dec;
   Image img;
