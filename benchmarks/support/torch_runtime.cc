@@ -1,11 +1,29 @@
 #include "benchmarks/support/torch_runtime.h"
 
+#include <malloc.h>
+
+#include <cstdlib>
 #include <iostream>
+#include <string_view>
 
 namespace mlbench::bench {
 
+bool keep_freed_memory() {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables && std::string_view(tunables).find("glibc.malloc.") != std::string_view::npos) return false;
+  for (const char* name : {"MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_"}) {
+    if (std::getenv(name)) return false;
+  }
+  // 32 MiB is the largest mmap threshold glibc accepts on 64-bit; larger
+  // tensors are still mapped (and faulted in) per allocation.
+  constexpr int kMmapThreshold = 32 << 20;
+  constexpr int kTrimThreshold = 1 << 30;
+  return mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1;
+}
+
 TorchContext make_torch_context(const core::BenchOptions& options) {
   TorchContext ctx;
+  keep_freed_memory();
   torch::set_num_threads(options.cpu_cores);
   torch::manual_seed(static_cast<uint64_t>(options.seed));
   const bool cuda_available = torch::cuda::is_available();
