@@ -1,6 +1,7 @@
 #include "benchmarks/support/torch_runtime.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -8,8 +9,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
+#include <string_view>
 #include <thread>
 
 #include "core/memory_budget.h"
@@ -94,8 +97,22 @@ void check_batch_memory(const core::BenchCli& cli, const TorchContext& ctx,
 
 }  // namespace
 
+bool keep_freed_memory() {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables && std::string_view(tunables).find("glibc.malloc.") != std::string_view::npos) return false;
+  for (const char* name : {"MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_"}) {
+    if (std::getenv(name)) return false;
+  }
+  // 32 MiB is the largest mmap threshold glibc accepts on 64-bit; larger
+  // tensors are still mapped (and faulted in) per allocation.
+  constexpr int kMmapThreshold = 32 << 20;
+  constexpr int kTrimThreshold = 1 << 30;
+  return mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1;
+}
+
 TorchContext make_torch_context(const core::BenchOptions& options) {
   TorchContext ctx;
+  keep_freed_memory();
   torch::set_num_threads(options.cpu_cores);
   core::set_blas_threads(options.cpu_cores);  // a pthread OpenBLAS keeps its own pool (core/blas.h)
   torch::manual_seed(static_cast<uint64_t>(options.seed));

@@ -17,7 +17,18 @@ struct TorchContext {
   core::Chrono::SyncHook sync;  // cuda synchronize on CUDA, empty on CPU
 };
 
-// Sets intra-op (and the BLAS's own) threads to --cpu-cores, seeds torch, picks the device
+// Keeps the memory a training iteration frees in the process heap for the next
+// iteration (glibc malloc: blocks up to 32 MiB from the heap, a trim threshold of
+// 1 GiB). glibc's default returns the heap's free top to the kernel whenever it
+// passes twice the (dynamic) mmap threshold, so every iteration page-faulted its
+// tensors back in: vae spent more time in page faults than in its matrix
+// products (docs/performance.md, "C++ vs Python at equal threads"). Does
+// nothing when the user tunes malloc through GLIBC_TUNABLES or MALLOC_*_.
+// Returns whether the policy was applied.
+bool keep_freed_memory();
+
+// Sets intra-op (and the BLAS's own) threads to --cpu-cores, seeds torch, keeps freed
+// memory (above), picks the device
 // (--cuda/--no-cuda, default CUDA when available). Throws core::UsageError for
 // --cuda without CUDA.
 TorchContext make_torch_context(const core::BenchOptions& options);
