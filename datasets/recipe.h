@@ -96,6 +96,12 @@ bool is_complete(const std::filesystem::path& dataset_dir);
 // Writes the marker (JSON: recipe, size, seed, generator version) atomically.
 void write_marker(const std::filesystem::path& dataset_dir, const std::string& recipe, const RecipeOptions& options);
 
+// How the complete dataset in `dir` differs from the one asked for ("size small, seed 0
+// where tiny, seed 5 was asked"), from its marker: recipe, size and seed; "" when
+// it matches or the marker does not say. A kept dataset is reused, so the caller says this.
+std::string marker_differences(const std::filesystem::path& dataset_dir, const std::string& recipe,
+                               const RecipeOptions& options);
+
 // Generates `recipe` into `dir` unless `dir` is complete. The work happens in a
 // sibling temporary folder renamed into place at the end. Returns true when it
 // generated, false when the dataset already existed. Throws std::runtime_error.

@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/atomic_file.h"
+#include "core/cli.h"
 #include "report/report_builder.h"
 #include "report/report_statistics.h"
 #include "report/reporter.h"
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
                  "Also look for mlbench-stall results (stall.json) under this folder "
                  "(repeatable; --reports is always searched)");
   app.add_option("--min-runs", min_runs, "Fewest runs accepted (the Mila rule: 4)")
-      ->check(CLI::Range(1, 1000))
+      ->check(mlbench::core::integer_in(1, 1000))
       ->capture_default_str();
   app.add_option("--color", color, "Colour on the console: auto (on a terminal, unless NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "mlbench-report: error: " << e.what() << " (see --help)\n";
+    std::cerr << "mlbench-report: error: " << mlbench::core::parse_error_line(e) << " (see --help)\n";
     return 2;
   }
 
@@ -94,7 +95,7 @@ int main(int argc, char** argv) {
     Report report = build_report(suite, reports, tree, targets, analyses, min_runs);
     for (std::string& w : stall_warnings) report.notes.warnings.push_back(std::move(w));
     if (!compare.empty()) {
-      const ReportsTree other_tree = load_reports_tree(compare, suite, min_runs);
+      const ReportsTree other_tree = load_reports_tree(compare, suite, min_runs, "--compare");
       const Report other = build_report(suite, compare, other_tree, targets, {}, min_runs);
       report.comparison = Comparison{compare, other.runs, compare_results(report.benches, other.benches)};
     }

@@ -39,7 +39,9 @@ Instance parse_instance(const nlohmann::json& report, const std::string& file_na
 // Reads every run directory under `dir`; reports whose `suite` is not `suite`
 // are counted and ignored. Throws InputError when `dir` is not a directory,
 // holds no run directory, or fewer than `min_runs` of them hold reports of the
-// suite (the message says how many were found).
-ReportsTree load_reports_tree(const std::filesystem::path& dir, const std::string& suite, int min_runs);
+// suite (the message says how many were found). Messages name `dir` after `flag`,
+// the option that gave it ("--reports", "--compare").
+ReportsTree load_reports_tree(const std::filesystem::path& dir, const std::string& suite, int min_runs,
+                              const std::string& flag = "--reports");
 
 }  // namespace mlbench::report
