@@ -3,7 +3,9 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <stdexcept>
@@ -36,32 +38,79 @@ std::string key_of(const CLI::Option* opt) {
 
 }  // namespace
 
-CLI::Validator integer_at_least(long long minimum) {
+CLI::Validator integer_in(long long minimum, long long maximum) {
   return CLI::Validator(
-      [minimum](std::string& text) -> std::string {
+      [minimum, maximum](std::string& text) -> std::string {
         long long value = 0;
         const auto* end = text.data() + text.size();
         const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (ec != std::errc() || ptr != end || value < minimum) {
-          return "must be an integer >= " + std::to_string(minimum) + ", got '" + text + "'";
+        const bool whole = ptr == end && !text.empty();
+        if (ec == std::errc::result_out_of_range && ptr == end) {
+          return fmt::format("must be {} {} (got {})", text[0] == '-' ? ">=" : "<=", text[0] == '-' ? minimum : maximum,
+                             text);
         }
+        if (ec != std::errc() || !whole) return fmt::format("must be an integer (got {})", text);
+        if (value < minimum) return fmt::format("must be >= {} (got {})", minimum, text);
+        if (value > maximum) return fmt::format("must be <= {} (got {})", maximum, text);
         return {};
       },
-      "INT>=" + std::to_string(minimum));
+      maximum == std::numeric_limits<int>::max() ? fmt::format("INT>={}", minimum)
+                                                 : fmt::format("INT in [{} - {}]", minimum, maximum));
 }
 
-CLI::Validator number_above(double bound) {
+CLI::Validator integer_at_least(long long minimum) {
+  return integer_in(minimum);
+}
+
+namespace {
+// "0", "0.99", "3.40282e+38": bounds as a user writes them.
+std::string bound_text(double value) {
+  return fmt::format("{:g}", value);
+}
+
+// The common part of number_above and number_in: a finite number <= maximum,
+// then `lower` on its value; "" when valid.
+std::string check_number(const std::string& text, double maximum, const std::function<std::string(double)>& lower) {
+  // strtod, not from_chars: on overflow it returns +-inf (then refused as too large), on underflow ~0.
+  char* end = nullptr;
+  const double value = text.empty() || std::isspace(static_cast<unsigned char>(text[0]))
+                           ? std::nan("")
+                           : std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || std::isnan(value)) return fmt::format("must be a number (got {})", text);
+  if (std::string low = lower(value); !low.empty()) return low + " (got " + text + ")";
+  if (!(value <= maximum)) return fmt::format("must be <= {} (got {})", bound_text(maximum), text);
+  return {};
+}
+}  // namespace
+
+CLI::Validator number_above(double bound, double maximum) {
   return CLI::Validator(
-      [bound](std::string& text) -> std::string {
-        double value = 0;
-        const auto* end = text.data() + text.size();
-        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (ec != std::errc() || ptr != end || !(value > bound)) {
-          return "must be a number > " + fmt::format("{}", bound) + ", got '" + text + "'";
-        }
-        return {};
+      [bound, maximum](std::string& text) -> std::string {
+        return check_number(text, maximum,
+                            [bound](double v) { return v > bound ? std::string() : "must be > " + bound_text(bound); });
       },
-      "NUM>" + fmt::format("{}", bound));
+      "NUM>" + bound_text(bound));
+}
+
+CLI::Validator number_in(double minimum, double maximum) {
+  return CLI::Validator(
+      [minimum, maximum](std::string& text) -> std::string {
+        return check_number(text, maximum, [minimum](double v) {
+          return v >= minimum ? std::string() : "must be >= " + bound_text(minimum);
+        });
+      },
+      maximum == kFloatMax ? "NUM>=" + bound_text(minimum)
+                           : fmt::format("NUM in [{} - {}]", bound_text(minimum), bound_text(maximum)));
+}
+
+std::string parse_error_line(const CLI::Error& error) {
+  std::string text = error.what();
+  // CLI11: "<name>: <validator message>"; ours start with "must be".
+  if (dynamic_cast<const CLI::ValidationError*>(&error) != nullptr) {
+    const std::size_t colon = text.find(": must be ");
+    if (colon != std::string::npos && colon > 0 && text.rfind('-', 0) == 0) text.erase(colon, 1);
+  }
+  return text;
 }
 
 int affinity_cpu_count() {
@@ -171,7 +220,7 @@ std::optional<int> BenchCli::parse(int argc, const char* const* argv,
     std::cout << app_.help("", CLI::AppFormatMode::All);
     return 0;
   } catch (const CLI::ParseError& e) {
-    std::cerr << prog << ": error: " << e.what() << " (see " << prog << " --help)\n";
+    std::cerr << prog << ": error: " << parse_error_line(e) << " (see " << prog << " --help)\n";
     return 2;
   }
   if (cuda_flag_ && no_cuda_flag_) {

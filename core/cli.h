@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,11 +47,31 @@ struct BenchDefaults {
 // where it runs (excluded, as the Mila suite did).
 enum class ArgKind { Model, Runtime };
 
-// Validator: the value is an integer >= `minimum` ("must be an integer >= 1, got 'abc'").
-CLI::Validator integer_at_least(long long minimum);
+// Validators of numeric options, for every command. Their messages finish the
+// option's name into one line (see parse_error_line): "--timeout must be > 0
+// (got 0)", "--classes must be an integer (got abc)", "--lr must be <= 3.40282e+38
+// (got 1e300)"; CLI11's own range checks print a 300-digit bound and call "abc"
+// out of range.
 
-// Validator: the value is a number > `bound`.
-CLI::Validator number_above(double bound);
+// The largest value number_* accept unless told otherwise: LibTorch keeps
+// hyper-parameters such as the learning rate as float, so a larger value would end
+// in LibTorch's overflow error naming no flag.
+inline constexpr double kFloatMax = std::numeric_limits<float>::max();
+
+// An integer in [minimum, maximum]; the default maximum is the largest int, the
+// type most options bind (a larger value would wrap or fail CLI11's conversion).
+CLI::Validator integer_in(long long minimum, long long maximum = std::numeric_limits<int>::max());
+// integer_in(minimum).
+CLI::Validator integer_at_least(long long minimum);
+// A finite number > `bound` and <= `maximum`.
+CLI::Validator number_above(double bound, double maximum = kFloatMax);
+// A finite number in [minimum, maximum].
+CLI::Validator number_in(double minimum, double maximum = kFloatMax);
+
+// The one line to print for a command-line error: "--timeout must be > 0 (got 0)"
+// for a failed validator above (CLI11 writes "--timeout: must be ..."), CLI11's
+// text otherwise.
+std::string parse_error_line(const CLI::Error& error);
 
 // CPUs this process may run on (its affinity mask); at least 1.
 int affinity_cpu_count();

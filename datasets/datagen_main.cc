@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "core/cli.h"
 #include "datasets/recipe.h"
 
 namespace {
@@ -29,6 +30,21 @@ std::string known_datasets() {
   return out;
 }
 
+// A complete dataset is kept as it is: say so when it is not the one asked for.
+void warn_if_different(const fs::path& dir, const Recipe& recipe, const RecipeOptions& options) {
+  const std::string diff = marker_differences(dir, recipe.name, options);
+  if (diff.empty()) return;
+  std::cerr << "mlbench-datagen: warning: " << dir.string() << " was kept as it is: it holds " << diff
+            << "; delete it, or give the recipe command --force, to regenerate it\n";
+}
+
+// "fake-imagenet, mnist, ...": the recipe commands.
+std::string recipe_names() {
+  std::string out;
+  for (const Recipe& r : all_recipes()) out += (out.empty() ? "" : ", ") + r.name;
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -46,7 +62,8 @@ int main(int argc, char** argv) {
 
   auto add_common = [&](CLI::App* sub) {
     sub->add_option("--seed", common.seed, "Random seed (same seed, same files)")->capture_default_str();
-    sub->add_option("-j,--threads", threads, "Worker threads (0: one per available CPU)")->check(CLI::NonNegativeNumber);
+    sub->add_option("-j,--threads", threads, "Worker threads (0: one per available CPU)")
+        ->check(mlbench::core::integer_at_least(0));
     sub->add_flag("-q,--quiet", quiet, "No progress line");
   };
 
@@ -73,7 +90,22 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::cerr << "mlbench-datagen: error: " << e.what() << " (see mlbench-datagen --help)\n";
+    // Without a known command first, CLI11 says only "A subcommand is required":
+    // name what was given and what exists instead.
+    std::string line = mlbench::core::parse_error_line(e);
+    if (app.get_subcommands().empty()) {
+      const std::string first = argc > 1 ? argv[1] : "";
+      const std::string commands = "recipes: " + recipe_names() + "; commands: ensure, list";
+      if (first.empty()) {
+        line = "no recipe or command given (" + commands + ")";
+      } else if (first[0] == '-') {
+        line = "unknown option " + first + " before a recipe or command (usage: mlbench-datagen <recipe> --out DIR; " +
+               commands + ")";
+      } else {
+        line = "unknown recipe or command '" + first + "' (" + commands + ")";
+      }
+    }
+    std::cerr << "mlbench-datagen: error: " << line << " (see mlbench-datagen --help)\n";
     return 2;
   }
   common.threads = threads;
@@ -93,6 +125,7 @@ int main(int argc, char** argv) {
         std::cout << "Generated " << dir.string() << "\n";
       } else {
         std::cout << dir.string() << " is complete\n";
+        warn_if_different(dir, *parsed->recipe, common);
       }
       return 0;
     }
@@ -104,6 +137,7 @@ int main(int argc, char** argv) {
         std::cout << "Generated " << dir.string() << "\n";
       } else {
         std::cout << dir.string() << " is complete (use --force to regenerate)\n";
+        warn_if_different(dir, *recipe, common);
       }
       return 0;
     }

@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "core/cli.h"
 #include "core/rng.h"
 #include "datasets/recipe.h"
 
@@ -223,12 +224,12 @@ Recipe fake_imagenet_recipe() {
       "tiny 4x8, small 10x200, full 1000x100 classes x images";
   r.add_options = [ov](CLI::App& app) {
     app.add_option("--classes", ov->classes, "Number of classes (default: the --size preset)")
-        ->check(CLI::PositiveNumber);
+        ->check(core::integer_at_least(1));
     app.add_option("--per-class", ov->per_class, "Train images per class (default: the --size preset)")
-        ->check(CLI::PositiveNumber);
+        ->check(core::integer_at_least(1));
     app.add_option("--val-per-class", ov->val_per_class, "Val images per class, 0 for none (default: preset)")
-        ->check(CLI::NonNegativeNumber);
-    app.add_option("--quality", ov->quality, "JPEG quality (default 90)")->check(CLI::Range(1, 100));
+        ->check(core::integer_at_least(0));
+    app.add_option("--quality", ov->quality, "JPEG quality (default 90)")->check(core::integer_in(1, 100));
   };
   r.generate = [ov](const RecipeOptions& o) {
     FakeImagenetConfig cfg = fake_imagenet_preset(o.size);

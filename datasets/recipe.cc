@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <exception>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <mutex>
@@ -131,6 +132,23 @@ void write_marker(const fs::path& dataset_dir, const std::string& recipe, const 
                               {"generator_version", kGeneratorVersion},
                               {"created", core::utc_iso8601(std::chrono::system_clock::now())}};
   core::write_file_atomic(dataset_dir / kMarkerFile, marker.dump(2) + "\n");
+}
+
+std::string marker_differences(const fs::path& dataset_dir, const std::string& recipe, const RecipeOptions& options) {
+  std::ifstream in(dataset_dir / kMarkerFile);
+  const nlohmann::json marker = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!marker.is_object()) return {};
+  std::string has, asked;
+  const auto compare = [&](const char* field, const nlohmann::json& wanted) {
+    if (!marker.contains(field) || marker[field] == wanted) return;
+    const auto text = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+    has += fmt::format("{}{} {}", has.empty() ? "" : ", ", field, text(marker[field]));
+    asked += fmt::format("{}{} {}", asked.empty() ? "" : ", ", field, text(wanted));
+  };
+  compare("recipe", recipe);
+  compare("size", options.size);
+  compare("seed", options.seed);
+  return has.empty() ? std::string() : has + " where " + asked + " was asked";
 }
 
 bool ensure_dataset(const Recipe& recipe, const fs::path& dir, RecipeOptions options) {

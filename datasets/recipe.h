@@ -109,6 +109,12 @@ class Interrupted : public std::runtime_error {
   int signal_;
 };
 
+// How the complete dataset in `dir` differs from the one asked for ("size small, seed 0
+// where tiny, seed 5 was asked"), from its marker: recipe, size and seed; "" when
+// it matches or the marker does not say. A kept dataset is reused, so the caller says this.
+std::string marker_differences(const std::filesystem::path& dataset_dir, const std::string& recipe,
+                               const RecipeOptions& options);
+
 // Generates `recipe` into `dir` unless `dir` is complete. The work happens in a
 // sibling temporary folder (.NAME.partial-PID) renamed into place at the end;
 // temporary folders of NAME whose process is gone (killed mid-way) are removed first,

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/cli.h"
 #include "pipeline/jpeg_decoder.h"
 #include "pipeline/source.h"
 
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
   std::string root;
   double seconds = 5;
   app.add_option("root", root, "ImageFolder root (root/<class>/<file>.jpg)")->required();
-  app.add_option("--seconds", seconds, "Minimum decode time")->check(CLI::PositiveNumber);
+  app.add_option("--seconds", seconds, "Minimum decode time")->check(mlbench::core::number_above(0));
   CLI11_PARSE(app, argc, argv);
   try {
     ImageFolderReader reader(root);

@@ -10,7 +10,7 @@ void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
   cli.add_flag("--strict-data", o.strict_data, "A corrupt or unreadable sample is an error (default: skip and count)",
                core::ArgKind::Runtime);
   cli.add_option("--image-size", o.image_size, "Output image side (RandomResizedCrop size)")
-      ->check(CLI::Range(8, 4096));
+      ->check(core::integer_in(8, 4096));
   cli.add_option("--output", o.output, "Batch element type: float32 (normalised) or uint8 (normalise on device)")
       ->check(CLI::IsMember({"float32", "uint8"}));
   cli.add_flag("--no-stats", o.no_stats, "Pipeline stage timers off (to measure their overhead)",
@@ -28,7 +28,7 @@ void add_prefetch_flag(core::BenchCli& cli, int& prefetch, const std::string& de
                  "Batches built ahead of the consumer, in flight or ready (0: each built on the consumer's thread; " +
                      default_note + ")",
                  core::ArgKind::Runtime)
-      ->check(CLI::Range(-1, 1 << 20))
+      ->check(core::integer_in(-1, 1 << 20))
       ->capture_default_str();
 }
 

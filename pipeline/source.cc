@@ -71,6 +71,11 @@ ImageFolderReader::ImageFolderReader(fs::path root, const std::string& hint) : r
       total_bytes_ += bytes;
     }
   }
+  if (files_.empty() && fs::is_directory(root_ / "train", ec)) {
+    // A dataset's top folder (train/ and val/ below it) given instead of its split.
+    throw DataError("no class directories under " + root_.string() + "; did you mean " + (root_ / "train").string() +
+                    "? (expected root/<class>/<file>)" + suffix);
+  }
   if (files_.empty()) {
     throw DataError("dataset root " + root_.string() + " has no images in class folders (expected root/<class>/<file>)" +
                     suffix);

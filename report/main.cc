@@ -16,6 +16,7 @@
 #include "core/atomic_file.h"
 #include "core/report_name.h"
 #include "report/blas_notes.h"
+#include "core/cli.h"
 #include "report/report_builder.h"
 #include "report/report_input.h"
 #include "report/report_statistics.h"
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
                  "(repeatable; --reports is always searched)");
   app.add_option("--min-runs", min_runs,
                  "Fewest runs accepted in a tree of runs (the Mila rule: 4); one run directory or file is always read")
-      ->check(CLI::Range(1, 1000))
+      ->check(mlbench::core::integer_in(1, 1000))
       ->capture_default_str();
   app.add_option("--color", color, "Colour on the console: auto (on a terminal, unless NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
@@ -106,7 +107,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "mlbench-report: error: " << e.what() << " (see --help)\n";
+    std::cerr << "mlbench-report: error: " << mlbench::core::parse_error_line(e) << " (see --help)\n";
     return 2;
   }
 
@@ -136,7 +137,7 @@ int main(int argc, char** argv) {
     ReportsTree tree;
     Report report = load_report({reports, suite, targets, min_runs, {stall_dirs.begin(), stall_dirs.end()}}, &tree);
     if (!compare.empty()) {
-      const ReportsTree other_tree = load_reports_tree(compare, suite, min_runs);
+      const ReportsTree other_tree = load_reports_tree(compare, suite, min_runs, "--compare");
       const Report other = build_report(suite, compare, other_tree, targets, {}, min_runs);
       report.comparison = Comparison{compare, other.runs, compare_results(report.benches, other.benches)};
       for (std::string& w : blas_compare_warnings(tree, other_tree, compare)) report.notes.warnings.push_back(w);

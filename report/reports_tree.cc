@@ -35,6 +35,18 @@ std::string run_name(const fs::path& run_dir) {
                                      : name;
 }
 
+// Why a report's train_item.avg gives no speed: "no train_item.avg", "train_item.avg is 0
+// (not a positive number)", "train_item.avg is "fast" (not a number)".
+std::string items_reason(const nlohmann::json& report) {
+  if (!report.contains("train_item") || !report["train_item"].is_object() || !report["train_item"].contains("avg")) {
+    return "no train_item.avg";
+  }
+  const nlohmann::json& v = report["train_item"]["avg"];
+  std::string shown = v.dump();
+  if (shown.size() > 40) shown = shown.substr(0, 37) + "...";
+  return fmt::format("train_item.avg is {} ({})", shown, v.is_number() ? "not a positive number" : "not a number");
+}
+
 int slot_from_file_name(const std::string& file) {
   static const std::regex slot(R"(\.D(\d+)[.])");
   std::smatch m;
@@ -101,18 +113,18 @@ Instance parse_instance(const nlohmann::json& report, const std::string& file_na
     i.reason = "NaN in batch_loss";
   } else if (!(std::isfinite(i.items_per_s) && i.items_per_s > 0.0)) {
     i.failed = true;
-    i.reason = "no train_item.avg";
+    i.reason = items_reason(report);
   }
   return i;
 }
 
-ReportsTree load_reports_tree(const fs::path& dir, const std::string& suite, int min_runs) {
+ReportsTree load_reports_tree(const fs::path& dir, const std::string& suite, int min_runs, const std::string& flag) {
   std::error_code ec;
   // One report file, or one run directory (mlbench-run without --repeat-suite), is one run.
   const ReportsInput input = reports_input_kind(dir);
   const std::string only_file = input == ReportsInput::ReportFile ? dir.filename().string() : "";
   if (input == ReportsInput::Tree && !fs::is_directory(dir, ec)) {
-    throw InputError(fmt::format("--reports {}: not a directory", dir.string()));
+    throw InputError(fmt::format("{} {}: not a directory", flag, dir.string()));
   }
   std::vector<std::pair<int, fs::path>> run_dirs;
   if (input == ReportsInput::Tree) {
@@ -128,7 +140,7 @@ ReportsTree load_reports_tree(const fs::path& dir, const std::string& suite, int
   }
   if (run_dirs.empty()) {
     throw InputError(fmt::format(
-        "--reports {}: no run directories (R0, R1, ... or output0, output1, ...) nor instance reports in it",
+        "{} {}: no run directories (R0, R1, ... or output0, output1, ...) nor instance reports in it", flag,
         dir.string()));
   }
   std::sort(run_dirs.begin(), run_dirs.end());
@@ -207,7 +219,7 @@ ReportsTree load_reports_tree(const fs::path& dir, const std::string& suite, int
     std::string listed;
     for (const std::string& r : tree.runs) listed += (listed.empty() ? "" : ", ") + r;
     throw InputError(fmt::format(
-        "--reports {}: found {} run(s) with reports of suite '{}'{}; at least {} are needed (--min-runs lowers it)",
+        "{} {}: found {} run(s) with reports of suite '{}'{}; at least {} are needed (--min-runs lowers it)", flag,
         dir.string(), tree.runs.size(), suite, listed.empty() ? "" : " (" + listed + ")", min_runs));
   }
   return tree;

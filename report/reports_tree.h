@@ -53,6 +53,8 @@ Instance parse_instance(const nlohmann::json& report, const std::string& file_na
 // A file named as a report of the suite that is not valid JSON or not a report
 // object, and a report whose train_item.avg is above kImplausibleItemsPerS, are
 // failed instances with a warning.
-ReportsTree load_reports_tree(const std::filesystem::path& dir, const std::string& suite, int min_runs);
+// Messages name `dir` after `flag`, the option that gave it ("--reports", "--compare").
+ReportsTree load_reports_tree(const std::filesystem::path& dir, const std::string& suite, int min_runs,
+                              const std::string& flag = "--reports");
 
 }  // namespace mlbench::report

@@ -1,6 +1,7 @@
 // Jobs-file parsing, validation, selection, $VAR and sweep expansion (see jobs.h).
 #include "jobs.h"
 
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -123,11 +124,26 @@ class JobReader {
         if (value.empty()) fail(f, "a sweep list must not be empty");
         for (const auto& v : value) {
           if (!scalar(v)) fail(f, "sweep values must be numbers or strings, got " + type_of(v));
+          check_exact(f, v);
         }
       } else if (!scalar(value)) {
         fail(f, "expected a number, a string or a list, got " + type_of(value));
       }
+      check_exact(f, value);
       job_.args.emplace_back(flag, value);
+    }
+  }
+
+  // JSON reads an integer beyond 64 bits (or a whole number past 2^53 written
+  // with an exponent) as a double, which would reach the benchmark as "1e+20":
+  // refuse it rather than pass a value other than the one written.
+  void check_exact(const std::string& field, const ojson& v) const {
+    if (!v.is_number_float()) return;
+    const double x = v.get<double>();
+    if (std::isfinite(x) && std::fabs(x) >= 9007199254740992.0 && std::floor(x) == x) {
+      fail(field, fmt::format("the number {} is too large to pass as written (integers must fit 64 bits); "
+                              "quote it as a string to pass it verbatim",
+                              v.dump()));
     }
   }
 

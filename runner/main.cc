@@ -9,10 +9,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/cli.h"
 #include "jobs.h"
 #include "runner.h"
 
 namespace {
+// Longest --timeout and --kill-grace (seconds, ~31 years): longer ones overflow the clock's nanoseconds.
+constexpr double kMaxTimeout = 1e9;
+
 std::string self_path(const char* argv0) {
   char buf[PATH_MAX];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
@@ -35,17 +39,20 @@ int main(int argc, char** argv) {
   app.add_option("--outdir", o.outdir, "Run directory (default $OUTPUT_DIRECTORY, else $BASE/output, else ./output)");
   app.add_option("--uid", o.uid, "Run id: RUN_ID and seeds uid+(slot+1)*100")->capture_default_str();
   app.add_option("--repeat-suite", o.repeat_suite, "Run the whole suite K times into outdir/R<k> (RUN_ID uid+k)")
-      ->check(CLI::Range(1, 1000))
+      ->check(mlbench::core::integer_in(1, 1000))
       ->capture_default_str();
-  app.add_option("--slots", o.slots, "Slots on a machine without GPUs (default: one per 2 CPUs)")->check(CLI::Range(1, 4096));
+  app.add_option("--slots", o.slots, "Slots on a machine without GPUs (default: one per 2 CPUs)")
+      ->check(mlbench::core::integer_in(1, 4096));
   app.add_option("--slot-memory", o.slot_memory, "Memory limit per slot (e.g. 512M, 4G; default RAM_TOTAL/slots)");
   app.add_flag("--dry", o.dry, "Print every command with its slot, CPU set and memory limit; run nothing");
   app.add_flag("--show", o.show, "List the selected jobs and exit");
   app.add_flag("--no-cgroup", o.no_cgroup, "Do not create cgroups; confine instances with CPU affinity only");
   app.add_option("--timeout", timeout, "Timeout per instance in seconds, overriding the jobs' own (default: the "
                                        "job's `timeout`, else 1800)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--kill-grace", o.kill_grace, "Seconds between SIGTERM and SIGKILL")->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(mlbench::core::number_above(0, kMaxTimeout));
+  app.add_option("--kill-grace", o.kill_grace, "Seconds between SIGTERM and SIGKILL")
+      ->check(mlbench::core::number_in(0, kMaxTimeout))
+      ->capture_default_str();
   app.add_flag("--raise-error", o.raise_error, "Stop after the first job with a failed instance");
   app.add_option("--resume", o.resume, "Complete this run directory: rerun only instances without a completed report");
   app.add_option("--suite", o.suite, "SUITE_NAME of the reports (default: the jobs file's name without .json)");
@@ -54,7 +61,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::cerr << "mlbench-run: error: " << e.what() << " (see --help)" << std::endl;
+    std::cerr << "mlbench-run: error: " << mlbench::core::parse_error_line(e) << " (see --help)" << std::endl;
     return 2;
   }
   o.names = split_list(names);

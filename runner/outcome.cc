@@ -18,7 +18,12 @@ Outcome decide_outcome(const EndFacts& f) {
   if (f.timed_out) return {false, timeout_reason(f.timeout)};
   if (f.oom_kills > 0) return {false, "oom"};
   if (!f.exited) return {false, fmt::format("signal {}", f.signal)};
-  if (f.exit_code != 0) return {false, fmt::format("exit {}", f.exit_code)};
+  if (f.exit_code != 0) {
+    // A benchmark that failed on its own (NaN loss, bad data) says why in its report: show that, not only the code.
+    if (f.has_report && !f.report_reason.empty())
+      return {false, fmt::format("exit {}: {}", f.exit_code, f.report_reason)};
+    return {false, fmt::format("exit {}", f.exit_code)};
+  }
   if (!f.has_report) return {false, "no report"};
   if (!f.report_completed) return {false, f.report_reason.empty() ? "completed: false" : f.report_reason};
   return {true, ""};

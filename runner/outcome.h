@@ -31,8 +31,9 @@ struct Outcome {
   std::string reason;  // "" when passed
 };
 
-// Precedence: set-up error, launch error, interrupted, timeout, oom, signal, exit N,
-// no report, the report's own `completed: false` reason.
+// Precedence: set-up error, launch error, interrupted, timeout, oom, signal, exit N
+// ("exit N: <the report's reason>" when the benchmark wrote one), no report, the
+// report's own `completed: false` reason.
 Outcome decide_outcome(const EndFacts& f);
 
 // "timeout 1800s", "timeout 2.5s"

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -27,6 +30,27 @@ nlohmann::json residency_json(const Residency& r) {
 double stall_pct_of(const RunOutcome& r) {
   const auto& s = r.report["stall"];
   return (s.is_object() && s["stall_pct"].is_number()) ? s["stall_pct"].get<double>() : std::nan("");
+}
+
+// One warning naming the runs whose pipeline skipped corrupt samples (their
+// `pipeline.corrupt_samples`), or none: their rates count only the samples
+// decoded, so the split and the what-if include runs on a smaller dataset.
+std::vector<std::string> skipped_sample_warnings(const std::map<std::string, RunOutcome>& runs) {
+  std::string listed;
+  std::uint64_t total = 0;
+  for (const auto& [label, r] : runs) {
+    const nlohmann::json& p = r.report.contains("pipeline") ? r.report["pipeline"] : nlohmann::json();
+    if (!p.is_object() || !p.contains("corrupt_samples") || !p["corrupt_samples"].is_number_unsigned()) continue;
+    const auto n = p["corrupt_samples"].get<std::uint64_t>();
+    if (n == 0) continue;
+    total += n;
+    listed += fmt::format("{}{} {}", listed.empty() ? "" : ", ", label, n);
+  }
+  if (total == 0) return {};
+  return {
+      fmt::format("{} corrupt sample(s) were skipped ({}); the split and the what-if include these runs, "
+                  "whose rates count only the samples decoded (the runs' logs name the files)",
+                  total, listed)};
 }
 
 }  // namespace
@@ -72,7 +96,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   }
   double cache_full = std::numeric_limits<double>::quiet_NaN();
   if (auto it = runs.find("cache-1.00"); it != runs.end()) cache_full = it->second.rate;
-  const std::vector<std::string> warnings = consistency_warnings(P, F_obs, cache_full);
+  std::vector<std::string> warnings = consistency_warnings(P, F_obs, cache_full);
+  for (std::string& w : skipped_sample_warnings(runs)) warnings.push_back(std::move(w));
   nlohmann::json measured = nlohmann::json::array();
   double max_err = 0, sum_err = 0;
   for (const auto& [label, r] : runs) {

@@ -13,6 +13,7 @@
 
 #include "analyzer.h"
 #include "charts.h"
+#include "core/cli.h"
 #include "core/progress.h"
 #include "core/report.h"
 #include "core/sysinfo.h"
@@ -65,12 +66,16 @@ int main(int argc, char** argv) {
   app.add_option("--cpus", config.cpus, "CPU counts of the prep sweep (default: 1 .. all)")->delimiter(',');
   app.add_option("--cache-fracs", config.cache_fracs, "Cache fractions to measure against the prediction")
       ->delimiter(',')
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(core::number_in(0.0, 1.0))
       ->capture_default_str();
-  app.add_option("--iterations", config.iterations, "Timed iterations per run")->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  app.add_option("--iterations", config.iterations, "Timed iterations per run")
+      ->check(core::integer_in(1, 1 << 24))
+      ->capture_default_str();
   app.add_option("--out", out_dir, "Output directory (default: stall-<bench>)");
   app.add_flag("--drop-caches", use_drop_caches, "Also drop the whole page cache before cold runs (root)");
-  app.add_option("--timeout", timeout_s, "Seconds before one run is killed")->capture_default_str();
+  app.add_option("--timeout", timeout_s, "Seconds before one run is killed")
+      ->check(core::integer_at_least(1))
+      ->capture_default_str();
   app.add_option("extra", config.extra, "Arguments after -- go to every benchmark run");
   app.footer("Writes OUT/stall.json, OUT/split.svg, OUT/whatif.svg and OUT/runs/ (every run's report and log).\n"
              "Exit status: 0 done, 1 a run or measurement failed (runs done so far stay in OUT), 2 bad usage,\n"
@@ -79,7 +84,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::cerr << "mlbench-stall: error: " << e.what() << " (see --help)\n";
+    std::cerr << "mlbench-stall: error: " << core::parse_error_line(e) << " (see --help)\n";
     return 2;
   }
   const fs::path bench = fs::path(bench_dir) / config.bench;

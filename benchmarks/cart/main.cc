@@ -17,9 +17,9 @@ int main(int argc, char** argv) {
                      {.batch_size = 1, .repeat = 200, .number = 500});
   double gamma = 0.99, lr = 1e-2;
   int max_steps = 200;
-  cli.add_option("--gamma", gamma, "Discount factor")->check(CLI::Range(0.0, 1.0));
-  cli.add_option("--lr", lr, "Adam learning rate")->check(CLI::PositiveNumber);
-  cli.add_option("--max-steps", max_steps, "Steps after which an episode ends")->check(CLI::Range(1, 1000000));
+  cli.add_option("--gamma", gamma, "Discount factor")->check(core::number_in(0.0, 1.0));
+  cli.add_option("--lr", lr, "Adam learning rate")->check(core::number_above(0));
+  cli.add_option("--max-steps", max_steps, "Steps after which an episode ends")->check(core::integer_in(1, 1000000));
   if (auto rc = cli.parse(argc, argv)) return *rc;
   if (cli.options().cuda.value_or(false)) {
     std::cerr << "cart: error: cart runs on the CPU only (drop --cuda)\n";

@@ -36,8 +36,8 @@ int convnet_main(int argc, char** argv, const ProgramVariant& variant) {
   cli.add_option("--classes", classes, "Output classes (at least the dataset's class count)")
       ->check(core::integer_at_least(2));
   cli.add_option("--lr", lr, "SGD learning rate")->check(core::number_above(0));
-  cli.add_option("--momentum", momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
-  cli.add_option("--weight-decay", weight_decay, "SGD weight decay")->check(CLI::NonNegativeNumber);
+  cli.add_option("--momentum", momentum, "SGD momentum")->check(core::number_in(0.0, 1.0));
+  cli.add_option("--weight-decay", weight_decay, "SGD weight decay")->check(core::number_in(0));
   add_precision_flag(cli, variant, use_half);
   if (auto rc = cli.parse(argc, argv)) return *rc;
 

@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   cli.add_option("--ngf", ngf, "Generator feature maps")->check(core::integer_at_least(1));
   cli.add_option("--ndf", ndf, "Discriminator feature maps")->check(core::integer_at_least(1));
   cli.add_option("--lr", lr, "Adam learning rate")->check(core::number_above(0));
-  cli.add_option("--beta1", beta1, "Adam beta1")->check(CLI::Range(0.0, 1.0));
+  cli.add_option("--beta1", beta1, "Adam beta1")->check(core::number_in(0.0, 1.0));
   if (auto rc = cli.parse(argc, argv)) return *rc;
   if (popts.image_size != 64) {
     std::cerr << "dcgan: error: --image-size must be 64 (the networks are the 64x64 DCGAN), got "

@@ -43,8 +43,8 @@ int main(int argc, char** argv) {
   pipeline::add_pipeline_flags(cli, popts);
   double lr = 1e-3, content_weight = 1e5, style_weight = 1e10;
   cli.add_option("--lr", lr, "Adam learning rate")->check(core::number_above(0));
-  cli.add_option("--content-weight", content_weight, "Weight of the content loss")->check(CLI::NonNegativeNumber);
-  cli.add_option("--style-weight", style_weight, "Weight of the style loss")->check(CLI::NonNegativeNumber);
+  cli.add_option("--content-weight", content_weight, "Weight of the content loss")->check(core::number_in(0));
+  cli.add_option("--style-weight", style_weight, "Weight of the style loss")->check(core::number_in(0));
   if (auto rc = cli.parse(argc, argv)) return *rc;
   if (popts.image_size % 4 != 0) {
     std::cerr << "fast_style: error: --image-size must be a multiple of 4 (two stride-2 stages), got "

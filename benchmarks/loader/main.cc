@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   cli.add_option("--epochs", epochs,
                  "Run this many whole epochs (sets --repeat to cover them; 0: --repeat x --number batches)",
                  core::ArgKind::Runtime)
-      ->check(CLI::NonNegativeNumber);
+      ->check(core::integer_at_least(0));
   if (auto rc = cli.parse(argc, argv)) return *rc;
 
   const core::BenchOptions& o = cli.options();

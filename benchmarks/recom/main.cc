@@ -52,10 +52,10 @@ int main(int argc, char** argv) {
   int negatives = 4;
   double lr = 0.0045;
   int prefetch = 2;
-  cli.add_option("--factors", factors, "GMF embedding size")->check(CLI::Range(1, 1 << 16));
+  cli.add_option("--factors", factors, "GMF embedding size")->check(core::integer_in(1, 1 << 16));
   cli.add_option("--layers", layers, "MLP sizes, comma-separated (first = 2 x MLP embedding)");
-  cli.add_option("--negatives", negatives, "Negative items per positive")->check(CLI::Range(0, 1000));
-  cli.add_option("--lr", lr, "Adam learning rate")->check(CLI::PositiveNumber);
+  cli.add_option("--negatives", negatives, "Negative items per positive")->check(core::integer_in(0, 1000));
+  cli.add_option("--lr", lr, "Adam learning rate")->check(core::number_above(0));
   pipeline::add_prefetch_flag(cli, prefetch, "default 2; one background thread");
   if (auto rc = cli.parse(argc, argv)) return *rc;
 

@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   pipeline::add_pipeline_flags(cli, popts);
   std::int64_t upscale = 2;
   double lr = 0.01;
-  cli.add_option("--upscale", upscale, "Super-resolution factor")->check(CLI::Range(2, 8));
+  cli.add_option("--upscale", upscale, "Super-resolution factor")->check(core::integer_in(2, 8));
   cli.add_option("--lr", lr, "Adam learning rate")->check(core::number_above(0));
   if (auto rc = cli.parse(argc, argv)) return *rc;
   if (popts.image_size % upscale != 0) {

@@ -91,8 +91,8 @@ int main(int argc, char** argv) {
   cli.add_option("--annotations", annotations,
                  "COCO-style annotation file (default: <data>/annotations/instances_train2017.json)");
   cli.add_option("--lr", lr, "SGD learning rate")->check(core::number_above(0));
-  cli.add_option("--momentum", momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
-  cli.add_option("--weight-decay", weight_decay, "SGD weight decay")->check(CLI::NonNegativeNumber);
+  cli.add_option("--momentum", momentum, "SGD momentum")->check(core::number_in(0.0, 1.0));
+  cli.add_option("--weight-decay", weight_decay, "SGD weight decay")->check(core::number_in(0));
   if (auto rc = cli.parse(argc, argv)) return *rc;
   if (popts.image_size != 300) {
     std::cerr << "ssd: error: --image-size must be 300 (SSD300's default boxes are laid out for 300x300), got "

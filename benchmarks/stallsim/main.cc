@@ -75,15 +75,19 @@ int main(int argc, char** argv) {
   double prep_ms = 1.0, compute_ms = 5.0, storage_mbps = 0.0;
   std::string prep_mode = "sleep";
   cli.add_option("--prep-ms", prep_ms, "Prep cost per sample, ms (on one of --cpu-cores CPUs)")
-      ->check(CLI::Range(0.0, 1e6))->capture_default_str();
+      ->check(core::number_in(0.0, 1e6))
+      ->capture_default_str();
   cli.add_option("--prep-mode", prep_mode,
                  "sleep: --cpu-cores virtual CPUs, each busy for --prep-ms per sample (exact under load); "
                  "busy: burn that much real CPU time")
       ->check(CLI::IsMember({"sleep", "busy"}))->capture_default_str();
   cli.add_option("--compute-ms", compute_ms, "Compute cost per batch, ms (an accelerator that sleeps)")
-      ->check(CLI::Range(0.0, 1e6))->capture_default_str();
-  cli.add_option("--storage-mbps", storage_mbps, "Emulated storage bandwidth for reads not in the page cache, MB/s (0: the real device)")
-      ->check(CLI::Range(0.0, 1e9))->capture_default_str();
+      ->check(core::number_in(0.0, 1e6))
+      ->capture_default_str();
+  cli.add_option("--storage-mbps", storage_mbps,
+                 "Emulated storage bandwidth for reads not in the page cache, MB/s (0: the real device)")
+      ->check(core::number_in(0.0, 1e9))
+      ->capture_default_str();
   if (auto rc = cli.parse(argc, argv)) return *rc;
   const core::BenchOptions& o = cli.options();
   // Sleeps stand for work of a known length: the default 50 us timer slack

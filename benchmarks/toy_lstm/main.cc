@@ -17,11 +17,11 @@ int main(int argc, char** argv) {
   double lr = 0.01;
   std::int64_t waves = 100, length = 1000, hidden = 51;
   cli.add_option("--dtype", dtype, "Model float type")->check(CLI::IsMember({"float32", "float64"}));
-  cli.add_option("--lr", lr, "SGD learning rate")->check(CLI::PositiveNumber);
+  cli.add_option("--lr", lr, "SGD learning rate")->check(core::number_above(0));
   cli.add_option("--waves", waves, "Sine waves generated (the first 3 are held out, as the example)")
-      ->check(CLI::Range(4, 100000));
-  cli.add_option("--length", length, "Steps per wave")->check(CLI::Range(2, 1000000));
-  cli.add_option("--hidden", hidden, "LSTMCell width")->check(CLI::Range(1, 100000));
+      ->check(core::integer_in(4, 100000));
+  cli.add_option("--length", length, "Steps per wave")->check(core::integer_in(2, 1000000));
+  cli.add_option("--hidden", hidden, "LSTMCell width")->check(core::integer_in(1, 100000));
   if (auto rc = cli.parse(argc, argv)) return *rc;
 
   return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {

@@ -70,19 +70,22 @@ int main(int argc, char** argv) {
   double dropout = 0.2, smoothing = 0.1, lr = 2e-3;
   int prefetch = 2;
   pipeline::ParallelCorpusOptions co;
-  cli.add_option("--hidden-size", hidden, "LSTM width (GNMT: 1024)")->check(CLI::Range(2, 1 << 16));
+  cli.add_option("--hidden-size", hidden, "LSTM width (GNMT: 1024)")->check(core::integer_in(2, 1 << 16));
   cli.add_option("--num-layers", layers, "Encoder and decoder layers; 0 = 4 (GNMT) on CUDA, 2 on CPU")
-      ->check(CLI::Range(0, 64));
-  cli.add_option("--vocab-size", vocab_size, "Shared vocabulary cap (most frequent words)")->check(CLI::Range(8, 1 << 22));
-  cli.add_option("--max-length", max_length, "Sentences are cut at this many tokens")->check(CLI::Range(1, 10000));
-  cli.add_option("--dropout", dropout, "Dropout")->check(CLI::Range(0.0, 0.99));
-  cli.add_option("--smoothing", smoothing, "Label smoothing")->check(CLI::Range(0.0, 0.99));
-  cli.add_option("--lr", lr, "Adam learning rate")->check(CLI::PositiveNumber);
+      ->check(core::integer_in(0, 64));
+  cli.add_option("--vocab-size", vocab_size, "Shared vocabulary cap (most frequent words)")
+      ->check(core::integer_in(8, 1 << 22));
+  cli.add_option("--max-length", max_length, "Sentences are cut at this many tokens")
+      ->check(core::integer_in(1, 10000));
+  cli.add_option("--dropout", dropout, "Dropout")->check(core::number_in(0.0, 0.99));
+  cli.add_option("--smoothing", smoothing, "Label smoothing")->check(core::number_in(0.0, 0.99));
+  cli.add_option("--lr", lr, "Adam learning rate")->check(core::number_above(0));
   pipeline::add_prefetch_flag(cli, prefetch, "default 2; one background thread");
   cli.add_option("--src-lang", co.source_lang, "Source file suffix");
   cli.add_option("--tgt-lang", co.target_lang, "Target file suffix");
   cli.add_option("--prefix", co.prefix, "File prefix (<prefix>.<lang>)");
-  cli.add_option("--max-pairs", co.max_pairs, "Read at most this many sentence pairs (0 = all)")->check(CLI::Range(0LL, 1LL << 40));
+  cli.add_option("--max-pairs", co.max_pairs, "Read at most this many sentence pairs (0 = all)")
+      ->check(core::integer_in(0, 1LL << 40));
   if (auto rc = cli.parse(argc, argv)) return *rc;
 
   return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
                      {.batch_size = 128, .repeat = 50, .number = 30});
   double lr = 1e-3;
   int prefetch = 2;
-  cli.add_option("--lr", lr, "Adam learning rate")->check(CLI::PositiveNumber);
+  cli.add_option("--lr", lr, "Adam learning rate")->check(core::number_above(0));
   pipeline::add_prefetch_flag(cli, prefetch, "default 2; one background thread");
   if (auto rc = cli.parse(argc, argv)) return *rc;
 
