@@ -92,7 +92,6 @@ class VisionE2E : public ::testing::Test {
   }
 
   std::unique_ptr<mlbench::testing_support::TempDir> tmp_;
-  std::unique_ptr<mlbench::testing_support::TempDir> tmp_;
   fs::path dir_;
 };
 
