@@ -23,6 +23,7 @@
 #include "core/process.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
+#include "tests/runner/runner_test_fixture.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -31,39 +32,9 @@ using Result = mlbench::testing_support::CommandResult;
 
 namespace {
 
-class RunnerE2E : public ::testing::Test {
+class RunnerE2E : public mlbench::testing_support::RunnerTest {
  protected:
-  void SetUp() override {
-    tmp_ = mlbench::testing_support::temp_dir_for_current_test("e2e");
-    dir_ = tmp_->path();
-  }
-  void TearDown() override {
-    if (HasFailure()) tmp_->keep();  // for a look at the run directory
-  }
-  // A jobs file in the test directory; FAKE stands for fakebench's path.
-  std::string jobs(const std::string& text) {
-    std::string t = text;
-    for (auto p = t.find("FAKE"); p != std::string::npos; p = t.find("FAKE")) t.replace(p, 4, FAKEBENCH);
-    const fs::path f = dir_ / "jobs.json";
-    std::ofstream(f) << t;
-    return f.string();
-  }
-  Result runner(const std::string& args) {
-    return run_command(std::string(MLBENCH_RUN) + " --outdir " + (dir_ / "out").string() + " " + args);
-  }
-  std::vector<json> reports(const std::string& job) {
-    std::vector<json> out;
-    for (const auto& e : fs::directory_iterator(dir_ / "out")) {
-      const std::string n = e.path().filename().string();
-      if (n.find("." + job + ".R") != std::string::npos && e.path().extension() == ".json") {
-        json j = json::parse(std::ifstream(e.path()));
-        j["_file"] = n;
-        out.push_back(j);
-      }
-    }
-    std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a["jr_id"] < b["jr_id"]; });
-    return out;
-  }
+  RunnerE2E() : RunnerTest("e2e") {}
   static bool cgroups_usable(std::string* why) { return mlbench::cgroup::Hierarchy::open(why).has_value(); }
   // What the runner records as its isolation here: this machine's cgroup mode, else affinity.
   static std::string expected_isolation() {
@@ -71,9 +42,6 @@ class RunnerE2E : public ::testing::Test {
     const auto h = mlbench::cgroup::Hierarchy::open(&why);
     return h ? mlbench::cgroup::to_string(h->isolation()) : "affinity";
   }
-
-  std::unique_ptr<mlbench::testing_support::TempDir> tmp_;
-  fs::path dir_;
 };
 
 // A --dry command line of fakebench with these arguments.

@@ -23,6 +23,7 @@
 #include "core/process.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
+#include "tests/runner/runner_test_fixture.h"
 
 namespace fs = std::filesystem;
 using mlbench::testing_support::run_command;
@@ -31,40 +32,12 @@ using Result = mlbench::testing_support::CommandResult;
 
 namespace {
 
-class RunnerFaults : public ::testing::Test {
+class RunnerFaults : public mlbench::testing_support::RunnerTest {
  protected:
-  void SetUp() override {
-    tmp_ = std::make_unique<mlbench::testing_support::TempDir>(
-        std::string("faults_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    dir_ = tmp_->path();
-  }
+  RunnerFaults() : RunnerTest("faults") {}
   void TearDown() override {
     if (mounted_) run_command("umount -l " + (dir_ / "out").string());
-    if (HasFailure()) tmp_->keep();
-  }
-  std::string jobs(const std::string& text) {
-    std::string t = text;
-    for (auto p = t.find("FAKE"); p != std::string::npos; p = t.find("FAKE")) t.replace(p, 4, FAKEBENCH);
-    const fs::path f = dir_ / "jobs.json";
-    std::ofstream(f) << t;
-    return f.string();
-  }
-  Result runner(const std::string& args) {
-    return run_command(std::string(MLBENCH_RUN) + " --outdir " + (dir_ / "out").string() + " " + args);
-  }
-  std::vector<json> reports(const std::string& job) {
-    std::vector<json> out;
-    for (const auto& e : fs::directory_iterator(dir_ / "out")) {
-      const std::string n = e.path().filename().string();
-      if (n.find("." + job + ".R") != std::string::npos && e.path().extension() == ".json") {
-        json j = json::parse(std::ifstream(e.path()));
-        j["_file"] = n;
-        j["_path"] = e.path().string();
-        out.push_back(j);
-      }
-    }
-    std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a["jr_id"] < b["jr_id"]; });
-    return out;
+    RunnerTest::TearDown();
   }
   // A tmpfs of `size` on dir_/out; the reason in `why` when mounting is refused.
   bool mount_small_disk(const std::string& size, std::string* why) {
@@ -78,8 +51,6 @@ class RunnerFaults : public ::testing::Test {
     return true;
   }
 
-  std::unique_ptr<mlbench::testing_support::TempDir> tmp_;
-  fs::path dir_;
   bool mounted_ = false;
 };
 
