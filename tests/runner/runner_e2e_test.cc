@@ -24,6 +24,7 @@
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 #include "tests/runner/runner_test_fixture.h"
+#include "tests/support/processes.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -165,22 +166,7 @@ TEST_F(RunnerE2E, CtrlCLeavesNoChildNoCgroupAndInterruptedRecords) {
   mlbench::core::Process runner_process(spec);
   const pid_t pid = runner_process.pid();
   // Wait until both instances have started (their logs show the config block).
-  auto children = [&] {
-    std::set<int> kids;
-    for (const auto& e : fs::directory_iterator("/proc")) {
-      const std::string n = e.path().filename().string();
-      if (n.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::ifstream st(e.path() / "stat");
-      std::string s;
-      std::getline(st, s);
-      const auto close = s.rfind(')');
-      if (close == std::string::npos) continue;
-      char state;
-      int ppid = 0;
-      if (sscanf(s.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == pid && state != 'Z') kids.insert(std::stoi(n));
-    }
-    return kids;
-  };
+  auto children = [&] { return mlbench::testing_support::children_of(pid); };
   std::set<int> kids;
   for (int i = 0; i < 100 && kids.size() < 2; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

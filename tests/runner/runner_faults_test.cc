@@ -24,11 +24,14 @@
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 #include "tests/runner/runner_test_fixture.h"
+#include "tests/support/processes.h"
 
 namespace fs = std::filesystem;
 using mlbench::testing_support::run_command;
 using nlohmann::json;
 using Result = mlbench::testing_support::CommandResult;
+using mlbench::testing_support::alive;
+using mlbench::testing_support::children_of;
 
 namespace {
 
@@ -53,34 +56,6 @@ class RunnerFaults : public mlbench::testing_support::RunnerTest {
 
   bool mounted_ = false;
 };
-
-// Processes whose parent is `parent` (not zombies).
-std::set<int> children_of(pid_t parent) {
-  std::set<int> kids;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string n = e.path().filename().string();
-    if (n.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream st(e.path() / "stat");
-    std::string s;
-    std::getline(st, s);
-    const auto close = s.rfind(')');
-    if (close == std::string::npos) continue;
-    char state;
-    int ppid = 0;
-    if (sscanf(s.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == parent && state != 'Z') {
-      kids.insert(std::stoi(n));
-    }
-  }
-  return kids;
-}
-
-bool alive(int pid) {
-  std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
-  std::string s;
-  if (!std::getline(st, s)) return false;
-  const auto close = s.rfind(')');
-  return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
-}
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 
 #include "core/process.h"
 #include "tests/support/run_command.h"
+#include "tests/support/processes.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
@@ -22,6 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 using mlbench::testing_support::run_command;
 using mlbench::testing_support::TempDir;
+
+using mlbench::testing_support::alive;
 
 class StallFaults : public testing::Test {
  protected:
@@ -34,14 +37,6 @@ class StallFaults : public testing::Test {
   const fs::path& dir() const { return tmp_.path(); }
   TempDir tmp_{"stall_faults"};
 };
-
-bool alive(int pid) {
-  std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
-  std::string s;
-  if (!std::getline(st, s)) return false;
-  const auto close = s.rfind(')');
-  return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
-}
 
 int read_pid(const fs::path& file) {
   std::ifstream in(file);
