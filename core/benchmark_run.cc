@@ -9,6 +9,7 @@
 #include "blas.h"
 #include "progress.h"
 #include "report.h"
+#include "stop_signals.h"
 #include "sysinfo.h"
 
 namespace mlbench::core {
@@ -19,25 +20,12 @@ extern const char* const kVersion;
 }  // namespace build_info
 
 namespace {
-volatile std::sig_atomic_t g_signal = 0;
-extern "C" void on_signal(int sig) { g_signal = sig; }
-
 nlohmann::json finite_or_null(const std::vector<double>& xs) {
   nlohmann::json out = nlohmann::json::array();
   for (double x : xs) out.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json());
   return out;
 }
 }  // namespace
-
-void install_interrupt_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
-int pending_signal() { return g_signal; }
 
 BenchmarkRun::BenchmarkRun(const BenchCli& cli, std::string source_hash, RuntimeInfo runtime, Chrono::SyncHook sync)
     : cli_(cli), source_hash_(std::move(source_hash)), runtime_(std::move(runtime)), sync_(std::move(sync)),
@@ -119,7 +107,7 @@ int BenchmarkRun::finish(nlohmann::json report, bool completed, const std::strin
 
 int BenchmarkRun::run(const std::function<Workload()>& setup) {
   const BenchOptions& o = cli_.options();
-  install_interrupt_handlers();
+  const StopSignals stop_signals(StopSignals::Calls::kInterrupt);
   nlohmann::json report = base_report();
   print_config(std::cout);
   LoopResult result;
@@ -148,7 +136,7 @@ int BenchmarkRun::run(const std::function<Workload()>& setup) {
     config.sync = sync_;
     config.progress = &std::cout;
     config.progress_tty = is_terminal(1);
-    config.interrupted = [] { return pending_signal(); };
+    config.interrupted = [] { return stop_signal(); };
     config.on_iteration = work.on_iteration;
     TrainLoop(config).run(work.step, result);
     fill();

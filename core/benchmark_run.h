@@ -66,9 +66,4 @@ class BenchmarkRun {
   std::string report_path_;
 };
 
-// SIGINT/SIGTERM handling for the loop: installs handlers that record the
-// signal; pending_signal() returns it (0 when none).
-void install_interrupt_handlers();
-int pending_signal();
-
 }  // namespace mlbench::core

@@ -14,10 +14,6 @@ namespace mlbench::core {
 
 constexpr std::size_t kBatchLossKept = 100;
 
-Interrupted::Interrupted(int signal)
-    : std::runtime_error(signal == 2 ? "interrupted" : fmt::format("terminated by signal {}", signal)),
-      signal_(signal) {}
-
 double LoopResult::stall_pct() const {
   const double total = iteration.sum();
   return total > 0.0 ? 100.0 * wait.sum() / total : std::nan("");

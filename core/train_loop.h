@@ -16,6 +16,7 @@
 
 #include "chrono.h"
 #include "statistics.h"
+#include "stop_signals.h"
 
 namespace mlbench::core {
 
@@ -77,16 +78,6 @@ class NonFiniteLoss : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-// Thrown when SIGINT/SIGTERM arrived during the loop.
-class Interrupted : public std::runtime_error {
- public:
-  explicit Interrupted(int signal);
-  int signal() const { return signal_; }
-
- private:
-  int signal_;
-};
-
 struct LoopConfig {
   int repeat = 1;
   int number = 1;

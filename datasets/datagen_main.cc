@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/cli.h"
+#include "core/stop_signals.h"
 #include "datasets/recipe.h"
 
 namespace {
@@ -141,7 +142,7 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-  } catch (const Interrupted& e) {
+  } catch (const mlbench::core::Interrupted& e) {
     std::cerr << "mlbench-datagen: interrupted; the partial dataset was removed\n";
     return 128 + e.signal();
   } catch (const std::exception& e) {

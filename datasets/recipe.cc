@@ -24,6 +24,7 @@
 #include "core/progress.h"
 #include "core/report_name.h"
 #include "core/rng.h"
+#include "core/stop_signals.h"
 
 namespace mlbench::datasets {
 
@@ -35,36 +36,9 @@ constexpr int kGeneratorVersion = 1;
 
 namespace {
 
-// The stop signal that arrived while ensure_dataset generated (0: none). Workers check
-// it between items, so the temporary folder is removed on the way out.
-std::atomic<int> g_stop_signal{0};
-extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
-
 void throw_if_stopped() {
-  if (const int sig = g_stop_signal.load()) throw Interrupted(sig);
+  if (const int sig = core::stop_signal()) throw core::Interrupted(sig);
 }
-
-// SIGINT, SIGTERM and SIGHUP set g_stop_signal while it lives; the old handlers come back after.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sa.sa_flags = SA_RESTART;  // the writes in flight finish; the workers stop between items
-    sigemptyset(&sa.sa_mask);
-    for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &sa, &old_[i]);
-  }
-  ~StopSignals() {
-    for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &old_[i], nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
- private:
-  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
-  struct sigaction old_[std::size(kSignals)] {};
-};
 
 // Temporary folders ".NAME.partial-PID" beside `dir` whose process is gone: a datagen
 // killed by SIGKILL (or its runner's death) could not remove its own.
@@ -85,9 +59,6 @@ void remove_stale_partials(const fs::path& parent, const std::string& name) {
 }
 
 }  // namespace
-
-Interrupted::Interrupted(int signal)
-    : std::runtime_error(fmt::format("interrupted by signal {}", signal)), signal_(signal) {}
 
 const Recipe* find_recipe(const std::string& name) {
   for (const Recipe& r : all_recipes()) {
@@ -168,14 +139,15 @@ bool ensure_dataset(const Recipe& recipe, const fs::path& dir, RecipeOptions opt
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   options.out = tmp;
-  const StopSignals stop_signals;
+  // The writes in flight finish; the workers stop between items.
+  const core::StopSignals stop_signals(core::StopSignals::Calls::kRestart);
   try {
     recipe.generate(options);
     throw_if_stopped();  // a recipe that does not go through parallel_for
     write_marker(tmp, recipe.name, options);
   } catch (...) {
     fs::remove_all(tmp, ec);
-    if (const int sig = g_stop_signal.load()) throw Interrupted(sig);
+    if (const int sig = core::stop_signal()) throw core::Interrupted(sig);
     throw;
   }
   if (fs::exists(dir, ec)) fs::remove(dir, ec);  // an empty folder only (checked above)

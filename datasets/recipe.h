@@ -98,17 +98,6 @@ bool is_complete(const std::filesystem::path& dataset_dir);
 // Writes the marker (JSON: recipe, size, seed, generator version) atomically.
 void write_marker(const std::filesystem::path& dataset_dir, const std::string& recipe, const RecipeOptions& options);
 
-// Thrown by ensure_dataset when SIGINT, SIGTERM or SIGHUP arrived while it generated
-// (its temporary folder is already removed); the exit status is 128 + signal().
-class Interrupted : public std::runtime_error {
- public:
-  explicit Interrupted(int signal);
-  int signal() const { return signal_; }
-
- private:
-  int signal_;
-};
-
 // How the complete dataset in `dir` differs from the one asked for ("size small, seed 0
 // where tiny, seed 5 was asked"), from its marker: recipe, size and seed; "" when
 // it matches or the marker does not say. A kept dataset is reused, so the caller says this.
@@ -118,7 +107,8 @@ std::string marker_differences(const std::filesystem::path& dataset_dir, const s
 // Generates `recipe` into `dir` unless `dir` is complete. The work happens in a
 // sibling temporary folder (.NAME.partial-PID) renamed into place at the end;
 // temporary folders of NAME whose process is gone (killed mid-way) are removed first,
-// and SIGINT/SIGTERM/SIGHUP while generating remove this one (then Interrupted).
+// and SIGINT/SIGTERM/SIGHUP while generating remove this one (then core::Interrupted,
+// core/stop_signals.h).
 // Returns true when it generated, false when the dataset already existed. Throws
 // std::runtime_error.
 bool ensure_dataset(const Recipe& recipe, const std::filesystem::path& dir, RecipeOptions options);

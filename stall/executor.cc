@@ -13,6 +13,7 @@
 
 #include "core/environment.h"
 #include "core/process.h"
+#include "core/stop_signals.h"
 #include "core/sysinfo.h"
 
 namespace mlbench::stall {
@@ -22,34 +23,6 @@ constexpr double kWarmResidency = 0.98;
 constexpr double kColdResidency = 0.05;
 constexpr double kKillGrace = 10;      // seconds from SIGTERM to SIGKILL at a timeout
 constexpr double kInterruptGrace = 3;  // seconds from the forwarded signal to SIGKILL
-
-namespace {
-// The stop signal that arrived while a benchmark ran (0: none).
-volatile std::sig_atomic_t g_stop_signal = 0;
-extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
-
-// While a benchmark runs, SIGINT/SIGTERM/SIGHUP are caught (to be forwarded to its
-// process group, which the terminal's Ctrl-C does not reach); the old handlers come back after.
-class ForwardedSignals {
- public:
-  ForwardedSignals() {
-    g_stop_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &sa, &old_[i]);
-  }
-  ~ForwardedSignals() {
-    for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &old_[i], nullptr);
-  }
-  ForwardedSignals(const ForwardedSignals&) = delete;
-  ForwardedSignals& operator=(const ForwardedSignals&) = delete;
-
- private:
-  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
-  struct sigaction old_[std::size(kSignals)] {};
-};
-}  // namespace
 
 Interrupted::Interrupted(int signal, const std::string& label)
     : RunFailed(fmt::format("interrupted by signal {} during run {}; its benchmark was stopped", signal, label)),
@@ -144,7 +117,9 @@ RunOutcome ProcessExecutor::run(const RunSpec& spec) {
   const Residency before = residency(dataset_);
 
   const auto t0 = std::chrono::steady_clock::now();
-  const ForwardedSignals forwarded;
+  // While the benchmark runs, SIGINT/SIGTERM/SIGHUP are caught and forwarded to its process
+  // group (which the terminal's Ctrl-C does not reach); EINTR ends the short waits at once.
+  const core::StopSignals forwarded(core::StopSignals::Calls::kInterrupt);
   std::optional<core::Process> child;
   try {
     child.emplace(bench_process(bench_, spec, report_dir, log));
@@ -153,12 +128,12 @@ RunOutcome ProcessExecutor::run(const RunSpec& spec) {
   }
   std::optional<core::ExitStatus> status;
   // Short waits, so a stop signal is forwarded at once.
-  while (!status && !g_stop_signal) {
+  while (!status && !core::stop_signal()) {
     const double left = timeout_s_ - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (left <= 0) break;
     status = child->wait_for(std::min(left, 0.05));
   }
-  if (const int sig = g_stop_signal) {
+  if (const int sig = core::stop_signal()) {
     child->signal_group(sig);
     if (!child->wait_for(kInterruptGrace)) child->signal_group(SIGKILL);
     child->wait();
