@@ -179,35 +179,42 @@ std::vector<std::uint8_t> encode_jpeg_rgb(const std::uint8_t* rgb, int width, in
 
 void generate_fake_imagenet(const std::string& out_dir, const FakeImagenetConfig& config, std::uint64_t seed,
                             int threads, bool show_progress) {
-  namespace fs = std::filesystem;
   if (config.classes < 1 || config.per_class < 1 || config.val_per_class < 0) {
     throw std::invalid_argument("fake-imagenet needs --classes >= 1 and --per-class >= 1");
   }
+  write_image_folder(out_dir, config.classes, config.per_class, config.val_per_class, seed, threads, show_progress,
+                     "fake-imagenet", [&](const ImageFolderItem& item) {
+                       int w = 0, h = 0;
+                       photo_like_size(item.seed, w, h);
+                       const auto rgb = synthesize_photo_like(item.seed, w, h);
+                       return encode_jpeg_rgb(rgb.data(), w, h, config.quality);
+                     });
+}
+
+void write_image_folder(const std::filesystem::path& out, int classes, int per_class, int val_per_class,
+                        std::uint64_t seed, int threads, bool show_progress, const std::string& label,
+                        const std::function<std::vector<std::uint8_t>(const ImageFolderItem&)>& encode) {
   struct Split {
     const char* name;
     int per_class;
     std::uint64_t stream;
   };
-  const Split splits[] = {{"train", config.per_class, 1}, {"val", config.val_per_class, 2}};
+  const Split splits[] = {{"train", per_class, 1}, {"val", val_per_class, 2}};
   long total = 0;
   for (const Split& s : splits) {
     if (s.per_class == 0) continue;
-    for (int c = 0; c < config.classes; ++c) fs::create_directories(fs::path(out_dir) / s.name / fake_class_name(c));
-    total += static_cast<long>(s.per_class) * config.classes;
+    for (int c = 0; c < classes; ++c) std::filesystem::create_directories(out / s.name / fake_class_name(c));
+    total += static_cast<long>(s.per_class) * classes;
   }
-  const long train_total = static_cast<long>(config.per_class) * config.classes;
-  parallel_for(total, threads, show_progress, "fake-imagenet", [&](long i) {
+  const long train_total = static_cast<long>(per_class) * classes;
+  parallel_for(total, threads, show_progress, label, [&](long i) {
     const Split& s = i < train_total ? splits[0] : splits[1];
     const long j = i < train_total ? i : i - train_total;
-    const int c = static_cast<int>(j / s.per_class);
-    const int k = static_cast<int>(j % s.per_class);
-    const std::uint64_t image_seed = item_seed(seed, s.stream, static_cast<std::uint64_t>(j));
-    int w = 0, h = 0;
-    photo_like_size(image_seed, w, h);
-    const auto rgb = synthesize_photo_like(image_seed, w, h);
-    const auto jpeg = encode_jpeg_rgb(rgb.data(), w, h, config.quality);
-    const std::string name = fmt::format("{}_{}.jpg", fake_class_name(c), k);
-    core::write_file_atomic(fs::path(out_dir) / s.name / fake_class_name(c) / name, jpeg, kDatasetFileDurability);
+    const ImageFolderItem item{s.name, static_cast<int>(j / s.per_class), static_cast<int>(j % s.per_class),
+                               item_seed(seed, s.stream, static_cast<std::uint64_t>(j))};
+    const auto jpeg = encode(item);
+    const std::string name = fmt::format("{}_{}.jpg", fake_class_name(item.cls), item.index);
+    core::write_file_atomic(out / s.name / fake_class_name(item.cls) / name, jpeg, kDatasetFileDurability);
   });
 }
 

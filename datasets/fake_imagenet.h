@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,22 @@ std::vector<std::uint8_t> encode_jpeg_rgb(const std::uint8_t* rgb, int width, in
 
 // Class folder name of class `c`: ImageNet-style "n%08d".
 std::string fake_class_name(int c);
+
+// One image of an ImageFolder being written: its split, class, index within the class, and
+// the seed of the item (item_seed of the recipe's seed, the split's stream and the item's
+// index within the split: train is stream 1, val stream 2).
+struct ImageFolderItem {
+  const char* split;
+  int cls;
+  int index;
+  std::uint64_t seed;
+};
+// Creates OUT/train/<class>/ (and OUT/val/<class>/ when val_per_class > 0) and writes
+// <class>_<index>.jpg for each image, the bytes made by `encode`, in parallel. The layout
+// of every ImageFolder recipe (fake-imagenet, real-photos).
+void write_image_folder(const std::filesystem::path& out, int classes, int per_class, int val_per_class,
+                        std::uint64_t seed, int threads, bool show_progress, const std::string& label,
+                        const std::function<std::vector<std::uint8_t>(const ImageFolderItem&)>& encode);
 
 // Writes DIR/train/<class>/<class>_<i>.jpg (and DIR/val/...). Used by the recipe.
 void generate_fake_imagenet(const std::string& out_dir, const FakeImagenetConfig& config, std::uint64_t seed,

@@ -114,35 +114,17 @@ void generate_real_photos(const fs::path& source_dir, const fs::path& out, const
     sources[static_cast<std::size_t>(i)] = decode_source(files[static_cast<std::size_t>(i)]);
   });
 
-  struct Split {
-    const char* name;
-    int per_class;
-    std::uint64_t stream;
-  };
-  const Split splits[] = {{"train", config.per_class, 1}, {"val", config.val_per_class, 2}};
-  long total = 0;
-  for (const Split& s : splits) {
-    if (s.per_class == 0) continue;
-    for (int c = 0; c < config.classes; ++c) fs::create_directories(out / s.name / fake_class_name(c));
-    total += static_cast<long>(s.per_class) * config.classes;
-  }
-  const long train_total = static_cast<long>(config.per_class) * config.classes;
-  parallel_for(total, threads, show_progress, "real-photos", [&](long i) {
-    const Split& s = i < train_total ? splits[0] : splits[1];
-    const long j = i < train_total ? i : i - train_total;
-    const int c = static_cast<int>(j / s.per_class);
-    const int k = static_cast<int>(j % s.per_class);
-    const SourcePhoto& src = sources[static_cast<std::size_t>(c) % used];
-    const PhotoCut cut =
-        plan_photo_cut(item_seed(seed, s.stream, static_cast<std::uint64_t>(j)), src.width, src.height);
-    const cv::Mat image(src.height, src.width, CV_8UC3, const_cast<std::uint8_t*>(src.rgb.data()));
-    cv::Mat small;
-    cv::resize(image(cv::Rect(cut.x, cut.y, cut.w, cut.h)), small, cv::Size(cut.out_w, cut.out_h), 0, 0,
-               cv::INTER_AREA);
-    const auto jpeg = encode_jpeg_rgb(small.data, cut.out_w, cut.out_h, config.quality);
-    const std::string name = fmt::format("{}_{}.jpg", fake_class_name(c), k);
-    core::write_file_atomic(out / s.name / fake_class_name(c) / name, jpeg, kDatasetFileDurability);
-  });
+  write_image_folder(out, config.classes, config.per_class, config.val_per_class, seed, threads, show_progress,
+                     "real-photos", [&](const ImageFolderItem& item) {
+                       const SourcePhoto& src = sources[static_cast<std::size_t>(item.cls) % used];
+                       const PhotoCut cut = plan_photo_cut(item.seed, src.width, src.height);
+                       const cv::Mat image(src.height, src.width, CV_8UC3,
+                                           const_cast<std::uint8_t*>(src.rgb.data()));
+                       cv::Mat small;
+                       cv::resize(image(cv::Rect(cut.x, cut.y, cut.w, cut.h)), small, cv::Size(cut.out_w, cut.out_h),
+                                  0, 0, cv::INTER_AREA);
+                       return encode_jpeg_rgb(small.data, cut.out_w, cut.out_h, config.quality);
+                     });
 
   std::string list = "# real-photos sources: class c is cut from source c mod " + std::to_string(used) + "\n";
   for (const SourcePhoto& s : sources) {
