@@ -23,14 +23,12 @@ done
 [[ -n "$out" ]] || { echo "blas_suite.sh: error: --out DIR is required (see --help)" >&2; exit 2; }
 [[ "$passes" =~ ^[1-9][0-9]*$ ]] || { echo "blas_suite.sh: error: --passes must be a positive integer" >&2; exit 2; }
 (($#)) || set -- --jobs "$root/configs/fast.json"
-arch="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -dumpmachine)"
+source "$root/bench/lib/blas.sh"
 IFS=, read -ra blas_list <<<"$blas"
-for b in "${blas_list[@]}"; do
-  [[ -e "/usr/lib/$arch/$b/libblas.so.3" ]] || { echo "blas_suite.sh: error: no /usr/lib/$arch/$b/libblas.so.3" >&2; exit 2; }
-done
+blas_check blas_suite.sh "${blas_list[@]}"
 for ((k = 0; k < passes; k++)); do
   for b in "${blas_list[@]}"; do
-    libs="/usr/lib/$arch/$b"; [[ "$b" == blas ]] && libs="$libs:/usr/lib/$arch/lapack"
+    libs="$(blas_library_path "$b")"
     echo "blas_suite.sh: pass $((k + 1))/$passes, $b | $(uptime | sed 's/.*load/load/')"
     LD_LIBRARY_PATH="$libs" "$build/bin/mlbench-run" "$@" --outdir "$out/$b/R$k" --uid "$k"
   done

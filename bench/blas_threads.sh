@@ -25,11 +25,11 @@ while (($#)); do
 done
 (($# == 1)) || { echo "blas_threads.sh: error: one JOB name is required (see --help)" >&2; exit 2; }
 job="$1"
-arch="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -dumpmachine)"
+source "$root/bench/lib/blas.sh"
 libs=""
 if [[ -n "$blas" ]]; then
-  libs="/usr/lib/$arch/$blas"; [[ "$blas" == blas ]] && libs="$libs:/usr/lib/$arch/lapack"
-  [[ -e "/usr/lib/$arch/$blas/libblas.so.3" ]] || { echo "blas_threads.sh: error: no /usr/lib/$arch/$blas/libblas.so.3" >&2; exit 2; }
+  blas_check blas_threads.sh "$blas"
+  libs="$(blas_library_path "$blas")"
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 LD_LIBRARY_PATH="$libs" "$build/bin/mlbench-run" --jobs "$jobs" --name "$job" --slots "$slots" --outdir "$tmp/out" \

@@ -53,13 +53,10 @@ fi
 (($# >= 1)) || { echo "compare_blas.sh: error: --job NAME or -- BENCH [ARGS...] is required (see --help)" >&2; exit 2; }
 bench="$1"; shift
 [[ -x "$bin/$bench" ]] || { echo "compare_blas.sh: error: no executable $bin/$bench (--bin)" >&2; exit 2; }
-arch="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -dumpmachine)"
+source "$root/bench/lib/blas.sh"
 IFS=, read -ra blas_list <<<"$blas"
 IFS=, read -ra cpu_list <<<"$cpus"
-for b in "${blas_list[@]}"; do
-  [[ -e "/usr/lib/$arch/$b/libblas.so.3" ]] || {
-    echo "compare_blas.sh: error: /usr/lib/$arch/$b/libblas.so.3 not found (install its Debian package)" >&2; exit 2; }
-done
+blas_check compare_blas.sh "${blas_list[@]}"
 mapfile -t allowed < <(python3 -c 'import os; print("\n".join(map(str, sorted(os.sched_getaffinity(0)))))')
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 : >"$tmp/results"
@@ -70,7 +67,7 @@ for ((r = 1; r <= rounds; r++)); do
     set_cpus="$(IFS=,; echo "${allowed[*]:0:n}")"
     for b in "${blas_list[@]}"; do
       out="$tmp/run"; rm -rf "$out"; mkdir -p "$out"
-      libs="/usr/lib/$arch/$b"; [[ "$b" == blas ]] && libs="$libs:/usr/lib/$arch/lapack"
+      libs="$(blas_library_path "$b")"
       if ! LD_LIBRARY_PATH="$libs" taskset -c "$set_cpus" "$bin/$bench" "$@" --cpu-cores "$n" --report "$out" \
           >"$tmp/log" 2>&1; then
         echo "compare_blas.sh: error: $bench failed on $b with $n CPUs; its output:" >&2; tail -5 "$tmp/log" >&2; exit 1
