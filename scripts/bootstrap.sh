@@ -52,12 +52,15 @@ fi
 # Select the OpenMP OpenBLAS (it shares LibTorch's OpenMP threads, so --cpu-cores governs
 # both; docs/performance.md has the measurement) unless the machine's administrator chose
 # another optimised BLAS by hand. MLBENCH_BLAS=keep leaves the choice alone.
+# libopenblas.so.0 too: when the pthread build is also installed, a library that links
+# libopenblas.so.0 directly would otherwise load it first, and its soname wins for
+# LibTorch's libblas.so.3 as well (the reports' machine.blas then says openblas-pthread).
 arch="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -dumpmachine)"
 blas_dir="/usr/lib/$arch/openblas-openmp"
 if [[ "${MLBENCH_BLAS:-}" != keep ]]; then
   as_root=""
   [[ $(id -u) -ne 0 ]] && as_root="sudo"
-  for lib in libblas.so.3 liblapack.so.3; do
+  for lib in libblas.so.3 liblapack.so.3 libopenblas.so.0; do
     name="$lib-$arch"
     current="$(update-alternatives --query "$name" 2>/dev/null | sed -n 's/^Value: //p')"
     mode="$(update-alternatives --query "$name" 2>/dev/null | sed -n 's/^Status: //p')"
