@@ -43,7 +43,7 @@ fi
 cxx_args() {
   case "$1" in
     toy_reg)  echo "--batch-size 256 --repeat 12 --number 100 --warmup 2" ;;
-    toy_lstm) echo "--batch-size 1 --repeat 4 --number 2 --warmup 1" ;;
+    toy_lstm) echo "--batch-size 1 --repeat 8 --number 3 --warmup 1" ;;
     vae)      echo "--batch-size 128 --repeat 6 --number 5 --warmup 1" ;;
     convnet)  echo "--batch-size 16 --repeat 6 --number 2 --warmup 1 --image-size 64 --classes 1000" ;;
     dcgan)    echo "--batch-size 32 --repeat 6 --number 2 --warmup 1" ;;
