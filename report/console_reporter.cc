@@ -141,7 +141,7 @@ std::string format_comparison(const Comparison& cmp, bool color) {
     std::string change = std::isfinite(r.change_pct) ? fmt::format("{:+.2f}%", r.change_pct) : "NaN";
     std::string flag = r.significant ? "*" : " ";
     if (color && r.significant) {
-      change = fmt::format("{}{:>9}{}", r.change_pct < 0 ? kRed : kGreen, change, kReset);
+      change = fmt::format("{}{:>9}{}", r.verdict == "slower" ? kRed : kGreen, change, kReset);
     } else {
       change = fmt::format("{:>9}", change);
     }

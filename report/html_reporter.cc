@@ -45,7 +45,7 @@ td:first-child,th:first-child{text-align:left}
 .pass{color:#1a7f37;font-weight:bold}.fail{color:#c62828;font-weight:bold}
 .note{color:#555}.chart{display:block;margin:8px 0 24px}
 .stall-charts img{max-width:48%;margin-right:1%;border:1px solid #ddd}
-tr.unstable td{background:#fff4e0}td.stability{text-align:left}
+tr.unstable td{background:#fff4e0}.stability{text-align:left}
 )";
 
 // Sorts the results table by a clicked header; records any script error on <body>
@@ -106,7 +106,7 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
          "sort.</p>\n"
       << "<table id=\"results\"><thead><tr><th>bench</th><th>target</th><th>result</th><th>sd</th><th>sd%</th>"
          "<th>spread (min – max)</th><th>diff</th><th>n</th><th>fail</th><th>stall%</th><th>fetch%</th><th>prep%</th>"
-         "<th>stability</th></tr></thead><tbody>\n";
+         "<th class=\"stability\">stability</th></tr></thead><tbody>\n";
   for (const BenchResult& b : report.benches) {
     out << (b.instability ? "<tr class=\"unstable\"><td>" : "<tr><td>") << core::html_escape(b.name) << "</td>"
         << cell(b.target ? b.target->items_per_s : kNaN, 2) << cell(b.result, 4) << cell(b.sd, 4)

@@ -14,6 +14,11 @@ std::string seconds(double s) {
   return s < 1.0 ? fmt::format("{:.3g} ms", s * 1000.0) : fmt::format("{:.3g} s", s);
 }
 
+// A fence in items/s, as the reporters print items/s: whole numbers from 1000 up.
+std::string items(double x) {
+  return std::abs(x) >= 1000.0 ? fmt::format("{:.0f}", x) : fmt::format("{:.4g}", x);
+}
+
 std::string where(const std::string& run, const Instance& i) {
   return fmt::format("{}/D{}", run, i.slot);
 }
@@ -182,8 +187,10 @@ std::vector<NamedValue> tukey_outliers(const std::vector<NamedValue>& values) {
   std::vector<NamedValue> out;
   for (const NamedValue& v : values) {
     if (!std::isfinite(v.items_per_s)) continue;
-    if (v.items_per_s < low) out.push_back({v.where, v.items_per_s, fmt::format("below Q1 - 1.5 IQR ({:.6g})", low)});
-    if (v.items_per_s > high) out.push_back({v.where, v.items_per_s, fmt::format("above Q3 + 1.5 IQR ({:.6g})", high)});
+    if (v.items_per_s < low)
+      out.push_back({v.where, v.items_per_s, fmt::format("below Q1 - 1.5 IQR ({})", items(low))});
+    if (v.items_per_s > high)
+      out.push_back({v.where, v.items_per_s, fmt::format("above Q3 + 1.5 IQR ({})", items(high))});
   }
   return out;
 }

@@ -13,9 +13,10 @@
 
 namespace mlbench::report {
 
-// A timed observation shorter than this is too short to time reliably (the default
-// of the benchmarks' --min-time). Only used when a report has no `stability` field,
-// whose `short_observations` is the benchmark's own verdict.
+// A timed observation shorter than this is too short to time reliably: the same
+// minimum as the benchmarks' own `stability.short_observations` (core's
+// kShortObservationS, half of --min-time's default of 0.2 s; keep the two equal).
+// Only used for reports without a `stability` field.
 inline constexpr double kMinObservationS = 0.1;
 // Other processes' CPU time on the slot's CPUs, in percent of the slot's CPU time,
 // above which a pass counts as disturbed ("other load").
