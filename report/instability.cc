@@ -1,3 +1,4 @@
+// The instability causes, dropped passes and outliers of report/instability.h.
 #include "report/instability.h"
 
 #include <algorithm>
