@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "report/reporter.h"
+#include "report/significance.h"
 
 namespace mlbench::report {
 namespace {
@@ -130,21 +131,70 @@ std::string format_comparison(const Comparison& cmp, bool color) {
   std::size_t w = std::string("bench").size();
   for (const CompareRow& r : cmp.rows) w = std::max(w, r.name.size());
   auto num = [](double x, int d) { return std::isfinite(x) ? fmt::format("{:.{}f}", x, d) : std::string("NaN"); };
-  std::string out =
-      fmt::format("Compared with {} ({} runs): ratio = this / other; '*' = change beyond the combined sd\n",
-                  cmp.other_dir, cmp.other_runs.size());
-  out += fmt::format("{:<{}}  {:>14}  {:>12}  {:>14}  {:>12}  {:>8}  {:>9}  {}\n", "bench", w, "this", "sd", "other",
-                     "sd", "ratio", "change", "");
+  std::string out = fmt::format(
+      "Compared with {} ({} runs): ratio = this / other; verdict and p from a two-sided Mann-Whitney U test over "
+      "the per-pass values (alpha = {}); '*' = significant\n",
+      cmp.other_dir, cmp.other_runs.size(), kSignificanceAlpha);
+  out += fmt::format("{:<{}}  {:>14}  {:>12}  {:>14}  {:>12}  {:>8}  {:>9}  {}  {:>6}  {}\n", "bench", w, "this", "sd",
+                     "other", "sd", "ratio", "change", " ", "p", "verdict");
   for (const CompareRow& r : cmp.rows) {
     std::string change = std::isfinite(r.change_pct) ? fmt::format("{:+.2f}%", r.change_pct) : "NaN";
-    std::string flag = r.significant ? "*" : "";
+    std::string flag = r.significant ? "*" : " ";
     if (color && r.significant) {
-      change = fmt::format("{}{:>9}{}", r.change_pct < 0 ? kRed : kGreen, change, kReset);
+      change = fmt::format("{}{:>9}{}", r.verdict == "slower" ? kRed : kGreen, change, kReset);
     } else {
       change = fmt::format("{:>9}", change);
     }
-    out += fmt::format("{:<{}}  {:>14}  {:>12}  {:>14}  {:>12}  {:>8}  {}  {}\n", r.name, w, num(r.a_result, 4),
-                       num(r.a_sd, 4), num(r.b_result, 4), num(r.b_sd, 4), num(r.ratio, 4), change, flag);
+    out += fmt::format("{:<{}}  {:>14}  {:>12}  {:>14}  {:>12}  {:>8}  {}  {}  {:>6}  {}\n", r.name, w,
+                       num(r.a_result, 4), num(r.a_sd, 4), num(r.b_result, 4), num(r.b_sd, 4), num(r.ratio, 4), change,
+                       flag, format_p(r.p_value), format_verdict(r));
+  }
+  return out;
+}
+
+std::string format_items(double x) {
+  if (!std::isfinite(x)) return "NaN";
+  return std::abs(x) >= 1000.0 ? fmt::format("{:.0f}", x) : fmt::format("{:.4g}", x);
+}
+
+std::string format_p(double p) {
+  if (!std::isfinite(p)) return "-";
+  return p < 0.0001 ? "<1e-4" : fmt::format("{:.4f}", p);
+}
+
+std::string format_verdict(const CompareRow& r) {
+  return r.note.empty() ? r.verdict : fmt::format("{} ({})", r.verdict, r.note);
+}
+
+std::string format_instability(const Report& report) {
+  std::string out;
+  for (const BenchResult& b : report.benches) {
+    if (!b.instability) continue;
+    if (out.empty()) out = "Unstable (sd% above the rule; likely cause as measured, docs/report.md):\n";
+    out += fmt::format("  {}: sd% {:.1f}% > {:g}%: {}\n", b.name, b.instability->sd_pct, b.instability->limit_pct,
+                       b.instability->evidence);
+  }
+  return out;
+}
+
+std::string format_named_passes(const Report& report) {
+  auto list = [](const std::vector<NamedValue>& vs) {
+    std::string s;
+    for (const NamedValue& v : vs) {
+      s += fmt::format("{}{} ({})", s.empty() ? "" : ", ", v.where, format_items(v.items_per_s));
+    }
+    return s;
+  };
+  std::string out;
+  for (const BenchResult& b : report.benches) {
+    if (b.dropped.empty() && b.outliers.empty()) continue;
+    if (out.empty()) {
+      out = "Passes left out or outside the spread (items/s; outside = beyond Tukey's fences, 1.5 IQR):\n";
+    }
+    std::string line = "  " + b.name + ":";
+    if (!b.dropped.empty()) line += " trimmed mean drops " + list(b.dropped);
+    if (!b.outliers.empty()) line += std::string(b.dropped.empty() ? "" : ";") + " outside " + list(b.outliers);
+    out += line + "\n";
   }
   return out;
 }
@@ -160,6 +210,8 @@ void ConsoleReporter::write(const Report& report, std::ostream& out) const {
   out << format_bench_table(report) << "--\n\n";
   out << format_statistics(report.stats, color_);
   out << format_score_line(report.stats);
+  if (const std::string unstable = format_instability(report); !unstable.empty()) out << "\n" << unstable;
+  if (const std::string named = format_named_passes(report); !named.empty()) out << "\n" << named;
   if (!report.stats.missing.empty()) {
     std::string list;
     for (const std::string& m : report.stats.missing) list += (list.empty() ? "" : ", ") + m;

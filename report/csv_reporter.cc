@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "report/reporter.h"
+#include "report/significance.h"
 
 namespace mlbench::report {
 namespace {
@@ -25,11 +26,18 @@ std::string quoted(const std::string& s) {
 std::string boolean(bool b) {
   return b ? "True" : "False";
 }
+// "R1;R4/D0": the places of named passes and instances, ';'-separated.
+std::string places(const std::vector<NamedValue>& vs) {
+  std::string s;
+  for (const NamedValue& v : vs) s += (s.empty() ? "" : ";") + v.where;
+  return s;
+}
 }  // namespace
 
 void CsvReporter::write(const Report& report, std::ostream& out) const {
   out << "bench,target,result,sd,sd_frac,diff,n,failures,instances,stall_pct,compute_frac,h2d_frac,wait_frac,"
-         "analysis_compute_pct,analysis_prep_pct,analysis_fetch_pct";
+         "analysis_compute_pct,analysis_prep_pct,analysis_fetch_pct,min_run,max_run,unstable,instability_cause,"
+         "instability_evidence,dropped,outliers";
   for (const std::string& run : report.runs) out << "," << quoted("run_" + run);
   out << "\n";
   for (const BenchResult& b : report.benches) {
@@ -37,7 +45,11 @@ void CsvReporter::write(const Report& report, std::ostream& out) const {
         << num(b.sd) << "," << num(b.sd_frac) << "," << num(b.diff) << "," << b.n << "," << b.failures << ","
         << b.instances << "," << num(b.stall_pct) << "," << num(b.compute_frac) << "," << num(b.h2d_frac) << ","
         << num(b.wait_frac) << "," << num(b.analysis ? b.analysis->compute_pct : kNaN) << ","
-        << num(b.analysis ? b.analysis->prep_pct : kNaN) << "," << num(b.analysis ? b.analysis->fetch_pct : kNaN);
+        << num(b.analysis ? b.analysis->prep_pct : kNaN) << "," << num(b.analysis ? b.analysis->fetch_pct : kNaN) << ","
+        << num(b.min_run) << "," << num(b.max_run) << "," << boolean(b.instability.has_value()) << ","
+        << quoted(b.instability ? b.instability->cause : "") << ","
+        << quoted(b.instability ? b.instability->evidence : "") << "," << quoted(places(b.dropped)) << ","
+        << quoted(places(b.outliers));
     for (const std::string& run : report.runs) {
       double v = kNaN;
       for (const RunValue& r : b.runs) {
@@ -58,11 +70,14 @@ void CsvReporter::write(const Report& report, std::ostream& out) const {
   out << "total_instances," << s.total_instances << ",\n";
   out << "milabench_score," << num(s.milabench_score) << ",\n";
   if (report.comparison) {
-    out << "\nbench,result,sd,other_result,other_sd,ratio,change_pct,combined_sd,significant\n";
+    out << "\nbench,result,sd,other_result,other_sd,ratio,change_pct,combined_sd,significant,p_value,test,alpha,n,"
+           "other_n,method,verdict,note,beyond_combined_sd\n";
     for (const CompareRow& r : report.comparison->rows) {
       out << quoted(r.name) << "," << num(r.a_result) << "," << num(r.a_sd) << "," << num(r.b_result) << ","
           << num(r.b_sd) << "," << num(r.ratio) << "," << num(r.change_pct) << "," << num(r.combined_sd) << ","
-          << boolean(r.significant) << "\n";
+          << boolean(r.significant) << "," << num(r.p_value) << "," << kSignificanceTest << ","
+          << num(kSignificanceAlpha) << "," << r.a_n << "," << r.b_n << "," << quoted(r.method) << ","
+          << quoted(r.verdict) << "," << quoted(r.note) << "," << boolean(r.beyond_combined_sd) << "\n";
     }
   }
 }

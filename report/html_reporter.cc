@@ -9,6 +9,7 @@
 
 #include "core/html.h"
 #include "report/reporter.h"
+#include "report/significance.h"
 #include "report/svg_charts.h"
 
 namespace mlbench::report {
@@ -16,6 +17,20 @@ namespace {
 std::string cell(double x, int decimals) {
   return std::isfinite(x) ? fmt::format("<td data-v=\"{:.17g}\">{:.{}f}</td>", x, x, decimals)
                           : "<td data-v=\"\">NaN</td>";
+}
+// min-max of the run values; sorts by the relative width (max - min) / result.
+std::string spread_cell(const BenchResult& b) {
+  if (!std::isfinite(b.min_run) || !std::isfinite(b.max_run)) return "<td data-v=\"\">NaN</td>";
+  const double width = std::isfinite(b.result) && b.result > 0.0 ? (b.max_run - b.min_run) / b.result : kNaN;
+  return fmt::format("<td data-v=\"{}\">{} – {}</td>", std::isfinite(width) ? fmt::format("{:.17g}", width) : "",
+                     format_items(b.min_run), format_items(b.max_run));
+}
+std::string places(const std::vector<NamedValue>& vs) {
+  std::string s;
+  for (const NamedValue& v : vs) {
+    s += fmt::format("{}{} ({}: {})", s.empty() ? "" : ", ", v.where, format_items(v.items_per_s), v.why);
+  }
+  return core::html_escape(s);
 }
 std::string pass_cell(bool pass) {
   return fmt::format("<td class=\"{}\">{}</td>", pass ? "pass" : "fail", pass ? "True" : "False");
@@ -30,6 +45,7 @@ td:first-child,th:first-child{text-align:left}
 .pass{color:#1a7f37;font-weight:bold}.fail{color:#c62828;font-weight:bold}
 .note{color:#555}.chart{display:block;margin:8px 0 24px}
 .stall-charts img{max-width:48%;margin-right:1%;border:1px solid #ddd}
+tr.unstable td{background:#fff4e0}.stability{text-align:left}
 )";
 
 // Sorts the results table by a clicked header; records any script error on <body>
@@ -85,17 +101,52 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
     out << "<p class=\"note info\">Note: " << core::html_escape(line) << "</p>\n";
   }
   out << "<h2>Results</h2>\n<p class=\"note\">items/s; result = mean of the run values without the min and max run; "
-         "sd = sample sd over runs; sd% = sd/result; diff = result/target - 1. Click a header to sort.</p>\n"
+         "sd = sample sd over runs; sd% = sd/result; spread = lowest – highest run value; diff = result/target - 1; "
+         "stability: a highlighted row fails the sd% rule, with its likely cause as measured. Click a header to "
+         "sort.</p>\n"
       << "<table id=\"results\"><thead><tr><th>bench</th><th>target</th><th>result</th><th>sd</th><th>sd%</th>"
-         "<th>diff</th><th>n</th><th>fail</th><th>stall%</th><th>fetch%</th><th>prep%</th></tr></thead><tbody>\n";
+         "<th>spread (min – max)</th><th>diff</th><th>n</th><th>fail</th><th>stall%</th><th>fetch%</th><th>prep%</th>"
+         "<th class=\"stability\">stability</th></tr></thead><tbody>\n";
   for (const BenchResult& b : report.benches) {
-    out << "<tr><td>" << core::html_escape(b.name) << "</td>" << cell(b.target ? b.target->items_per_s : kNaN, 2)
-        << cell(b.result, 4) << cell(b.sd, 4) << cell(b.sd_frac * 100.0, 3) << cell(b.diff * 100.0, 2)
+    out << (b.instability ? "<tr class=\"unstable\"><td>" : "<tr><td>") << core::html_escape(b.name) << "</td>"
+        << cell(b.target ? b.target->items_per_s : kNaN, 2) << cell(b.result, 4) << cell(b.sd, 4)
+        << cell(b.sd_frac * 100.0, 3) << spread_cell(b) << cell(b.diff * 100.0, 2)
         << fmt::format("<td data-v=\"{0}\">{0}</td><td data-v=\"{1}\">{1}</td>", b.n, b.failures)
         << cell(b.stall_pct, 2) << cell(b.analysis ? b.analysis->fetch_pct : kNaN, 2)
-        << cell(b.analysis ? b.analysis->prep_pct : kNaN, 2) << "</tr>\n";
+        << cell(b.analysis ? b.analysis->prep_pct : kNaN, 2)
+        << (b.instability
+                ? fmt::format("<td class=\"stability\" title=\"{}\">unstable: {}</td>",
+                              core::html_escape(b.instability->evidence), core::html_escape(b.instability->cause))
+                : std::string(std::isfinite(b.sd_frac) ? "<td class=\"stability\">ok</td>"
+                                                       : "<td class=\"stability\"></td>"))
+        << "</tr>\n";
   }
   out << "</tbody></table>\n<p class=\"note\">sd% and diff in this table are in percent.</p>\n";
+  bool unstable_header = false;
+  for (const BenchResult& b : report.benches) {
+    if (!b.instability) continue;
+    if (!unstable_header) out << "<h3>Unstable</h3><ul id=\"unstable\">\n";
+    unstable_header = true;
+    out << fmt::format("<li data-bench=\"{}\" data-cause=\"{}\">{}: sd% {:.1f}% &gt; {:g}%: {}</li>\n",
+                       core::html_escape(b.name), core::html_escape(b.instability->cause), core::html_escape(b.name),
+                       b.instability->sd_pct, b.instability->limit_pct, core::html_escape(b.instability->evidence));
+  }
+  if (unstable_header) out << "</ul>\n";
+  bool named_header = false;
+  for (const BenchResult& b : report.benches) {
+    if (b.dropped.empty() && b.outliers.empty()) continue;
+    if (!named_header) {
+      out << "<h3>Passes left out or outside the spread</h3><p class=\"note\">The trimmed mean drops the lowest and "
+             "highest pass; outside = beyond Tukey's fences (Q1 - 1.5 IQR, Q3 + 1.5 IQR) over the instances "
+             "(R&lt;k&gt;/D&lt;slot&gt;) and, with several slots, over the passes (R&lt;k&gt;).</p><ul id=\"named\">\n";
+    }
+    named_header = true;
+    out << "<li data-bench=\"" << core::html_escape(b.name) << "\">" << core::html_escape(b.name) << ":";
+    if (!b.dropped.empty()) out << " dropped " << places(b.dropped);
+    if (!b.outliers.empty()) out << (b.dropped.empty() ? "" : ";") << " outside " << places(b.outliers);
+    out << "</li>\n";
+  }
+  if (named_header) out << "</ul>\n";
 
   auto pct = [](double x) { return std::isfinite(x) ? fmt::format("{:+.4f} %", x) : std::string("n/a"); };
   out << "<h2>Statistics</h2>\n<table id=\"statistics\"><thead><tr><th>Statistic</th><th>Value</th><th>Pass</th></tr>"
@@ -148,12 +199,20 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
 
   if (report.comparison) {
     out << "<h2>Compared with " << core::html_escape(report.comparison->other_dir) << "</h2>\n"
+        << fmt::format(
+               "<p class=\"note\">verdict and p: two-sided Mann-Whitney U test ({}) over the per-pass "
+               "values of both sides, alpha = {}; faster or slower only when p &lt; alpha.</p>\n",
+               kSignificanceTest, kSignificanceAlpha)
         << "<table id=\"comparison\"><thead><tr><th>bench</th><th>this</th><th>sd</th><th>other</th><th>sd</th>"
-           "<th>ratio</th><th>change %</th><th>beyond combined sd</th></tr></thead><tbody>\n";
+           "<th>ratio</th><th>change %</th><th>p</th><th>verdict</th><th>beyond combined sd</th></tr></thead>"
+           "<tbody>\n";
     for (const CompareRow& r : report.comparison->rows) {
+      const char* verdict_class = !r.significant ? "" : r.verdict == "faster" ? " class=\"pass\"" : " class=\"fail\"";
       out << "<tr><td>" << core::html_escape(r.name) << "</td>" << cell(r.a_result, 4) << cell(r.a_sd, 4)
-          << cell(r.b_result, 4) << cell(r.b_sd, 4) << cell(r.ratio, 4) << cell(r.change_pct, 2)
-          << (r.significant ? "<td class=\"fail\">yes</td>" : "<td>no</td>") << "</tr>\n";
+          << cell(r.b_result, 4) << cell(r.b_sd, 4) << cell(r.ratio, 4) << cell(r.change_pct, 2) << cell(r.p_value, 4)
+          << "<td" << verdict_class << " data-significant=\"" << (r.significant ? "1" : "0") << "\">"
+          << core::html_escape(format_verdict(r)) << "</td>" << (r.beyond_combined_sd ? "<td>yes</td>" : "<td>no</td>")
+          << "</tr>\n";
     }
     out << "</tbody></table>\n";
   }

@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "report/reporter.h"
+#include "report/significance.h"
 
 namespace mlbench::report {
 
@@ -12,6 +13,14 @@ nlohmann::json number_or_null(double x) {
 }
 
 namespace {
+nlohmann::json named_json(const std::vector<NamedValue>& vs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const NamedValue& v : vs) {
+    out.push_back({{"where", v.where}, {"items_per_s", number_or_null(v.items_per_s)}, {"why", v.why}});
+  }
+  return out;
+}
+
 nlohmann::json bench_json(const BenchResult& b) {
   nlohmann::json runs = nlohmann::json::array();
   for (const RunValue& r : b.runs) {
@@ -52,7 +61,15 @@ nlohmann::json bench_json(const BenchResult& b) {
             {"h2d", number_or_null(b.h2d_frac)},
             {"wait", number_or_null(b.wait_frac)}}},
           {"stall_analysis", analysis},
-          {"runs", runs}};
+          {"runs", runs},
+          {"unstable", b.instability.has_value()},
+          {"instability", b.instability ? nlohmann::json{{"sd_pct", number_or_null(b.instability->sd_pct)},
+                                                         {"limit_pct", number_or_null(b.instability->limit_pct)},
+                                                         {"cause", b.instability->cause},
+                                                         {"evidence", b.instability->evidence}}
+                                        : nlohmann::json()},
+          {"dropped", named_json(b.dropped)},
+          {"outliers", named_json(b.outliers)}};
 }
 }  // namespace
 
@@ -61,6 +78,7 @@ nlohmann::json report_to_json(const Report& report) {
   nlohmann::json benches = nlohmann::json::array();
   for (const BenchResult& b : report.benches) benches.push_back(bench_json(b));
   nlohmann::json j = {
+      {"schema_version", kReportJsonSchemaVersion},
       {"suite", report.suite},
       {"reports_dir", report.reports_dir},
       {"runs", report.runs},
@@ -98,7 +116,18 @@ nlohmann::json report_to_json(const Report& report) {
                       {"ratio", number_or_null(r.ratio)},
                       {"change_pct", number_or_null(r.change_pct)},
                       {"combined_sd", number_or_null(r.combined_sd)},
-                      {"significant", r.significant}});
+                      {"beyond_combined_sd", r.beyond_combined_sd},
+                      {"test", kSignificanceTest},
+                      {"alpha", kSignificanceAlpha},
+                      {"n", r.a_n},
+                      {"other_n", r.b_n},
+                      {"u", number_or_null(r.u)},
+                      {"p_value", number_or_null(r.p_value)},
+                      {"min_p", number_or_null(r.min_p)},
+                      {"method", r.method},
+                      {"significant", r.significant},
+                      {"verdict", r.verdict},
+                      {"note", r.note}});
     }
     j["comparison"] = {
         {"other_dir", report.comparison->other_dir}, {"other_runs", report.comparison->other_runs}, {"rows", rows}};

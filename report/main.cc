@@ -85,7 +85,9 @@ int main(int argc, char** argv) {
   app.add_option("--html", html, "Write a self-contained HTML page here");
   app.add_option("--csv", csv, "Write the CSV export here");
   app.add_option("--json", json, "Write the JSON export here");
-  app.add_option("--compare", compare, "Another reports tree of the same suite to compare with (the baseline)");
+  app.add_option("--compare", compare,
+                 "Another reports tree of the same suite to compare with (the baseline); each benchmark's "
+                 "verdict comes from a two-sided Mann-Whitney U test over the passes (alpha 0.05)");
   app.add_option("--stall", stall_dirs,
                  "Also look for mlbench-stall results (stall.json) under this folder "
                  "(repeatable; --reports is always searched)");

@@ -42,6 +42,26 @@ struct StallAnalysis {
   std::string whatif_svg;     // contents of whatif.svg ("" when absent)
 };
 
+// The instance report's `stability` (newer reports): the within-run spread of the
+// kept train observations (docs/report-format.md).
+struct Stability {
+  int observations = 0;
+  double sd_pct = kNaN;     // 100 * sd / mean of the observation seconds
+  double median_s = kNaN;   // median observation seconds
+  double trend_pct = kNaN;  // second half's median over the first half's, in percent
+  bool warmup_trending = false;
+  bool short_observations = false;
+};
+
+// mlbench-run's `interference` of one instance: what else ran on its slot's CPUs.
+struct Interference {
+  double other_cpu_pct = kNaN;   // other processes' CPU time, percent of the slot's CPU time
+  double steal_pct = kNaN;       // steal time on the slot's CPUs, percent of wall
+  double probe_before_s = kNaN;  // fixed CPU probe before the job
+  double probe_after_s = kNaN;
+  double probe_drift_pct = kNaN;  // 100 * (after - before) / before
+};
+
 // One instance report reduced to what the report needs.
 struct Instance {
   std::string file;
@@ -54,6 +74,9 @@ struct Instance {
   double h2d_s = kNaN;        // stall.h2d.avg
   double compute_s = kNaN;    // stall.compute.avg
   std::string blas;           // machine.blas.name ("" in reports older than that field)
+  double observation_s = kNaN;               // train.avg: seconds of one timed observation
+  std::optional<Stability> stability;        // absent in reports older than the field
+  std::optional<Interference> interference;  // absent/null when not run under mlbench-run
 };
 
 // All instances of one benchmark in one run directory.
@@ -76,6 +99,22 @@ struct RunValue {
   int failures = 0;
 };
 
+// Why a benchmark's sd% fails the 5 % rule, as measured (report/instability.h).
+struct Instability {
+  double sd_pct = kNaN;     // the benchmark's sd% x 100
+  double limit_pct = kNaN;  // the rule it fails (sd_target, 5 by default)
+  std::string cause;        // "short observations", "other load", "machine drift", "warm-up", "unexplained",
+                            // "not recorded"
+  std::string evidence;     // one line with the figure, e.g. "other load: 38% of the slot's CPU time ..."
+};
+
+// A pass or instance named in the report: dropped by the trimmed mean, or outside the spread.
+struct NamedValue {
+  std::string where;  // "R2" (a pass) or "R2/D1" (an instance)
+  double items_per_s = kNaN;
+  std::string why;  // "lowest pass, dropped by the trimmed mean", "above Q3 + 1.5 IQR (1210.5)"
+};
+
 // One row of the report table.
 struct BenchResult {
   std::string name;
@@ -96,6 +135,9 @@ struct BenchResult {
   double min_run = kNaN, max_run = kNaN;
   bool enough_runs = false;  // n >= the minimum number of runs
   bool expected = false;     // listed in the targets
+  std::optional<Instability> instability;  // set when sd% fails the rule
+  std::vector<NamedValue> dropped;         // the passes the trimmed mean leaves out
+  std::vector<NamedValue> outliers;        // passes / instances outside Tukey's fences
 };
 
 struct SuiteStatistics {
@@ -125,7 +167,16 @@ struct CompareRow {
   double ratio = kNaN;        // a / b
   double change_pct = kNaN;   // (a / b - 1) * 100
   double combined_sd = kNaN;  // sqrt(a_sd^2 + b_sd^2)
-  bool significant = false;   // |a - b| > combined_sd
+  bool beyond_combined_sd = false;  // |a - b| > combined_sd (the flag before the significance test)
+  // The two-sided Mann-Whitney U test over both sides' run values (report/significance.h).
+  int a_n = 0, b_n = 0;
+  double u = kNaN;           // U of this side
+  double p_value = kNaN;     // NaN when a side has no run value
+  double min_p = kNaN;       // the smallest p these sample sizes allow
+  std::string method;        // "exact", "exact (ties, midranks)", "normal approximation (tie-corrected)"
+  bool significant = false;  // p_value < alpha
+  std::string verdict;       // "faster", "slower", "no significant difference", "not compared"
+  std::string note;          // e.g. "needs >= 4 passes a side", "" when none
 };
 
 struct Comparison {

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "core/statistics.h"
+#include "report/instability.h"
+#include "report/significance.h"
 
 namespace mlbench::report {
 namespace {
@@ -111,6 +113,12 @@ BenchResult summarize_bench(const BenchInput& input, const std::optional<Target>
     r.min_run = *std::min_element(values.begin(), values.end());
     r.max_run = *std::max_element(values.begin(), values.end());
   }
+  const double limit_pct = target ? target->sd_target : kDeviationLimitPct;
+  if (std::isfinite(r.sd_frac) && r.sd_frac * 100.0 > limit_pct) {
+    r.instability = explain_instability(input, r.sd_frac * 100.0, limit_pct);
+  }
+  r.dropped = dropped_passes(r.runs);
+  r.outliers = find_outliers(input, r.runs);
   if (!stalls.empty()) r.stall_pct = core::mean(stalls);
   const double total = wait + h2d + compute;
   if (phase_count > 0 && total > 0.0) {
@@ -168,29 +176,69 @@ SuiteStatistics summarize_suite(const std::vector<BenchResult>& benches, const s
   return s;
 }
 
+namespace {
+std::vector<double> run_values_of(const BenchResult& b) {
+  std::vector<double> v;
+  for (const RunValue& r : b.runs) {
+    if (std::isfinite(r.items_per_s)) v.push_back(r.items_per_s);
+  }
+  return v;
+}
+}  // namespace
+
+void test_significance(CompareRow& r, std::span<const double> a_runs, std::span<const double> b_runs) {
+  const MannWhitney t = mann_whitney_u(a_runs, b_runs);
+  r.a_n = t.n_a;
+  r.b_n = t.n_b;
+  r.min_p = t.min_p;
+  if (t.method == UMethod::None) {
+    r.verdict = "not compared";
+    r.note = "no pass on one side";
+    return;
+  }
+  r.u = t.u_a;
+  r.p_value = t.p_value;
+  r.method = method_name(t.method);
+  r.significant = t.p_value < kSignificanceAlpha;
+  // Higher items/s is faster; U above its null mean says this side's passes tend higher.
+  if (r.significant) {
+    r.verdict = t.u_a > t.n_a * t.n_b / 2.0 ? "faster" : "slower";
+  } else {
+    r.verdict = "no significant difference";
+    if (t.min_p >= kSignificanceAlpha) {
+      r.note = fmt::format("needs >= {} passes a side: with {} vs {} no p is below {:.3g}",
+                           passes_needed_per_side(kSignificanceAlpha), t.n_a, t.n_b, t.min_p);
+    }
+  }
+}
+
 std::vector<CompareRow> compare_results(const std::vector<BenchResult>& a, const std::vector<BenchResult>& b) {
   std::map<std::string, CompareRow> rows;
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> passes;
   for (const BenchResult& x : a) {
     CompareRow& r = rows[x.name];
     r.name = x.name;
     r.a_result = x.result;
     r.a_sd = x.sd;
+    passes[x.name].first = run_values_of(x);
   }
   for (const BenchResult& x : b) {
     CompareRow& r = rows[x.name];
     r.name = x.name;
     r.b_result = x.result;
     r.b_sd = x.sd;
+    passes[x.name].second = run_values_of(x);
   }
   std::vector<CompareRow> out;
   for (auto& [name, r] : rows) {
+    test_significance(r, passes[name].first, passes[name].second);
     if (std::isfinite(r.a_result) && std::isfinite(r.b_result) && r.b_result > 0.0) {
       r.ratio = r.a_result / r.b_result;
       r.change_pct = (r.ratio - 1.0) * 100.0;
       const double sa = std::isfinite(r.a_sd) ? r.a_sd : 0.0;
       const double sb = std::isfinite(r.b_sd) ? r.b_sd : 0.0;
       r.combined_sd = std::sqrt(sa * sa + sb * sb);
-      r.significant = std::abs(r.a_result - r.b_result) > r.combined_sd;
+      r.beyond_combined_sd = std::abs(r.a_result - r.b_result) > r.combined_sd;
     }
     out.push_back(r);
   }

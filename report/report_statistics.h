@@ -45,7 +45,13 @@ BenchResult summarize_bench(const BenchInput& input, const std::optional<Target>
 // `expected`: benchmarks that must have results (the targets' list).
 SuiteStatistics summarize_suite(const std::vector<BenchResult>& benches, const std::vector<std::string>& expected);
 
-// Side by side, A (this tree) against B, by benchmark name (union of both).
+// The significance columns of one --compare row: a two-sided Mann-Whitney U test
+// (report/significance.h) of this tree's run values against the other's at
+// kSignificanceAlpha; the verdict says "faster"/"slower" only when significant.
+void test_significance(CompareRow& row, std::span<const double> a_runs, std::span<const double> b_runs);
+
+// Side by side, A (this tree) against B, by benchmark name (union of both): ratio,
+// change, the combined-sd flag, and test_significance over the benches' run values.
 std::vector<CompareRow> compare_results(const std::vector<BenchResult>& a, const std::vector<BenchResult>& b);
 
 }  // namespace mlbench::report

@@ -36,6 +36,11 @@ class CsvReporter : public Reporter {
   void write(const Report& report, std::ostream& out) const override;
 };
 
+// The version of JsonReporter's layout. 2 (issue 15): `significant` of a comparison row is
+// the Mann-Whitney U verdict (was: beyond the combined sd, now `beyond_combined_sd`); new
+// per-bench `unstable`, `instability`, `dropped`, `outliers`. Version 1 had no such field.
+inline constexpr int kReportJsonSchemaVersion = 2;
+
 // Every number of the console view, per-run values included; NaN as null.
 class JsonReporter : public Reporter {
  public:
@@ -56,6 +61,16 @@ std::string format_statistics(const SuiteStatistics& stats, bool color);
 // "Score ...": geometric mean of result/target and the failure rate, one line.
 std::string format_score_line(const SuiteStatistics& stats);
 std::string format_comparison(const Comparison& comparison, bool color);
+// items/s in the named-pass lists: whole numbers from 1000 up ("2000000"), else 4 significant digits.
+std::string format_items(double items_per_s);
+// A p-value as the comparison prints it ("0.0286", "<1e-4", "-" when not tested).
+std::string format_p(double p);
+// "faster", "no significant difference (needs >= 4 passes a side: ...)".
+std::string format_verdict(const CompareRow& row);
+// "Unstable ...:" and one line per benchmark whose sd% fails the rule, with its cause; "" when none.
+std::string format_instability(const Report& report);
+// One line per benchmark naming the passes the trimmed mean drops and the outliers; "" when none.
+std::string format_named_passes(const Report& report);
 nlohmann::json report_to_json(const Report& report);
 // A finite number, or null.
 nlohmann::json number_or_null(double x);

@@ -92,6 +92,31 @@ Instance parse_instance(const nlohmann::json& report, const std::string& file_na
       report["machine"]["blas"]["name"].is_string()) {
     i.blas = report["machine"]["blas"]["name"].get<std::string>();
   }
+  i.observation_s = number_at(report, "train", "avg");
+  // Newer reports only (docs/report-format.md); absent means "not recorded".
+  auto num = [](const nlohmann::json& o, const char* k) {
+    return o.contains(k) && o[k].is_number() ? o[k].get<double>() : kNaN;
+  };
+  auto flag = [](const nlohmann::json& o, const char* k) {
+    return o.contains(k) && o[k].is_boolean() && o[k].get<bool>();
+  };
+  if (report.contains("stability") && report["stability"].is_object()) {
+    const nlohmann::json& st = report["stability"];
+    Stability s;
+    s.observations =
+        st.contains("observations") && st["observations"].is_number_integer() ? st["observations"].get<int>() : 0;
+    s.sd_pct = num(st, "sd_pct");
+    s.median_s = num(st, "median_s");
+    s.trend_pct = num(st, "trend_pct");
+    s.warmup_trending = flag(st, "warmup_trending");
+    s.short_observations = flag(st, "short_observations");
+    i.stability = s;
+  }
+  if (report.contains("interference") && report["interference"].is_object()) {
+    const nlohmann::json& in = report["interference"];
+    i.interference = Interference{num(in, "other_cpu_pct"), num(in, "steal_pct"), num(in, "probe_before_s"),
+                                  num(in, "probe_after_s"), num(in, "probe_drift_pct")};
+  }
   const bool completed =
       report.contains("completed") && report["completed"].is_boolean() && report["completed"].get<bool>();
   bool nan_loss = false;

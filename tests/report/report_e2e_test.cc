@@ -256,9 +256,109 @@ TEST(ReportE2E, CompareFlagsChangesBeyondTheCombinedSd) {
   EXPECT_NE(r.output.find("1.2000    +20.00%  *"), std::string::npos) << r.output;
   const std::string csv = read_text(tmp.path() / "c.csv");
   EXPECT_NE(csv.find("\ntoy_reg,1236,"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",True\n"), std::string::npos) << csv;
-  // loader is the same in both: ratio 1, not flagged.
-  EXPECT_NE(csv.find("\nloader,100,10,100,10,1,0,14.142135623730951,False\n"), std::string::npos) << csv;
+  // Significant by the Mann-Whitney U test too: all 5 passes of A above all 5 of B, p = 2/252.
+  EXPECT_NE(csv.find(",True,0.007936507936507936,mann-whitney-u,0.05,5,5,exact,faster,,True\n"), std::string::npos)
+      << csv;
+  EXPECT_NE(r.output.find("1.2000    +20.00%  *  0.0079  faster\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("two-sided Mann-Whitney U test over the per-pass values (alpha = 0.05)"), std::string::npos)
+      << r.output;
+  // loader is the same in both: ratio 1, not flagged; with 3 passes a side no test could say more.
+  EXPECT_NE(csv.find("\nloader,100,10,100,10,1,0,14.142135623730951,False,1,mann-whitney-u,0.05,3,3,"
+                     "\"exact (ties, midranks)\",no significant difference,needs >= 4 passes a side: with 3 vs 3 no p "
+                     "is below 0.1,False\n"),
+            std::string::npos)
+      << csv;
+  EXPECT_NE(r.output.find("+0.00%     1.0000  no significant difference (needs >= 4 passes a side"), std::string::npos)
+      << r.output;
+}
+
+// Issue 15: a benchmark whose sd% fails the 5 % rule is flagged with its measured cause in
+// every output, its outliers and dropped passes named, and the HTML shows each spread.
+// steady: quiet passes; noisy: R1 lost 38 % of its slot to other processes (newer reports);
+// tiny: reports without `stability`, observations of ~0.8 ms (train.avg).
+TEST(ReportE2E, InstabilityFlagsCausesAndOutliersInEveryOutput) {
+  TempDir tmp;
+  const fs::path tree = tmp.path() / "out";
+  const double steady[4] = {1000, 1002, 998, 1001}, noisy[4] = {1000, 600, 1010, 990},
+               tiny[4] = {3.2e6, 2.0e6, 3.3e6, 3.1e6};
+  for (int run = 0; run < 4; ++run) {
+    const nlohmann::json stability = {{"observations", 20},
+                                      {"sd_pct", 1.0},
+                                      {"min_s", 0.9},
+                                      {"max_s", 1.1},
+                                      {"median_s", 1.0},
+                                      {"trend_pct", 0.5},
+                                      {"warmup_trending", false},
+                                      {"short_observations", false}};
+    nlohmann::json interference = {{"slot_cpus", {0}},       {"wall_s", 30.0},        {"own_cpu_s", 29.5},
+                                   {"other_cpu_s", 0.3},     {"other_cpu_pct", 1.0},  {"steal_pct", 0.0},
+                                   {"loadavg_start", 0.2},   {"loadavg_end", 1.1},    {"probe_before_s", 0.29},
+                                   {"probe_after_s", 0.291}, {"probe_drift_pct", 0.3}};
+    FakeInstance s;
+    s.name = "steady";
+    s.run = run;
+    s.items_per_s = steady[run];
+    s.extra = {{"stability", stability}, {"interference", interference}};
+    write_fake_report(tree, s);
+    FakeInstance n = s;
+    n.name = "noisy";
+    n.items_per_s = noisy[run];
+    if (run == 1) n.extra["interference"]["other_cpu_pct"] = 38.2;
+    write_fake_report(tree, n);
+    FakeInstance t;
+    t.name = "tiny";
+    t.run = run;
+    t.items_per_s = tiny[run];  // train.avg = 2560 / items_per_s: 0.78 to 1.28 ms
+    write_fake_report(tree, t);
+  }
+  const CommandResult r =
+      report("--reports " + tree.string() + " --name fast --csv " + (tmp.path() / "r.csv").string() + " --json " +
+             (tmp.path() / "r.json").string() + " --html " + (tmp.path() / "r.html").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string& out = r.output;
+  EXPECT_NE(
+      out.find("Unstable (sd% above the rule; likely cause as measured, docs/report.md):\n"
+               "  noisy: sd% 20.1% > 5%: other load: 38% of the slot's CPU time went to other processes in R1/D0\n"
+               "  tiny: sd% 19.2% > 5%: short observations: one timed observation lasts 0.776 ms in R2/D0 "
+               "(train.avg), under the 100 ms minimum\n"),
+      std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("  steady: sd%"), std::string::npos) << out;
+  EXPECT_NE(out.find("  noisy: trimmed mean drops R1 (600), R2 (1010); outside R1/D0 (600)\n"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  tiny: trimmed mean drops R1 (2000000), R2 (3300000); outside R1/D0 (2000000)\n"),
+            std::string::npos)
+      << out;
+
+  const nlohmann::json j = nlohmann::json::parse(read_text(tmp.path() / "r.json"));
+  EXPECT_EQ(j["schema_version"], 2);
+  const nlohmann::json& noisy_j = j["benchmarks"][0];
+  ASSERT_EQ(noisy_j["bench"], "noisy");
+  EXPECT_TRUE(noisy_j["unstable"].get<bool>());
+  EXPECT_EQ(noisy_j["instability"]["cause"], "other load");
+  EXPECT_DOUBLE_EQ(noisy_j["instability"]["limit_pct"].get<double>(), 5.0);
+  ASSERT_EQ(noisy_j["outliers"].size(), 1u);
+  EXPECT_EQ(noisy_j["outliers"][0]["where"], "R1/D0");
+  EXPECT_EQ(noisy_j["dropped"][0]["where"], "R1");
+  EXPECT_EQ(noisy_j["dropped"][1]["where"], "R2");
+  EXPECT_FALSE(j["benchmarks"][1]["unstable"].get<bool>());
+  EXPECT_TRUE(j["benchmarks"][1]["instability"].is_null());
+  EXPECT_EQ(j["benchmarks"][2]["instability"]["cause"], "short observations");
+
+  const std::string csv = read_text(tmp.path() / "r.csv");
+  EXPECT_NE(csv.find(",600,1010,True,other load,other load: 38% of the slot's CPU time went to other processes in "
+                     "R1/D0,R1;R2,R1/D0,1000,600,1010,990\n"),
+            std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find(",998,1002,False,,,R2;R1,,1000,1002,998,1001\n"), std::string::npos) << csv;
+
+  const std::string html = read_text(tmp.path() / "r.html");
+  EXPECT_NE(html.find("<tr class=\"unstable\"><td>noisy</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find(">unstable: other load</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<tr><td>steady</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find(">600 – 1010</td>"), std::string::npos) << html;  // the spread, not only the mean
+  EXPECT_NE(html.find("<li data-bench=\"tiny\" data-cause=\"short observations\">"), std::string::npos) << html;
+  EXPECT_NE(html.find("outside R1/D0 (600: below Q1 - 1.5 IQR"), std::string::npos) << html;
 }
 
 // Issue 16: mlbench-run's output folder without --repeat-suite is one run directory

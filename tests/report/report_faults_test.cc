@@ -68,5 +68,26 @@ TEST(ReportFaults, AbsurdSpeedIsAFlaggedFailureNotTheResult) {
       << tree.notes.warnings[0];
 }
 
+// Issue 15: --compare flagged a change as significant when the two results differed by
+// more than sqrt(sd_a^2 + sd_b^2), so 3 passes a side, which no rank test can tell apart
+// at alpha = 0.05 (smallest two-sided p 2/20), were called a change. The verdict now
+// comes from the Mann-Whitney U test over the passes and says that it needs more.
+TEST(ReportFaults, ThreePassesASideAreNeverCalledASignificantChange) {
+  BenchResult a, b;
+  a.name = b.name = "x";
+  for (double v : {110.0, 111.0, 112.0}) a.runs.push_back({"R", v, 1, 0});
+  for (double v : {100.0, 101.0, 102.0}) b.runs.push_back({"R", v, 1, 0});
+  a.result = 111.0;
+  a.sd = 1.0;
+  b.result = 101.0;
+  b.sd = 1.0;  // combined sd 1.41 < 10: the old rule called this significant
+  const std::vector<CompareRow> rows = compare_results({a}, {b});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_FALSE(rows[0].significant);
+  EXPECT_EQ(rows[0].verdict, "no significant difference");
+  EXPECT_EQ(rows[0].note, "needs >= 4 passes a side: with 3 vs 3 no p is below 0.1");
+  EXPECT_NEAR(rows[0].p_value, 0.1, 1e-12);
+}
+
 }  // namespace
 }  // namespace mlbench::report

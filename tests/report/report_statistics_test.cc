@@ -219,9 +219,12 @@ TEST(ReportStatistics, CompareFlagsChangesBeyondTheCombinedSd) {
   EXPECT_DOUBLE_EQ(rows[0].ratio, 1.1);
   EXPECT_NEAR(rows[0].change_pct, 10.0, 1e-12);
   EXPECT_DOUBLE_EQ(rows[0].combined_sd, 5.0);
-  EXPECT_TRUE(rows[0].significant);
+  EXPECT_TRUE(rows[0].beyond_combined_sd);
+  // No run values on either side: nothing to test, so never called significant.
+  EXPECT_FALSE(rows[0].significant);
+  EXPECT_EQ(rows[0].verdict, "not compared");
   b.sd = 12.0;  // combined sd 12.37 > 10
-  EXPECT_FALSE(compare_results({a}, {b})[0].significant);
+  EXPECT_FALSE(compare_results({a}, {b})[0].beyond_combined_sd);
   BenchResult only_b;
   only_b.name = "y";
   only_b.result = 5.0;

@@ -43,6 +43,7 @@ nlohmann::json fake_report(const FakeInstance& i) {
                       {"pipeline", nullptr},
                       {"resources", nullptr}};
   if (!i.completed) j["reason"] = "loss is NaN";
+  j.update(i.extra);
   return j;
 }
 

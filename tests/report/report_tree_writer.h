@@ -24,6 +24,7 @@ struct FakeInstance {
   bool nan_loss = false;   // a null in batch_loss
   std::optional<double> stall_pct = 10.0;
   double wait_s = 0.001, h2d_s = 0.0005, compute_s = 0.0085;
+  nlohmann::json extra = nlohmann::json::object();  // fields added to the report as they are (e.g. `stability`)
 };
 
 // The report object the real BenchmarkRun would write (the fields the report reads).

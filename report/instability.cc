@@ -1,0 +1,220 @@
+// The instability causes, dropped passes and outliers of report/instability.h.
+#include "report/instability.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/statistics.h"
+
+namespace mlbench::report {
+namespace {
+std::string seconds(double s) {
+  return s < 1.0 ? fmt::format("{:.3g} ms", s * 1000.0) : fmt::format("{:.3g} s", s);
+}
+
+// A fence in items/s, as the reporters print items/s: whole numbers from 1000 up.
+std::string items(double x) {
+  return std::abs(x) >= 1000.0 ? fmt::format("{:.0f}", x) : fmt::format("{:.4g}", x);
+}
+
+std::string where(const std::string& run, const Instance& i) {
+  return fmt::format("{}/D{}", run, i.slot);
+}
+
+// The instance with the largest `value` (finite only); `found` false when none.
+template <typename F>
+bool largest(const BenchInput& input, F value, std::string& at, double& best) {
+  bool found = false;
+  for (const RunInstances& run : input.runs) {
+    for (const Instance& i : run.instances) {
+      if (i.failed) continue;
+      const double v = value(i);
+      if (!std::isfinite(v)) continue;
+      if (!found || v > best) {
+        best = v;
+        at = where(run.run, i);
+        found = true;
+      }
+    }
+  }
+  return found;
+}
+}  // namespace
+
+Instability explain_instability(const BenchInput& input, double sd_pct, double limit_pct) {
+  Instability r;
+  r.sd_pct = sd_pct;
+  r.limit_pct = limit_pct;
+  int instances = 0, with_stability = 0, with_interference = 0;
+  // Short observations: the benchmark's own verdict when recorded, else train.avg against
+  // kMinObservationS (so reports older than `stability` still get this cause).
+  std::string short_at;
+  double short_s = kNaN;
+  bool short_recorded = false;
+  for (const RunInstances& run : input.runs) {
+    for (const Instance& i : run.instances) {
+      if (i.failed) continue;
+      ++instances;
+      if (i.stability) ++with_stability;
+      if (i.interference) ++with_interference;
+      const double s = i.stability && std::isfinite(i.stability->median_s) ? i.stability->median_s : i.observation_s;
+      const bool is_short = i.stability ? i.stability->short_observations : std::isfinite(s) && s < kMinObservationS;
+      if (is_short && (short_at.empty() || (std::isfinite(s) && !(s >= short_s)))) {
+        short_at = where(run.run, i);
+        short_s = s;
+        short_recorded = i.stability.has_value();
+      }
+    }
+  }
+  if (!short_at.empty()) {
+    r.cause = "short observations";
+    r.evidence = std::isfinite(short_s)
+                     ? fmt::format(
+                           "short observations: one timed observation lasts {} in {} ({}), under the {} "
+                           "minimum",
+                           seconds(short_s), short_at, short_recorded ? "stability.median_s" : "train.avg",
+                           short_recorded ? "benchmark's" : seconds(kMinObservationS))
+                     : fmt::format("short observations: flagged by the benchmark in {}", short_at);
+    return r;
+  }
+
+  std::string at;
+  double v = 0.0;
+  if (largest(
+          input, [](const Instance& i) { return i.interference ? i.interference->other_cpu_pct : kNaN; }, at, v) &&
+      v > kOtherLoadPct) {
+    r.cause = "other load";
+    r.evidence = fmt::format("other load: {:.0f}% of the slot's CPU time went to other processes in {}", v, at);
+    return r;
+  }
+  if (largest(
+          input, [](const Instance& i) { return i.interference ? i.interference->steal_pct : kNaN; }, at, v) &&
+      v > kStealPct) {
+    r.cause = "other load";
+    r.evidence = fmt::format("other load: {:.0f}% of the wall time was stolen from the slot's CPUs in {}", v, at);
+    return r;
+  }
+  if (largest(
+          input, [](const Instance& i) { return i.interference ? std::abs(i.interference->probe_drift_pct) : kNaN; },
+          at, v) &&
+      v > kProbeDriftPct) {
+    double signed_drift = kNaN;
+    for (const RunInstances& run : input.runs) {
+      for (const Instance& i : run.instances) {
+        if (!i.failed && i.interference && where(run.run, i) == at) signed_drift = i.interference->probe_drift_pct;
+      }
+    }
+    r.cause = "machine drift";
+    r.evidence = fmt::format(
+        "machine drift: the fixed CPU probe's time changed by {:+.0f}% from before the job to after it in {}",
+        signed_drift, at);
+    return r;
+  }
+  // The probe before each job, across passes: the machine itself got slower or faster.
+  std::string lo_at, hi_at;
+  double lo = kNaN, hi = kNaN;
+  for (const RunInstances& run : input.runs) {
+    for (const Instance& i : run.instances) {
+      if (i.failed || !i.interference || !(i.interference->probe_before_s > 0.0)) continue;
+      const double p = i.interference->probe_before_s;
+      if (lo_at.empty() || p < lo) lo = p, lo_at = where(run.run, i);
+      if (hi_at.empty() || p > hi) hi = p, hi_at = where(run.run, i);
+    }
+  }
+  if (!lo_at.empty() && (hi / lo - 1.0) * 100.0 > kProbeSpreadPct) {
+    r.cause = "machine drift";
+    r.evidence = fmt::format("machine drift: the fixed CPU probe before the job took {} in {} and {} in {} (+{:.0f}%)",
+                             seconds(lo), lo_at, seconds(hi), hi_at, (hi / lo - 1.0) * 100.0);
+    return r;
+  }
+  for (const RunInstances& run : input.runs) {
+    for (const Instance& i : run.instances) {
+      if (i.failed || !i.stability || !i.stability->warmup_trending) continue;
+      r.cause = "warm-up";
+      r.evidence = std::isfinite(i.stability->trend_pct)
+                       ? fmt::format(
+                             "warm-up: observations after the warm-up still trend in {} (second half {:+.0f}% "
+                             "against the first)",
+                             where(run.run, i), i.stability->trend_pct)
+                       : fmt::format("warm-up: observations after the warm-up still trend in {}", where(run.run, i));
+      return r;
+    }
+  }
+  if (instances > 0 && with_stability == instances && with_interference == instances) {
+    r.cause = "unexplained";
+    r.evidence = fmt::format(
+        "unexplained: observations long enough, other load <= {:.0f}%, probe drift <= {:.0f}%, no warm-up trend",
+        kOtherLoadPct, kProbeDriftPct);
+  } else {
+    r.cause = "not recorded";
+    r.evidence = with_stability < instances
+                     ? "cause not recorded (reports written before the `stability` field; observations are long enough)"
+                     : "cause not recorded (no `interference`: not run under mlbench-run; observations long enough, "
+                       "no warm-up trend)";
+  }
+  return r;
+}
+
+std::vector<NamedValue> dropped_passes(const std::vector<RunValue>& runs) {
+  const RunValue* lo = nullptr;
+  const RunValue* hi = nullptr;
+  int n = 0;
+  for (const RunValue& r : runs) {
+    if (!std::isfinite(r.items_per_s)) continue;
+    ++n;
+    if (!lo || r.items_per_s < lo->items_per_s) lo = &r;
+    if (!hi || r.items_per_s > hi->items_per_s) hi = &r;
+  }
+  if (n < 3) return {};
+  if (lo == hi)
+    hi = &*std::find_if(runs.rbegin(), runs.rend(), [](const RunValue& r) {
+      return std::isfinite(r.items_per_s);
+    });  // all equal: core::trimmed_mean still drops two values
+  return {{lo->run, lo->items_per_s, "lowest pass, dropped by the trimmed mean"},
+          {hi->run, hi->items_per_s, "highest pass, dropped by the trimmed mean"}};
+}
+
+std::vector<NamedValue> tukey_outliers(const std::vector<NamedValue>& values) {
+  std::vector<double> xs;
+  for (const NamedValue& v : values) {
+    if (std::isfinite(v.items_per_s)) xs.push_back(v.items_per_s);
+  }
+  if (static_cast<int>(xs.size()) < kMinValuesForOutliers) return {};
+  const double q1 = core::quantile(xs, 0.25), q3 = core::quantile(xs, 0.75);
+  const double low = q1 - kTukeyK * (q3 - q1), high = q3 + kTukeyK * (q3 - q1);
+  std::vector<NamedValue> out;
+  for (const NamedValue& v : values) {
+    if (!std::isfinite(v.items_per_s)) continue;
+    if (v.items_per_s < low)
+      out.push_back({v.where, v.items_per_s, fmt::format("below Q1 - 1.5 IQR ({})", items(low))});
+    if (v.items_per_s > high)
+      out.push_back({v.where, v.items_per_s, fmt::format("above Q3 + 1.5 IQR ({})", items(high))});
+  }
+  return out;
+}
+
+std::vector<NamedValue> find_outliers(const BenchInput& input, const std::vector<RunValue>& runs) {
+  std::vector<NamedValue> instances;
+  bool several = false;
+  for (const RunInstances& run : input.runs) {
+    int kept = 0;
+    for (const Instance& i : run.instances) {
+      if (i.failed || !std::isfinite(i.items_per_s)) continue;
+      instances.push_back({where(run.run, i), i.items_per_s, ""});
+      ++kept;
+    }
+    several = several || kept > 1;
+  }
+  std::vector<NamedValue> out = tukey_outliers(instances);
+  if (several) {
+    std::vector<NamedValue> passes;
+    for (const RunValue& r : runs) passes.push_back({r.run, r.items_per_s, ""});
+    for (NamedValue& v : tukey_outliers(passes)) out.push_back(std::move(v));
+  }
+  return out;
+}
+
+}  // namespace mlbench::report
