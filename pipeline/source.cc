@@ -31,7 +31,19 @@ bool entry_is(const fs::directory_entry& entry, bool regular) {
   return regular ? fs::is_regular_file(st) : fs::is_directory(st);
 }
 
+// Reads all of `name` (relative to `dir_fd`, or AT_FDCWD) into `out`; `shown` names it in errors.
+void read_at(int dir_fd, const char* name, const fs::path& shown, Bytes& out, bool drop_after_read,
+             std::optional<std::size_t> size_hint);
+
 }  // namespace
+
+struct ImageFolderReader::DirFd {
+  explicit DirFd(int f) : fd(f) {}
+  DirFd(const DirFd&) = delete;
+  DirFd& operator=(const DirFd&) = delete;
+  ~DirFd() { ::close(fd); }
+  int fd;
+};
 
 ImageFolderReader::ImageFolderReader(fs::path root, const std::string& hint) : root_(std::move(root)) {
   const std::string suffix = hint.empty() ? "" : " (" + hint + ")";
@@ -68,9 +80,17 @@ ImageFolderReader::ImageFolderReader(fs::path root, const std::string& hint) : r
     for (auto& [path, bytes] : files) {
       files_.push_back(std::move(path));
       labels_.push_back(static_cast<std::int64_t>(c));
+      sizes_.push_back(static_cast<std::size_t>(bytes));
       total_bytes_ += bytes;
     }
   }
+  const std::string prefix = (root_ / "").native();
+  root_prefix_ = prefix.size();
+  const bool all_under_root = std::all_of(files_.begin(), files_.end(), [&](const fs::path& f) {
+    return f.native().size() > prefix.size() && f.native().compare(0, prefix.size(), prefix) == 0;
+  });
+  const int fd = all_under_root ? ::open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+  if (fd >= 0) root_fd_ = std::make_shared<const DirFd>(fd);
   if (files_.empty() && fs::is_directory(root_ / "train", ec)) {
     // A dataset's top folder (train/ and val/ below it) given instead of its split.
     throw DataError("no class directories under " + root_.string() + "; did you mean " + (root_ / "train").string() +
@@ -82,32 +102,64 @@ ImageFolderReader::ImageFolderReader(fs::path root, const std::string& hint) : r
   }
 }
 
-void read_file(const fs::path& file, Bytes& out, bool drop_after_read) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+void read_file(const fs::path& file, Bytes& out, bool drop_after_read, std::optional<std::size_t> size_hint) {
+  read_at(AT_FDCWD, file.c_str(), file, out, drop_after_read, size_hint);
+}
+
+namespace {
+
+void read_at(int dir_fd, const char* name, const fs::path& file, Bytes& out, bool drop_after_read,
+             std::optional<std::size_t> size_hint) {
+  const int fd = ::openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw DataError("cannot open " + file.string() + ": " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
+  const auto fail = [&](const char* what, int err) {
     ::close(fd);
-    throw DataError("cannot stat " + file.string() + ": " + std::strerror(err));
+    throw DataError(std::string("cannot ") + what + " " + file.string() + ": " + std::strerror(err));
+  };
+  std::size_t expect = 0;
+  if (size_hint) {
+    expect = *size_hint;
+  } else {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) fail("stat", errno);
+    expect = static_cast<std::size_t>(st.st_size);
   }
-  out.resize(static_cast<std::size_t>(st.st_size));
+  // Read until the end of the file. One byte more than expected is asked for: a read that
+  // fills it means the file is longer than its size said (it grew), and the buffer grows.
+  // A short read means the end of the file (a regular file's pread returns less only at its
+  // end) unless fewer bytes than expected came: then one more read confirms the end.
   std::size_t done = 0;
-  while (done < out.size()) {
+  out.resize(expect + 1);
+  while (true) {
     const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : 0;
-      ::close(fd);
-      throw DataError("cannot read " + file.string() + ": " + (err ? std::strerror(err) : "file shrank while reading"));
-    }
+    if (n < 0) fail("read", errno);
     done += static_cast<std::size_t>(n);
+    if (done == out.size()) {
+      out.resize(out.size() * 2);  // longer than expected
+      continue;
+    }
+    if (n == 0 || done >= expect) break;  // the end of the file
   }
+  if (!size_hint && done < expect) {
+    ::close(fd);
+    throw DataError("cannot read " + file.string() + ": file shrank while reading");
+  }
+  out.resize(done);
   if (drop_after_read) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   ::close(fd);
 }
 
-void ImageFolderReader::fetch(std::size_t index, Bytes& out) const { read_file(files_[index], out, drop_after_read_); }
+}  // namespace
+
+void ImageFolderReader::fetch(std::size_t index, Bytes& out) const {
+  const fs::path& file = files_[index];
+  if (root_fd_) {
+    read_at(root_fd_->fd, file.c_str() + root_prefix_, file, out, drop_after_read_, sizes_[index]);
+  } else {
+    read_file(file, out, drop_after_read_, sizes_[index]);
+  }
+}
 
 DecodedTensorSource::DecodedTensorSource(int width, int height, int channels, std::vector<Bytes> images,
                                          std::vector<std::int64_t> labels)

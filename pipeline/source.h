@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,7 +21,12 @@ enum class Encoding { Jpeg, RawHwc };
 
 // Reads the whole of `file` into `out` with pread; throws DataError naming it.
 // `drop_after_read`: then drops its pages from the page cache (POSIX_FADV_DONTNEED).
-void read_file(const std::filesystem::path& file, Bytes& out, bool drop_after_read = false);
+// `size_hint`: the file's size when known (e.g. from a directory scan): the read then
+// skips the fstat, asking for one byte more than the hint so that a file grown since
+// is seen (it is then read to its end); a file that shrank is read to its end too.
+// The result is the file's whole content either way.
+void read_file(const std::filesystem::path& file, Bytes& out, bool drop_after_read = false,
+               std::optional<std::size_t> size_hint = std::nullopt);
 
 class ItemSource {
  public:
@@ -69,6 +76,12 @@ class ImageFolderReader : public ItemSource {
   std::vector<std::string> empty_classes_;
   std::vector<std::filesystem::path> files_;
   std::vector<std::int64_t> labels_;
+  std::vector<std::size_t> sizes_;  // from the scan: fetch's size hint (no fstat per read)
+  // The root folder, opened once: fetch opens root-relative names with openat (the kernel
+  // then walks two path components, not the whole path). Null when it could not be opened.
+  struct DirFd;
+  std::shared_ptr<const DirFd> root_fd_;
+  std::size_t root_prefix_ = 0;  // characters of root_ (with its separator) at the start of every files_[i]
   std::uint64_t total_bytes_ = 0;
   bool drop_after_read_ = false;
 };

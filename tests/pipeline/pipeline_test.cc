@@ -545,6 +545,55 @@ TEST(ImageFolderReader, SortedClassesAndLabels) {
   EXPECT_THROW(ImageFolderReader(tmp.path() / "missing", "run datagen"), DataError);  // no such folder
 }
 
+// The size hint (the scan's size: no fstat per read) never changes what is read: a file that
+// grew or shrank since the scan is read whole, to its end, as without a hint.
+TEST(ReadFile, SizeHintReadsTheWholeFileEvenWhenItChangedSinceTheScan) {
+  const TempDir tmp("pipeline_read_hint");
+  const fs::path file = tmp.path() / "f.bin";
+  const auto write = [&](std::size_t n) {
+    std::string s(n, '\0');
+    for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>(i * 7 + 3);
+    std::ofstream(file, std::ios::binary) << s;
+    return Bytes(s.begin(), s.end());
+  };
+  for (std::size_t n : {0u, 1u, 4095u, 4096u, 22000u}) {
+    const Bytes expect = write(n);
+    for (std::size_t hint : {n, n / 2, n + 1, n + 5000, std::size_t{0}}) {
+      Bytes got{9, 9, 9};
+      read_file(file, got, false, hint);
+      EXPECT_EQ(got, expect) << "size " << n << " hint " << hint;
+    }
+    Bytes plain;
+    read_file(file, plain);
+    EXPECT_EQ(plain, expect);
+  }
+  // Through the reader: the file is rewritten larger, then smaller, after the scan.
+  const fs::path root = make_folder(tmp.path(), 1, 2);
+  ImageFolderReader r(root);
+  const fs::path f1 = r.path(1);
+  for (std::size_t n : {fs::file_size(f1) + 3000, std::size_t{10}}) {
+    std::string s(n, 'x');
+    std::ofstream(f1, std::ios::binary) << s;
+    Bytes b;
+    r.fetch(1, b);
+    EXPECT_EQ(b, Bytes(s.begin(), s.end()));
+  }
+  Bytes none;
+  EXPECT_THROW(read_file(tmp.path() / "missing", none, false, 10), DataError);
+  // fetch opens root-relative names from the root folder: the same bytes for a root given as an
+  // absolute path, a relative one and one with a trailing separator.
+  for (const fs::path& given : {root, fs::relative(root), fs::path(root.string() + "/")}) {
+    ImageFolderReader g(given);
+    ASSERT_EQ(g.size(), r.size()) << given;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      Bytes a, b;
+      g.fetch(i, a);
+      read_file(r.path(i), b);
+      EXPECT_EQ(a, b) << given << " " << i;
+    }
+  }
+}
+
 TEST(Loader, CollatesFullBatchesInOrderWithLabels) {
   const TempDir tmp("pipeline_collate");
   const fs::path root = make_folder(tmp.path(), 2, 6);
