@@ -37,12 +37,14 @@ struct ResBlockImpl : nn::Module {
           "downsample", nn::Sequential(conv(inplanes, planes * expansion, 1, stride), nn::BatchNorm2d(planes * expansion)));
     }
   }
+  // In place like torchvision's blocks (ReLU(inplace=True), out += identity): the same
+  // values, without a fresh activation tensor per ReLU and per residual add.
   torch::Tensor forward(torch::Tensor x) {
-    auto out = torch::relu(b1(c1(x)));
+    auto out = b1(c1(x)).relu_();
     out = b2(c2(out));
-    if (c3) out = b3(c3(torch::relu(out)));
-    auto identity = downsample ? downsample->forward(x) : x;
-    return torch::relu(out + identity);
+    if (c3) out = b3(c3(out.relu_()));
+    out += downsample ? downsample->forward(x) : x;
+    return out.relu_();
   }
   nn::Conv2d c1{nullptr}, c2{nullptr}, c3{nullptr};
   nn::BatchNorm2d b1{nullptr}, b2{nullptr}, b3{nullptr};
@@ -105,7 +107,7 @@ ResNetImpl::ResNetImpl(const ResNetSpec& spec, std::int64_t classes) {
 }
 
 torch::Tensor ResNetImpl::forward(torch::Tensor x) {
-  x = torch::relu(bn1(conv1(x)));
+  x = bn1(conv1(x)).relu_();
   x = torch::max_pool2d(x, 3, 2, 1);
   x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
   x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
