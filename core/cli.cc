@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
+#include "calibration.h"
 #include "environment.h"
 
 namespace mlbench::core {
@@ -162,7 +163,20 @@ void BenchCli::add_shared_options(const BenchDefaults& d) {
              ArgKind::Runtime)
       ->check(integer_at_least(0));
   add_option("--repeat", opts_.repeat, "Timed observations of the train stage")->check(integer_at_least(1));
-  add_option("--number", opts_.number, "Iterations (batches) per observation")->check(integer_at_least(1));
+  CLI::Option* number = add_option("--number", opts_.number, "Iterations (batches) per observation (no calibration)")
+                             ->check(integer_at_least(1));
+  // Not an ArgKind::Model argument: the workload is the same, only how long each
+  // observation is differs (and the number it leads to depends on the machine).
+  CLI::Option* min_time =
+      add_option("--min-time", opts_.min_time,
+                 fmt::format("Calibrate --number so one observation lasts at least SECONDS (given without a value: "
+                             "{:g}); probe iterations run first as warm-up. Excludes --number. 0: off",
+                             kDefaultMinTime),
+                 ArgKind::Runtime)
+          ->check(number_in(0.0, 3600.0))
+          ->expected(0, 1)
+          ->default_str(fmt::format("{:g}", kDefaultMinTime));
+  min_time->excludes(number);
   add_option("--warmup", opts_.warmup,
              "Observations dropped as warm-up (-1: min(10, repeat/2))", ArgKind::Runtime)
       ->check(integer_at_least(-1));
@@ -244,6 +258,8 @@ nlohmann::json BenchCli::args_json() const {
   args["cuda"] = opts_.cuda ? nlohmann::json(*opts_.cuda) : nlohmann::json();
   args.erase("no_cuda");
   args["warmup"] = opts_.warmup;
+  args["min_time"] = opts_.min_time > 0 ? nlohmann::json(opts_.min_time) : nlohmann::json();
+  if (opts_.min_time > 0) args["number"] = nullptr;  // calibrated: the report's top-level number says which
   return args;
 }
 

@@ -33,7 +33,71 @@ nlohmann::json LoopResult::stall_json() const {
           {"warmup_iterations", iteration.dropped()}};
 }
 
+std::span<const double> LoopResult::kept_observations() const {
+  const std::size_t drop = std::min(observations.size(), static_cast<std::size_t>(std::max(warmup, 0)));
+  return std::span<const double>(observations).subspan(drop);
+}
+
+namespace {
+// Resolves the losses of one observation (repeat >= 0) or probe round (repeat < 0);
+// throws NonFiniteLoss. Returns their sum.
+double resolve_losses(const std::vector<std::function<double()>>& pending, LoopResult& result, int repeat) {
+  double sum = 0.0;
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    const double loss = pending[i]();
+    if (!std::isfinite(loss)) {
+      throw NonFiniteLoss(repeat < 0 ? fmt::format("loss is {} in the --min-time probe iteration {}", loss, i)
+                                     : fmt::format("loss is {} at repeat {} iteration {}", loss, repeat, i));
+    }
+    sum += loss;
+    if (repeat >= 0) result.batch_loss.push_back(loss);
+  }
+  return sum;
+}
+}  // namespace
+
+void TrainLoop::iterate(const std::function<void(Iteration&)>& step, LoopResult& result, bool timed,
+                        std::vector<std::function<double()>>& pending) {
+  if (config_.interrupted) {
+    if (const int sig = config_.interrupted()) throw Interrupted(sig);
+  }
+  Iteration it(config_.now);
+  if (config_.sync_phases) it.phase_sync_ = config_.sync;
+  step(it);
+  if (timed) {
+    result.wait.add(it.wait_s());
+    result.h2d.add(it.h2d_s());
+    result.compute.add(it.compute_s());
+    result.iteration.add(it.wait_s() + it.h2d_s() + it.compute_s());
+  }
+  if (config_.on_iteration) config_.on_iteration(result.iterations, it);
+  ++result.iterations;
+  if (it.loss_) pending.push_back(std::move(it.loss_));
+}
+
+void TrainLoop::calibrate(const std::function<void(Iteration&)>& step, LoopResult& result) {
+  std::vector<std::function<double()>> pending;
+  const Calibration c = calibrate_number(config_.min_time, [&](int n) {
+    pending.clear();
+    if (config_.sync) config_.sync();
+    const SteadyTime t0 = config_.now();
+    for (int i = 0; i < n; ++i) iterate(step, result, false, pending);
+    if (config_.sync) config_.sync();
+    const double seconds = std::chrono::duration<double>(config_.now() - t0).count();
+    resolve_losses(pending, result, -1);
+    return seconds;
+  });
+  result.calibration = c;
+  config_.number = c.number;
+}
+
 void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& result) {
+  result.number = config_.number;
+  result.warmup = config_.warmup;
+  if (config_.min_time > 0) {
+    calibrate(step, result);
+    result.number = config_.number;
+  }
   const auto warm_iters = static_cast<std::size_t>(config_.warmup) * static_cast<std::size_t>(config_.number);
   result.chrono = Chrono(static_cast<std::size_t>(config_.warmup), config_.sync, config_.now);
   result.wait = StatAccumulator(warm_iters);
@@ -50,31 +114,12 @@ void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& res
     {
       auto train = result.chrono.time("train");
       for (int n = 0; n < config_.number; ++n) {
-        if (config_.interrupted) {
-          if (const int sig = config_.interrupted()) throw Interrupted(sig);
-        }
-        Iteration it(config_.now);
-        if (config_.sync_phases) it.phase_sync_ = config_.sync;
-        step(it);
-        result.wait.add(it.wait_s());
-        result.h2d.add(it.h2d_s());
-        result.compute.add(it.compute_s());
-        result.iteration.add(it.wait_s() + it.h2d_s() + it.compute_s());
-        if (config_.on_iteration) config_.on_iteration(result.iterations, it);
-        ++result.iterations;
-        if (it.loss_) pending.push_back(std::move(it.loss_));
+        iterate(step, result, true, pending);
         if (progress) progress->update(r, std::nullopt, false);
       }
+      result.observations.push_back(train.stop());
     }
-    double sum = 0.0;
-    for (std::size_t i = 0; i < pending.size(); ++i) {
-      const double loss = pending[i]();
-      if (!std::isfinite(loss)) {
-        throw NonFiniteLoss(fmt::format("loss is {} at repeat {} iteration {}", loss, r, i));
-      }
-      sum += loss;
-      result.batch_loss.push_back(loss);
-    }
+    const double sum = resolve_losses(pending, result, r);
     if (result.batch_loss.size() > kBatchLossKept) {
       result.batch_loss.erase(result.batch_loss.begin(),
                               result.batch_loss.end() - static_cast<std::ptrdiff_t>(kBatchLossKept));

@@ -162,5 +162,72 @@ TEST(TrainLoop, OnIterationSeesEveryIterationInOrder) {
   EXPECT_EQ(seen, (std::vector<long>{0, 1, 2, 3, 4, 5}));
 }
 
+TEST(TrainLoop, MinTimeCalibratesNumberWithUntimedProbeIterations) {
+  LoopConfig cfg;
+  cfg.repeat = 4;
+  cfg.number = 3;  // ignored: calibrated
+  cfg.warmup = 1;
+  cfg.min_time = 0.2;
+  cfg.now = &fake_now;
+  int syncs = 0;
+  cfg.sync = [&] { ++syncs; };
+  std::vector<long> seen;
+  cfg.on_iteration = [&](long i, const Iteration&) { seen.push_back(i); };
+  LoopResult r;
+  TrainLoop(cfg).run(
+      [&](Iteration& it) {
+        it.compute([] { advance(0.004); });  // 4 ms per iteration
+        it.set_loss([] { return 1.0; });
+      },
+      r);
+  ASSERT_TRUE(r.calibration.has_value());
+  // Probe rounds 1, 2, 4 (16 ms < 20 ms), 8 (32 ms): 15 iterations; ceil(0.2 / 0.004) = 50.
+  EXPECT_EQ(r.calibration->probe_iterations, 15);
+  EXPECT_DOUBLE_EQ(r.calibration->seconds_per_iteration, 0.004);
+  EXPECT_EQ(r.calibration->number, 50);
+  EXPECT_EQ(r.number, 50);
+  EXPECT_EQ(r.iterations, 15 + 4 * 50);
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(r.iterations));
+  // Probe iterations are in no statistic: the stall stats drop exactly the warm-up observation.
+  EXPECT_EQ(r.iteration.seen(), 200u);
+  EXPECT_EQ(r.iteration.count(), 150u);
+  EXPECT_EQ(r.stall_json()["warmup_iterations"], 50);
+  EXPECT_EQ(r.batch_loss.size(), 100u);  // the last 100 of the timed iterations only
+  ASSERT_EQ(r.observations.size(), 4u);
+  for (double o : r.observations) EXPECT_NEAR(o, 0.2, 1e-9);
+  EXPECT_EQ(r.kept_observations().size(), 3u);
+  EXPECT_NEAR(r.chrono.stage("train").mean(), 0.2, 1e-9);
+  EXPECT_GE(syncs, 8);  // each probe round is synchronised at both edges
+}
+
+TEST(TrainLoop, WithoutMinTimeTheNumberIsKeptAndNotCalibrated) {
+  LoopConfig cfg;
+  cfg.repeat = 3;
+  cfg.number = 7;
+  cfg.now = &fake_now;
+  LoopResult r;
+  TrainLoop(cfg).run([](Iteration& it) { it.compute([] { advance(0.001); }); }, r);
+  EXPECT_FALSE(r.calibration.has_value());
+  EXPECT_EQ(r.number, 7);
+  EXPECT_EQ(r.iterations, 21);
+  ASSERT_EQ(r.observations.size(), 3u);
+  EXPECT_NEAR(r.observations[0], 0.007, 1e-9);
+}
+
+TEST(TrainLoop, NonFiniteLossInTheProbeEndsTheRun) {
+  LoopConfig cfg;
+  cfg.repeat = 2;
+  cfg.min_time = 0.1;
+  cfg.now = &fake_now;
+  LoopResult r;
+  EXPECT_THROW(TrainLoop(cfg).run(
+                   [](Iteration& it) {
+                     advance(0.01);
+                     it.set_loss([] { return std::nan(""); });
+                   },
+                   r),
+               NonFiniteLoss);
+}
+
 }  // namespace
 }  // namespace mlbench::core
