@@ -167,15 +167,19 @@ void BenchCli::add_shared_options(const BenchDefaults& d) {
                              ->check(integer_at_least(1));
   // Not an ArgKind::Model argument: the workload is the same, only how long each
   // observation is differs (and the number it leads to depends on the machine).
+  // Without a value the option's result is "" (default_str), told apart from "0" after parsing.
   CLI::Option* min_time =
       add_option("--min-time", opts_.min_time,
-                 fmt::format("Calibrate --number so one observation lasts at least SECONDS (given without a value: "
-                             "{:g}); probe iterations run first as warm-up. Excludes --number. 0: off",
+                 fmt::format("Calibrate --number so one observation lasts at least SECONDS (without a value: "
+                             "{:g}); probe iterations run first as untimed warm-up. Default: off (0)",
                              kDefaultMinTime),
                  ArgKind::Runtime)
-          ->check(number_in(0.0, 3600.0))
+          ->check(CLI::Validator(
+              [seconds = number_in(0.0, 3600.0)](std::string& text) { return text.empty() ? std::string() : seconds(text); },
+              "SECONDS"))
           ->expected(0, 1)
-          ->default_str(fmt::format("{:g}", kDefaultMinTime));
+          ->default_str("");
+  min_time_opt_ = min_time;
   min_time->excludes(number);
   add_option("--warmup", opts_.warmup,
              "Observations dropped as warm-up (-1: min(10, repeat/2))", ArgKind::Runtime)
@@ -240,6 +244,10 @@ std::optional<int> BenchCli::parse(int argc, const char* const* argv,
   if (cuda_flag_ && no_cuda_flag_) {
     std::cerr << prog << ": error: --cuda and --no-cuda are mutually exclusive\n";
     return 2;
+  }
+  if (min_time_opt_->count() > 0) {
+    const auto& given = min_time_opt_->results();
+    if (given.empty() || (given.size() == 1 && given[0].empty())) opts_.min_time = kDefaultMinTime;
   }
   if (cuda_flag_) opts_.cuda = true;
   if (no_cuda_flag_) opts_.cuda = false;

@@ -129,6 +129,7 @@ class BenchCli {
   std::vector<Recorded> recorded_;
   bool cuda_flag_ = false;
   bool no_cuda_flag_ = false;
+  CLI::Option* min_time_opt_ = nullptr;
 };
 
 // sha256 of a string, lower-case hex (OpenSSL).

@@ -201,6 +201,15 @@ TEST(BenchCli, MinTimeWithoutValueIsTheDefault) {
   ASSERT_FALSE(cli.parse(a.argc(), a.argv(), {}).has_value());
   EXPECT_EQ(cli.options().min_time, kDefaultMinTime);
   EXPECT_EQ(cli.options().repeat, 4);
+  BenchCli last = make_cli();
+  Args at_end({"toy", "--min-time"});
+  ASSERT_FALSE(last.parse(at_end.argc(), at_end.argv(), {}).has_value());
+  EXPECT_EQ(last.options().min_time, kDefaultMinTime);
+  BenchCli off = make_cli();
+  Args zero({"toy", "--min-time", "0"});
+  ASSERT_FALSE(off.parse(zero.argc(), zero.argv(), {}).has_value());
+  EXPECT_EQ(off.options().min_time, 0.0);
+  EXPECT_EQ(off.options().number, 5);
 }
 
 TEST(BenchCli, ExplicitNumberKeepsItsMeaningAndExcludesMinTime) {
