@@ -132,10 +132,10 @@ struct LoopResult {
 
 class TrainLoop {
  public:
-  // Calls `step` repeat * number times (after the calibration probe when
-  // config.min_time > 0). Throws NonFiniteLoss or Interrupted; any
   explicit TrainLoop(LoopConfig config) : config_(std::move(config)) {}
-  // exception from `step` propagates. `result` keeps what was measured so far.
+  // Calls `step` repeat * number times (after the calibration probe when
+  // config.min_time > 0). Throws NonFiniteLoss or Interrupted; any exception
+  // from `step` propagates. `result` keeps what was measured so far.
   void run(const std::function<void(Iteration&)>& step, LoopResult& result);
 
  private:
