@@ -13,7 +13,8 @@ nlohmann::json Calibration::to_json() const {
   return {{"number", number},
           {"probe_iterations", probe_iterations},
           {"seconds_per_iteration", seconds_per_iteration},
-          {"target_s", target_s}};
+          {"target_s", target_s},
+          {"refinements", refinements}};
 }
 
 Calibration calibrate_number(double min_time, const std::function<double(int)>& run_round) {
@@ -34,10 +35,14 @@ Calibration calibrate_number(double min_time, const std::function<double(int)>& 
     }
     if (!long_enough) n = static_cast<int>(std::min<long>(2L * n, kMaxCalibratedNumber));
   }
-  const double wanted = c.seconds_per_iteration > 0 ? std::ceil(min_time / c.seconds_per_iteration)
-                                                    : static_cast<double>(kMaxCalibratedNumber);
-  c.number = static_cast<int>(std::clamp(wanted, 1.0, static_cast<double>(kMaxCalibratedNumber)));
+  c.number = number_for(min_time, c.seconds_per_iteration);
   return c;
+}
+
+int number_for(double min_time, double seconds_per_iteration) {
+  const double wanted = seconds_per_iteration > 0 ? std::ceil(min_time / seconds_per_iteration)
+                                                  : static_cast<double>(kMaxCalibratedNumber);
+  return static_cast<int>(std::clamp(wanted, 1.0, static_cast<double>(kMaxCalibratedNumber)));
 }
 
 }  // namespace mlbench::core

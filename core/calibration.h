@@ -27,10 +27,11 @@ inline constexpr int kMaxCalibratedNumber = 1'000'000;
 struct Calibration {
   int number = 1;                    // iterations per observation, as used
   long probe_iterations = 0;         // iterations run by the probe (warm-up, untimed)
-  double seconds_per_iteration = 0;  // measured by the last probe round
+  double seconds_per_iteration = 0;  // measured by the last probe round, or the last warm-up observation
   double target_s = 0;               // the --min-time asked for
+  int refinements = 0;               // warm-up observations that re-estimated number after the probe
 
-  // {"number", "probe_iterations", "seconds_per_iteration", "target_s"}
+  // {"number", "probe_iterations", "seconds_per_iteration", "target_s", "refinements"}
   nlohmann::json to_json() const;
 };
 
@@ -41,5 +42,9 @@ struct Calibration {
 // slow). number = ceil(min_time / (last round's seconds / its n)), in
 // [1, kMaxCalibratedNumber]. `min_time` > 0.
 Calibration calibrate_number(double min_time, const std::function<double(int)>& run_round);
+
+// ceil(min_time / seconds_per_iteration) in [1, kMaxCalibratedNumber] (the cap when the
+// iteration took no measurable time).
+int number_for(double min_time, double seconds_per_iteration);
 
 }  // namespace mlbench::core

@@ -30,7 +30,7 @@ nlohmann::json LoopResult::stall_json() const {
           {"compute", compute.to_json()},
           {"iteration", iteration.to_json()},
           {"stall_pct", std::isfinite(pct) ? nlohmann::json(pct) : nlohmann::json()},
-          {"warmup_iterations", iteration.dropped()}};
+          {"warmup_iterations", warmup_iterations}};
 }
 
 std::span<const double> LoopResult::kept_observations() const {
@@ -91,6 +91,14 @@ void TrainLoop::calibrate(const std::function<void(Iteration&)>& step, LoopResul
   config_.number = c.number;
 }
 
+void TrainLoop::refine(Calibration& c, double seconds, LoopResult& result) {
+  c.seconds_per_iteration = seconds / config_.number;
+  c.number = number_for(c.target_s, c.seconds_per_iteration);
+  ++c.refinements;
+  config_.number = c.number;
+  result.number = c.number;
+}
+
 void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& result) {
   result.number = config_.number;
   result.warmup = config_.warmup;
@@ -98,12 +106,13 @@ void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& res
     calibrate(step, result);
     result.number = config_.number;
   }
-  const auto warm_iters = static_cast<std::size_t>(config_.warmup) * static_cast<std::size_t>(config_.number);
   result.chrono = Chrono(static_cast<std::size_t>(config_.warmup), config_.sync, config_.now);
-  result.wait = StatAccumulator(warm_iters);
-  result.h2d = StatAccumulator(warm_iters);
-  result.compute = StatAccumulator(warm_iters);
-  result.iteration = StatAccumulator(warm_iters);
+  // Warm-up iterations are counted, not added: under --min-time their number may differ
+  // from the kept observations' (below).
+  result.wait = StatAccumulator();
+  result.h2d = StatAccumulator();
+  result.compute = StatAccumulator();
+  result.iteration = StatAccumulator();
   std::unique_ptr<ProgressPrinter> progress;
   if (config_.progress) progress = std::make_unique<ProgressPrinter>(*config_.progress, config_.progress_tty, config_.repeat);
 
@@ -111,13 +120,22 @@ void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& res
   pending.reserve(static_cast<std::size_t>(config_.number));
   for (int r = 0; r < config_.repeat; ++r) {
     pending.clear();
+    const bool warm = r < config_.warmup;
+    double seconds = 0;
     {
       auto train = result.chrono.time("train");
       for (int n = 0; n < config_.number; ++n) {
-        iterate(step, result, true, pending);
+        iterate(step, result, !warm, pending);
         if (progress) progress->update(r, std::nullopt, false);
       }
-      result.observations.push_back(train.stop());
+      seconds = train.stop();
+      result.observations.push_back(seconds);
+    }
+    if (warm) {
+      result.warmup_iterations += config_.number;
+      // Under --min-time each warm-up observation refines the number: the probe runs
+      // first, when a pipeline may still be filling and caches are cold.
+      if (result.calibration && seconds > 0) refine(*result.calibration, seconds, result);
     }
     const double sum = resolve_losses(pending, result, r);
     if (result.batch_loss.size() > kBatchLossKept) {

@@ -95,7 +95,9 @@ struct LoopConfig {
   int number = 1;                         // ignored when min_time > 0 (calibrated instead)
   // > 0: calibrate `number` first so one observation lasts >= min_time seconds
   // (calibration.h); the probe iterations are untimed warm-up before the first
-  // observation, counted in LoopResult::iterations but in no statistics.
+  // observation, counted in LoopResult::iterations but in no statistics. Each
+  // warm-up observation then re-estimates the number from its own time, so the
+  // kept observations use the estimate of the warmest run-in.
   double min_time = 0;
   int warmup = 0;                         // observations (and their iterations) dropped
   Chrono::SyncHook sync;                  // device synchronisation at train-stage edges
@@ -112,7 +114,7 @@ struct LoopConfig {
 
 struct LoopResult {
   Chrono chrono;                          // the "train" stage (one observation per repeat)
-  StatAccumulator wait, h2d, compute, iteration;  // per iteration, warm-up dropped
+  StatAccumulator wait, h2d, compute, iteration;  // per iteration of the kept observations
   std::vector<double> batch_loss;         // the last 100 iteration losses
   std::vector<double> epoch_loss;         // mean loss of each observation
   std::vector<double> observations;       // seconds of every train observation, warm-up included
@@ -120,6 +122,7 @@ struct LoopResult {
   int number = 0;                         // iterations per observation, as used
   std::optional<Calibration> calibration; // when LoopConfig::min_time > 0
   int warmup = 0;                         // observations dropped
+  long warmup_iterations = 0;             // iterations of the dropped observations
 
   // The observations after the warm-up.
   std::span<const double> kept_observations() const;
@@ -144,6 +147,8 @@ class TrainLoop {
                std::vector<std::function<double()>>& pending);
   // The calibration probe (warm-up): sets result.calibration and config_.number.
   void calibrate(const std::function<void(Iteration&)>& step, LoopResult& result);
+  // A warm-up observation of `seconds` re-estimates the number (under --min-time).
+  void refine(Calibration& c, double seconds, LoopResult& result);
 
   LoopConfig config_;
 };

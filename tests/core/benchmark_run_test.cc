@@ -173,8 +173,10 @@ TEST_F(BenchmarkRunTest, MinTimeCalibratesAndRecordsTheNumberUsed) {
   EXPECT_EQ(r["calibration"]["target_s"], 0.02);
   const long probe = r["calibration"]["probe_iterations"];
   EXPECT_GE(probe, 2);
-  EXPECT_EQ(r["iterations"], probe + 3L * number);
-  EXPECT_EQ(r["stall"]["warmup_iterations"], number);
+  // 1 warm-up observation (which may have refined the number) and 2 kept ones of `number`.
+  const long warm = r["stall"]["warmup_iterations"];
+  EXPECT_GE(warm, 1);
+  EXPECT_EQ(r["iterations"], probe + warm + 2L * number);
   EXPECT_TRUE(r["args"]["number"].is_null());
   EXPECT_EQ(r["stability"]["observations"], 2);
   EXPECT_NE(stdout_.find("--min-time 0.02 s: --number " + std::to_string(number)), std::string::npos) << stdout_;

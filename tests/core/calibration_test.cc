@@ -72,7 +72,7 @@ TEST(Calibration, AClockThatNeverMovesIsCappedNotEndless) {
 TEST(Calibration, JsonHasTheSchemaFields) {
   FakeRounds f{0.01, {}};
   const nlohmann::json j = calibrate_number(0.2, std::ref(f)).to_json();
-  for (const char* key : {"number", "probe_iterations", "seconds_per_iteration", "target_s"}) {
+  for (const char* key : {"number", "probe_iterations", "seconds_per_iteration", "target_s", "refinements"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["number"], 20);
