@@ -10,6 +10,7 @@
 #include "progress.h"
 #include "report.h"
 #include "stop_signals.h"
+#include "stability.h"
 #include "sysinfo.h"
 
 namespace mlbench::core {
@@ -47,6 +48,9 @@ nlohmann::json BenchmarkRun::base_report() const {
           {"cpu_cores", o.cpu_cores},
           {"repeat", o.repeat},
           {"number", o.number},
+          {"min_time", o.min_time > 0 ? nlohmann::json(o.min_time) : nlohmann::json()},
+          {"calibration", nullptr},
+          {"stability", stability_of({}).to_json()},
           {"warmup", o.warmup},
           {"seed", o.seed},
           {"hostname", machine["hostname"]},
@@ -113,13 +117,18 @@ int BenchmarkRun::run(const std::function<Workload()>& setup) {
   LoopResult result;
   Workload work;
   auto fill = [&] {
+    // The calibrated number once the probe ran, else the one asked for.
+    const int used_number = result.number > 0 ? result.number : o.number;
+    report["number"] = used_number;
+    report["calibration"] = result.calibration ? result.calibration->to_json() : nlohmann::json();
+    report["stability"] = stability_of(result.kept_observations()).to_json();
     report["train"] = result.chrono.has("train") ? result.chrono.stage("train").to_json("s") : nlohmann::json();
     for (const auto& name : result.chrono.names()) {
       if (name != "train") report[name] = result.chrono.stage(name).to_json("s");
     }
     report["train_item"] =
         result.chrono.has("train")
-            ? train_item(result.chrono.stage("train"), work.items_per_iteration * o.number)
+            ? train_item(result.chrono.stage("train"), work.items_per_iteration * used_number)
             : train_item(StatAccumulator(), 1.0);
     report["batch_loss"] = finite_or_null(result.batch_loss);
     report["epoch_loss"] = finite_or_null(result.epoch_loss);
@@ -132,6 +141,7 @@ int BenchmarkRun::run(const std::function<Workload()>& setup) {
     LoopConfig config;
     config.repeat = o.repeat;
     config.number = o.number;
+    config.min_time = o.min_time;
     config.warmup = o.warmup;
     config.sync = sync_;
     config.progress = &std::cout;
@@ -139,6 +149,11 @@ int BenchmarkRun::run(const std::function<Workload()>& setup) {
     config.interrupted = [] { return stop_signal(); };
     config.on_iteration = work.on_iteration;
     TrainLoop(config).run(work.step, result);
+    if (result.calibration) {
+      const Calibration& c = *result.calibration;
+      std::cout << fmt::format("--min-time {:g} s: --number {} ({:.3g} s per iteration over {} probe iterations)\n",
+                               c.target_s, c.number, c.seconds_per_iteration, c.probe_iterations);
+    }
     fill();
     return finish(std::move(report), true, "", 0);
   } catch (const UsageError& e) {

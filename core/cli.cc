@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
+#include "calibration.h"
 #include "environment.h"
 
 namespace mlbench::core {
@@ -162,7 +163,24 @@ void BenchCli::add_shared_options(const BenchDefaults& d) {
              ArgKind::Runtime)
       ->check(integer_at_least(0));
   add_option("--repeat", opts_.repeat, "Timed observations of the train stage")->check(integer_at_least(1));
-  add_option("--number", opts_.number, "Iterations (batches) per observation")->check(integer_at_least(1));
+  CLI::Option* number = add_option("--number", opts_.number, "Iterations (batches) per observation (no calibration)")
+                             ->check(integer_at_least(1));
+  // Not an ArgKind::Model argument: the workload is the same, only how long each
+  // observation is differs (and the number it leads to depends on the machine).
+  // Without a value the option's result is "" (default_str), told apart from "0" after parsing.
+  CLI::Option* min_time =
+      add_option("--min-time", opts_.min_time,
+                 fmt::format("Calibrate --number so one observation lasts at least SECONDS (without a value: "
+                             "{:g}); probe iterations run first as untimed warm-up. Default: off (0)",
+                             kDefaultMinTime),
+                 ArgKind::Runtime)
+          ->check(CLI::Validator(
+              [seconds = number_in(0.0, 3600.0)](std::string& text) { return text.empty() ? std::string() : seconds(text); },
+              "SECONDS"))
+          ->expected(0, 1)
+          ->default_str("");
+  min_time_opt_ = min_time;
+  min_time->excludes(number);
   add_option("--warmup", opts_.warmup,
              "Observations dropped as warm-up (-1: min(10, repeat/2))", ArgKind::Runtime)
       ->check(integer_at_least(-1));
@@ -227,6 +245,10 @@ std::optional<int> BenchCli::parse(int argc, const char* const* argv,
     std::cerr << prog << ": error: --cuda and --no-cuda are mutually exclusive\n";
     return 2;
   }
+  if (min_time_opt_->count() > 0) {
+    const auto& given = min_time_opt_->results();
+    if (given.empty() || (given.size() == 1 && given[0].empty())) opts_.min_time = kDefaultMinTime;
+  }
   if (cuda_flag_) opts_.cuda = true;
   if (no_cuda_flag_) opts_.cuda = false;
   if (opts_.warmup < 0) opts_.warmup = std::min(10, opts_.repeat / 2);
@@ -244,6 +266,8 @@ nlohmann::json BenchCli::args_json() const {
   args["cuda"] = opts_.cuda ? nlohmann::json(*opts_.cuda) : nlohmann::json();
   args.erase("no_cuda");
   args["warmup"] = opts_.warmup;
+  args["min_time"] = opts_.min_time > 0 ? nlohmann::json(opts_.min_time) : nlohmann::json();
+  if (opts_.min_time > 0) args["number"] = nullptr;  // calibrated: the report's top-level number says which
   return args;
 }
 

@@ -22,7 +22,8 @@ struct BenchOptions {
   int batch_size = 1;              // --batch-size/-b
   int workers = 0;                 // --workers/-j (pipeline threads)
   int repeat = 1;                  // --repeat
-  int number = 1;                  // --number
+  int number = 1;                  // --number (the default when neither --number nor --min-time is given)
+  double min_time = 0;             // --min-time SECONDS: calibrate number (calibration.h); 0 = off
   int warmup = -1;                 // --warmup; -1 = min(10, repeat / 2) (resolved by parse)
   long long seed = 0;              // --seed
   std::optional<bool> cuda;        // --cuda / --no-cuda; unset = CUDA when available
@@ -128,6 +129,7 @@ class BenchCli {
   std::vector<Recorded> recorded_;
   bool cuda_flag_ = false;
   bool no_cuda_flag_ = false;
+  CLI::Option* min_time_opt_ = nullptr;
 };
 
 // sha256 of a string, lower-case hex (OpenSSL).

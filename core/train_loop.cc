@@ -26,16 +26,89 @@ nlohmann::json LoopResult::stall_json() const {
           {"compute", compute.to_json()},
           {"iteration", iteration.to_json()},
           {"stall_pct", std::isfinite(pct) ? nlohmann::json(pct) : nlohmann::json()},
-          {"warmup_iterations", iteration.dropped()}};
+          {"warmup_iterations", warmup_iterations}};
+}
+
+std::span<const double> LoopResult::kept_observations() const {
+  const std::size_t drop = std::min(observations.size(), static_cast<std::size_t>(std::max(warmup, 0)));
+  return std::span<const double>(observations).subspan(drop);
+}
+
+namespace {
+// Resolves the losses of one observation (repeat >= 0) or probe round (repeat < 0);
+// throws NonFiniteLoss. Returns their sum.
+double resolve_losses(const std::vector<std::function<double()>>& pending, LoopResult& result, int repeat) {
+  double sum = 0.0;
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    const double loss = pending[i]();
+    if (!std::isfinite(loss)) {
+      throw NonFiniteLoss(repeat < 0 ? fmt::format("loss is {} in the --min-time probe iteration {}", loss, i)
+                                     : fmt::format("loss is {} at repeat {} iteration {}", loss, repeat, i));
+    }
+    sum += loss;
+    if (repeat >= 0) result.batch_loss.push_back(loss);
+  }
+  return sum;
+}
+}  // namespace
+
+void TrainLoop::iterate(const std::function<void(Iteration&)>& step, LoopResult& result, bool timed,
+                        std::vector<std::function<double()>>& pending) {
+  if (config_.interrupted) {
+    if (const int sig = config_.interrupted()) throw Interrupted(sig);
+  }
+  Iteration it(config_.now);
+  if (config_.sync_phases) it.phase_sync_ = config_.sync;
+  step(it);
+  if (timed) {
+    result.wait.add(it.wait_s());
+    result.h2d.add(it.h2d_s());
+    result.compute.add(it.compute_s());
+    result.iteration.add(it.wait_s() + it.h2d_s() + it.compute_s());
+  }
+  if (config_.on_iteration) config_.on_iteration(result.iterations, it);
+  ++result.iterations;
+  if (it.loss_) pending.push_back(std::move(it.loss_));
+}
+
+void TrainLoop::calibrate(const std::function<void(Iteration&)>& step, LoopResult& result) {
+  std::vector<std::function<double()>> pending;
+  const Calibration c = calibrate_number(config_.min_time, [&](int n) {
+    pending.clear();
+    if (config_.sync) config_.sync();
+    const SteadyTime t0 = config_.now();
+    for (int i = 0; i < n; ++i) iterate(step, result, false, pending);
+    if (config_.sync) config_.sync();
+    const double seconds = std::chrono::duration<double>(config_.now() - t0).count();
+    resolve_losses(pending, result, -1);
+    return seconds;
+  });
+  result.calibration = c;
+  config_.number = c.number;
+}
+
+void TrainLoop::refine(Calibration& c, double seconds, LoopResult& result) {
+  c.seconds_per_iteration = seconds / config_.number;
+  c.number = number_for(c.target_s, c.seconds_per_iteration);
+  ++c.refinements;
+  config_.number = c.number;
+  result.number = c.number;
 }
 
 void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& result) {
-  const auto warm_iters = static_cast<std::size_t>(config_.warmup) * static_cast<std::size_t>(config_.number);
+  result.number = config_.number;
+  result.warmup = config_.warmup;
+  if (config_.min_time > 0) {
+    calibrate(step, result);
+    result.number = config_.number;
+  }
   result.chrono = Chrono(static_cast<std::size_t>(config_.warmup), config_.sync, config_.now);
-  result.wait = StatAccumulator(warm_iters);
-  result.h2d = StatAccumulator(warm_iters);
-  result.compute = StatAccumulator(warm_iters);
-  result.iteration = StatAccumulator(warm_iters);
+  // Warm-up iterations are counted, not added: under --min-time their number may differ
+  // from the kept observations' (below).
+  result.wait = StatAccumulator();
+  result.h2d = StatAccumulator();
+  result.compute = StatAccumulator();
+  result.iteration = StatAccumulator();
   std::unique_ptr<ProgressPrinter> progress;
   if (config_.progress) progress = std::make_unique<ProgressPrinter>(*config_.progress, config_.progress_tty, config_.repeat);
 
@@ -43,34 +116,24 @@ void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& res
   pending.reserve(static_cast<std::size_t>(config_.number));
   for (int r = 0; r < config_.repeat; ++r) {
     pending.clear();
+    const bool warm = r < config_.warmup;
+    double seconds = 0;
     {
       auto train = result.chrono.time("train");
       for (int n = 0; n < config_.number; ++n) {
-        if (config_.interrupted) {
-          if (const int sig = config_.interrupted()) throw Interrupted(sig);
-        }
-        Iteration it(config_.now);
-        if (config_.sync_phases) it.phase_sync_ = config_.sync;
-        step(it);
-        result.wait.add(it.wait_s());
-        result.h2d.add(it.h2d_s());
-        result.compute.add(it.compute_s());
-        result.iteration.add(it.wait_s() + it.h2d_s() + it.compute_s());
-        if (config_.on_iteration) config_.on_iteration(result.iterations, it);
-        ++result.iterations;
-        if (it.loss_) pending.push_back(std::move(it.loss_));
+        iterate(step, result, !warm, pending);
         if (progress) progress->update(r, std::nullopt, false);
       }
+      seconds = train.stop();
+      result.observations.push_back(seconds);
     }
-    double sum = 0.0;
-    for (std::size_t i = 0; i < pending.size(); ++i) {
-      const double loss = pending[i]();
-      if (!std::isfinite(loss)) {
-        throw NonFiniteLoss(fmt::format("loss is {} at repeat {} iteration {}", loss, r, i));
-      }
-      sum += loss;
-      result.batch_loss.push_back(loss);
+    if (warm) {
+      result.warmup_iterations += config_.number;
+      // Under --min-time each warm-up observation refines the number: the probe runs
+      // first, when a pipeline may still be filling and caches are cold.
+      if (result.calibration && seconds > 0) refine(*result.calibration, seconds, result);
     }
+    const double sum = resolve_losses(pending, result, r);
     if (result.batch_loss.size() > kBatchLossKept) {
       result.batch_loss.erase(result.batch_loss.begin(),
                               result.batch_loss.end() - static_cast<std::ptrdiff_t>(kBatchLossKept));

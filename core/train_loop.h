@@ -8,12 +8,15 @@
 #include <chrono>
 #include <functional>
 #include <iosfwd>
+#include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "calibration.h"
 #include "chrono.h"
 #include "statistics.h"
 #include "stop_signals.h"
@@ -80,7 +83,13 @@ class NonFiniteLoss : public std::runtime_error {
 };
 struct LoopConfig {
   int repeat = 1;
-  int number = 1;
+  int number = 1;                         // ignored when min_time > 0 (calibrated instead)
+  // > 0: calibrate `number` first so one observation lasts >= min_time seconds
+  // (calibration.h); the probe iterations are untimed warm-up before the first
+  // observation, counted in LoopResult::iterations but in no statistics. Each
+  // warm-up observation then re-estimates the number from its own time, so the
+  // kept observations use the estimate of the warmest run-in.
+  double min_time = 0;
   int warmup = 0;                         // observations (and their iterations) dropped
   Chrono::SyncHook sync;                  // device synchronisation at train-stage edges
   bool sync_phases = false;               // also synchronise at each phase edge (exact per-phase device time)
@@ -96,10 +105,18 @@ struct LoopConfig {
 
 struct LoopResult {
   Chrono chrono;                          // the "train" stage (one observation per repeat)
-  StatAccumulator wait, h2d, compute, iteration;  // per iteration, warm-up dropped
+  StatAccumulator wait, h2d, compute, iteration;  // per iteration of the kept observations
   std::vector<double> batch_loss;         // the last 100 iteration losses
   std::vector<double> epoch_loss;         // mean loss of each observation
-  long iterations = 0;
+  std::vector<double> observations;       // seconds of every train observation, warm-up included
+  long iterations = 0;                    // every iteration run, probe and warm-up included
+  int number = 0;                         // iterations per observation, as used
+  std::optional<Calibration> calibration; // when LoopConfig::min_time > 0
+  int warmup = 0;                         // observations dropped
+  long warmup_iterations = 0;             // iterations of the dropped observations
+
+  // The observations after the warm-up.
+  std::span<const double> kept_observations() const;
 
   // {"wait","h2d","compute","iteration": stats, "stall_pct", "warmup_iterations"}
   nlohmann::json stall_json() const;
@@ -110,11 +127,20 @@ struct LoopResult {
 class TrainLoop {
  public:
   explicit TrainLoop(LoopConfig config) : config_(std::move(config)) {}
-  // Calls `step` repeat * number times. Throws NonFiniteLoss or Interrupted; any
-  // exception from `step` propagates. `result` keeps what was measured so far.
+  // Calls `step` repeat * number times (after the calibration probe when
+  // config.min_time > 0). Throws NonFiniteLoss or Interrupted; any exception
+  // from `step` propagates. `result` keeps what was measured so far.
   void run(const std::function<void(Iteration&)>& step, LoopResult& result);
 
  private:
+  // One iteration, outside or inside a timed observation.
+  void iterate(const std::function<void(Iteration&)>& step, LoopResult& result, bool timed,
+               std::vector<std::function<double()>>& pending);
+  // The calibration probe (warm-up): sets result.calibration and config_.number.
+  void calibrate(const std::function<void(Iteration&)>& step, LoopResult& result);
+  // A warm-up observation of `seconds` re-estimates the number (under --min-time).
+  void refine(Calibration& c, double seconds, LoopResult& result);
+
   LoopConfig config_;
 };
 

@@ -37,6 +37,7 @@ struct Ending {
   int signal = 0;
   std::uint64_t oom_kills = 0;
   nlohmann::json resources;  // CPU seconds, peak memory, ...; null when it never ran
+  nlohmann::json interference;  // what else used its CPUs (interference.h); null when not sampled
   std::chrono::system_clock::time_point started;
   std::chrono::system_clock::time_point ended;
   double wall_seconds = 0;

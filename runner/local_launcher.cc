@@ -169,6 +169,8 @@ std::string LocalLauncher::make_slice(const LaunchRequest& request, core::Proces
 
 Launcher::Id LocalLauncher::start(const LaunchRequest& request) {
   Child& child = children_.emplace_back();
+  // The probe (~50 ms) runs before the instance's clock starts.
+  child.sampling = sampler_.begin(request.cpus);
   child.started = SteadyClock::now();
   child.started_at = SystemClock::now();
   core::ProcessSpec spec;
@@ -213,6 +215,12 @@ Ending LocalLauncher::ending_of(Child& child, const core::ExitStatus& status) {
                                         std::chrono::duration<double>(ending.wall_seconds));
   ending.resources = rusage_json(status);
   release_slice(child.group, ending);
+  // Own CPU time: the cgroup's (the whole slice) when in one, else rusage's.
+  std::optional<double> own_cpu;
+  if (ending.resources.is_object() && ending.resources.value("cpu_seconds", nlohmann::json()).is_number()) {
+    own_cpu = ending.resources["cpu_seconds"].get<double>();
+  }
+  if (child.sampling) ending.interference = sampler_.end(*child.sampling, own_cpu);
   return ending;
 }
 

@@ -12,6 +12,7 @@
 
 #include "cgroup/slice.h"
 #include "core/process.h"
+#include "interference.h"
 #include "launcher.h"
 
 namespace mlbench::runner {
@@ -44,6 +45,7 @@ class LocalLauncher : public Launcher {
     std::chrono::steady_clock::time_point started;
     std::chrono::system_clock::time_point started_at;
     std::optional<Ending> ending;
+    std::optional<InterferenceSampler::Running> sampling;
   };
   void open_cgroups(const std::vector<int>& cpus, const std::string& run_id);
   std::vector<std::filesystem::path> group_dirs(const std::string& group) const;
@@ -56,6 +58,7 @@ class LocalLauncher : public Launcher {
   std::string parent_;
   cgroup::Isolation isolation_ = cgroup::Isolation::Affinity;
   std::vector<Child> children_;
+  InterferenceSampler sampler_;
 };
 
 }  // namespace mlbench::runner

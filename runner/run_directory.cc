@@ -98,6 +98,7 @@ void write_instance_report(const fs::path& dir, const Instance& inst, const Plan
                            const std::optional<fs::path>& written, const Outcome& outcome) {
   nlohmann::json blocks = {{"isolation", isolation}, {"runner", runner_block(inst, ending)}};
   if (ending && ending->launched()) blocks["resources"] = ending->resources;
+  if (ending && ending->launched() && !ending->interference.is_null()) blocks["interference"] = ending->interference;
   finalize_report(dir, inst, written, outcome, blocks, base_report(inst, settings, ending));
 }
 

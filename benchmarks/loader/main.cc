@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
   cli.add_option("--epochs", epochs,
                  "Run this many whole epochs (sets --repeat to cover them; 0: --repeat x --number batches)",
                  core::ArgKind::Runtime)
-      ->check(core::integer_at_least(0));
+      ->check(core::integer_at_least(0))
+      ->excludes("--min-time");  // it sizes --repeat from --number, which --min-time only knows later
   if (auto rc = cli.parse(argc, argv)) return *rc;
 
   const core::BenchOptions& o = cli.options();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/benchmark_run.h"
+#include "core/rng.h"
 #include "emulated_storage.h"
 #include "pipeline/options.h"
 #include "source_hash.h"
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
                      {.batch_size = 8, .repeat = 12, .number = 10, .workers = 8});
   pipeline::PipelineOptions popts;
   pipeline::add_pipeline_flags(cli, popts);
-  double prep_ms = 1.0, compute_ms = 5.0, storage_mbps = 0.0;
+  double prep_ms = 1.0, compute_ms = 5.0, compute_jitter_ms = 0.0, storage_mbps = 0.0;
   std::string prep_mode = "sleep";
   cli.add_option("--prep-ms", prep_ms, "Prep cost per sample, ms (on one of --cpu-cores CPUs)")
       ->check(core::number_in(0.0, 1e6))
@@ -82,6 +83,10 @@ int main(int argc, char** argv) {
                  "busy: burn that much real CPU time")
       ->check(CLI::IsMember({"sleep", "busy"}))->capture_default_str();
   cli.add_option("--compute-ms", compute_ms, "Compute cost per batch, ms (an accelerator that sleeps)")
+      ->check(core::number_in(0.0, 1e6))
+      ->capture_default_str();
+  cli.add_option("--compute-jitter-ms", compute_jitter_ms,
+                 "Random extra compute per batch, uniform in [0, ms) from --seed (an unstable run, for tests)")
       ->check(core::number_in(0.0, 1e6))
       ->capture_default_str();
   cli.add_option("--storage-mbps", storage_mbps,
@@ -130,16 +135,20 @@ int main(int argc, char** argv) {
     loader->start();
     const bool fetch_only = popts.fetch_only;
     const double compute_s = compute_ms / 1e3;
+    const double jitter_s = compute_jitter_ms / 1e3;
+    auto rng = std::make_shared<core::Rng>(core::splitmix64(static_cast<std::uint64_t>(o.seed)));
     core::Workload work;
     work.items_per_iteration = o.batch_size;
-    work.step = [loader, fetch_only, compute_s](core::Iteration& it) {
+    work.step = [loader, fetch_only, compute_s, jitter_s, rng](core::Iteration& it) {
       auto batch = it.wait([&] { return loader->next(); });
       if (!batch) throw std::runtime_error("the pipeline ended early");
       if (fetch_only) return;
-      it.compute([&] { std::this_thread::sleep_for(std::chrono::duration<double>(compute_s)); });
+      const double extra = jitter_s > 0 ? rng->uniform(0.0, jitter_s) : 0.0;
+      it.compute([&] { std::this_thread::sleep_for(std::chrono::duration<double>(compute_s + extra)); });
       it.set_loss([] { return 1.0; });
     };
-    work.finish = [loader, storage, prep_ms, compute_ms, storage_mbps, prep_mode, &o](nlohmann::json& report) {
+    work.finish = [loader, storage, prep_ms, compute_ms, compute_jitter_ms, storage_mbps, prep_mode,
+                   &o](nlohmann::json& report) {
       nlohmann::json p = loader->to_json();
       if (storage) {
         p["emulated_storage"] = {{"mb_per_s", storage_mbps},
@@ -151,6 +160,7 @@ int main(int argc, char** argv) {
                                        {"prep_mode", prep_mode},
                                        {"prep_cpus", o.cpu_cores},
                                        {"compute_ms", compute_ms},
+                                       {"compute_jitter_ms", compute_jitter_ms},
                                        {"storage_mbps", storage_mbps}};
       loader->stop();
     };

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -18,7 +19,10 @@ class BenchmarkRunTest : public testing::Test {
   void SetUp() override { dir_ = tmp_.path() / "reports"; }
 
   int run(const std::function<Workload()>& setup, std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"fake", "--repeat", "3", "--number", "2", "--report", dir_.string()};
+    return run_with({"fake", "--repeat", "3", "--number", "2"}, setup, std::move(extra));
+  }
+  int run_with(std::vector<std::string> args, const std::function<Workload()>& setup, std::vector<std::string> extra = {}) {
+    args.insert(args.end(), {"--report", dir_.string()});
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<const char*> argv;
     for (auto& a : args) argv.push_back(a.c_str());
@@ -124,6 +128,58 @@ TEST_F(BenchmarkRunTest, UnwritableReportDirectoryIsAnError) {
   EXPECT_EQ(rc, 1);
   EXPECT_NE(stderr_.find(dir_.string()), std::string::npos) << stderr_;
   fs::remove(dir_);
+}
+
+TEST_F(BenchmarkRunTest, ExplicitNumberIsUsedAndReportSaysNotCalibrated) {
+  const int rc = run([] {
+    Workload w;
+    w.items_per_iteration = 8;
+    w.step = [](Iteration& it) { it.set_loss([] { return 0.5; }); };
+    return w;
+  });
+  EXPECT_EQ(rc, 0);
+  const auto r = only_report();
+  EXPECT_EQ(r["number"], 2);
+  EXPECT_EQ(r["iterations"], 6);
+  ASSERT_TRUE(r.contains("min_time"));
+  EXPECT_TRUE(r["min_time"].is_null());
+  ASSERT_TRUE(r.contains("calibration"));
+  EXPECT_TRUE(r["calibration"].is_null());
+  ASSERT_TRUE(r["stability"].is_object());
+  EXPECT_EQ(r["stability"]["observations"], 2);  // 3 repeats less 1 warm-up
+  for (const char* key : {"sd_pct", "min_s", "max_s", "median_s", "trend_pct", "warmup_trending", "short_observations"}) {
+    EXPECT_TRUE(r["stability"].contains(key)) << key;
+  }
+  EXPECT_EQ(r["stability"]["short_observations"], true);  // empty steps: microseconds per observation
+}
+
+TEST_F(BenchmarkRunTest, MinTimeCalibratesAndRecordsTheNumberUsed) {
+  const int rc = run_with({"fake", "--repeat", "3", "--min-time", "0.02"}, [] {
+    Workload w;
+    w.items_per_iteration = 8;
+    w.step = [](Iteration& it) {
+      it.compute([] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
+      it.set_loss([] { return 0.5; });
+    };
+    return w;
+  });
+  EXPECT_EQ(rc, 0);
+  const auto r = only_report();
+  EXPECT_EQ(r["min_time"], 0.02);
+  ASSERT_TRUE(r["calibration"].is_object());
+  const int number = r["calibration"]["number"];
+  EXPECT_GE(number, 1);
+  EXPECT_EQ(r["number"], number);  // the number used everywhere else
+  EXPECT_EQ(r["calibration"]["target_s"], 0.02);
+  const long probe = r["calibration"]["probe_iterations"];
+  EXPECT_GE(probe, 2);
+  // 1 warm-up observation (which may have refined the number) and 2 kept ones of `number`.
+  const long warm = r["stall"]["warmup_iterations"];
+  EXPECT_GE(warm, 1);
+  EXPECT_EQ(r["iterations"], probe + warm + 2L * number);
+  EXPECT_TRUE(r["args"]["number"].is_null());
+  EXPECT_EQ(r["stability"]["observations"], 2);
+  EXPECT_NE(stdout_.find("--min-time 0.02 s: --number " + std::to_string(number)), std::string::npos) << stdout_;
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/calibration.h"
+
 namespace mlbench::core {
 namespace {
 
@@ -171,6 +173,70 @@ TEST(BenchCli, UniqueIdIgnoresRuntimeArgumentsOnly) {
 
 TEST(Sha256, KnownDigest) {
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(BenchCli, MinTimeIsOffByDefaultAndTakesAValue) {
+  {
+    BenchCli cli = make_cli();
+    Args a({"toy"});
+    ASSERT_FALSE(cli.parse(a.argc(), a.argv(), {}).has_value());
+    EXPECT_EQ(cli.options().min_time, 0.0);
+    EXPECT_EQ(cli.options().number, 5);
+    EXPECT_TRUE(cli.args_json()["min_time"].is_null());
+    EXPECT_EQ(cli.args_json()["number"], 5);
+  }
+  {
+    BenchCli cli = make_cli();
+    Args a({"toy", "--min-time", "0.5"});
+    ASSERT_FALSE(cli.parse(a.argc(), a.argv(), {}).has_value());
+    EXPECT_EQ(cli.options().min_time, 0.5);
+    EXPECT_EQ(cli.args_json()["min_time"], 0.5);
+    EXPECT_TRUE(cli.args_json()["number"].is_null());  // calibrated: the report's number says which
+  }
+}
+
+TEST(BenchCli, MinTimeWithoutValueIsTheDefault) {
+  BenchCli cli = make_cli();
+  Args a({"toy", "--min-time", "--repeat", "4"});
+  ASSERT_FALSE(cli.parse(a.argc(), a.argv(), {}).has_value());
+  EXPECT_EQ(cli.options().min_time, kDefaultMinTime);
+  EXPECT_EQ(cli.options().repeat, 4);
+  BenchCli last = make_cli();
+  Args at_end({"toy", "--min-time"});
+  ASSERT_FALSE(last.parse(at_end.argc(), at_end.argv(), {}).has_value());
+  EXPECT_EQ(last.options().min_time, kDefaultMinTime);
+  BenchCli off = make_cli();
+  Args zero({"toy", "--min-time", "0"});
+  ASSERT_FALSE(off.parse(zero.argc(), zero.argv(), {}).has_value());
+  EXPECT_EQ(off.options().min_time, 0.0);
+  EXPECT_EQ(off.options().number, 5);
+}
+
+TEST(BenchCli, ExplicitNumberKeepsItsMeaningAndExcludesMinTime) {
+  {
+    BenchCli cli = make_cli();
+    Args a({"toy", "--number", "9"});
+    ASSERT_FALSE(cli.parse(a.argc(), a.argv(), {}).has_value());
+    EXPECT_EQ(cli.options().number, 9);
+    EXPECT_EQ(cli.options().min_time, 0.0);
+  }
+  for (const auto& argv : std::vector<std::vector<std::string>>{{"toy", "--number", "9", "--min-time", "0.2"},
+                                                                {"toy", "--min-time", "-1"},
+                                                                {"toy", "--min-time", "abc"}}) {
+    BenchCli cli = make_cli();
+    Args a(argv);
+    testing::internal::CaptureStderr();
+    const auto rc = cli.parse(a.argc(), a.argv(), {});
+    const std::string err = testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(rc.has_value()) << argv.back();
+    EXPECT_EQ(*rc, 2);
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_NE(err.find("--min-time"), std::string::npos) << err;
+  }
+}
+
+TEST(BenchCli, MinTimeDoesNotChangeTheUniqueId) {
+  EXPECT_EQ(uid_of({"toy"}), uid_of({"toy", "--min-time", "0.3"}));
 }
 
 }  // namespace

@@ -162,5 +162,107 @@ TEST(TrainLoop, OnIterationSeesEveryIterationInOrder) {
   EXPECT_EQ(seen, (std::vector<long>{0, 1, 2, 3, 4, 5}));
 }
 
+TEST(TrainLoop, MinTimeCalibratesNumberWithUntimedProbeIterations) {
+  LoopConfig cfg;
+  cfg.repeat = 4;
+  cfg.number = 3;  // ignored: calibrated
+  cfg.warmup = 1;
+  cfg.min_time = 0.2;
+  cfg.now = &fake_now;
+  int syncs = 0;
+  cfg.sync = [&] { ++syncs; };
+  std::vector<long> seen;
+  cfg.on_iteration = [&](long i, const Iteration&) { seen.push_back(i); };
+  LoopResult r;
+  TrainLoop(cfg).run(
+      [&](Iteration& it) {
+        it.compute([] { advance(0.004); });  // 4 ms per iteration
+        it.set_loss([] { return 1.0; });
+      },
+      r);
+  ASSERT_TRUE(r.calibration.has_value());
+  // Probe rounds 1, 2, 4 (16 ms < 20 ms), 8 (32 ms): 15 iterations; ceil(0.2 / 0.004) = 50.
+  EXPECT_EQ(r.calibration->probe_iterations, 15);
+  EXPECT_DOUBLE_EQ(r.calibration->seconds_per_iteration, 0.004);
+  EXPECT_EQ(r.calibration->number, 50);
+  EXPECT_EQ(r.number, 50);
+  EXPECT_EQ(r.iterations, 15 + 4 * 50);
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(r.iterations));
+  // Probe and warm-up iterations are in no statistic; the warm-up observation is counted.
+  EXPECT_EQ(r.iteration.count(), 150u);
+  EXPECT_EQ(r.calibration->refinements, 1);  // the warm-up observation confirmed 50
+  EXPECT_EQ(r.stall_json()["warmup_iterations"], 50);
+  EXPECT_EQ(r.batch_loss.size(), 100u);  // the last 100 of the timed iterations only
+  ASSERT_EQ(r.observations.size(), 4u);
+  for (double o : r.observations) EXPECT_NEAR(o, 0.2, 1e-9);
+  EXPECT_EQ(r.kept_observations().size(), 3u);
+  EXPECT_NEAR(r.chrono.stage("train").mean(), 0.2, 1e-9);
+  EXPECT_GE(syncs, 8);  // each probe round is synchronised at both edges
+}
+
+TEST(TrainLoop, WarmupObservationsRefineANumberTheSlowStartMisjudged) {
+  // The first 4 iterations take 1/64 s (a pipeline filling, cold caches), the rest
+  // 1/256 s: binary fractions, so every sum below is exact.
+  LoopConfig cfg;
+  cfg.repeat = 5;
+  cfg.warmup = 2;
+  cfg.min_time = 0.25;
+  cfg.now = &fake_now;
+  long index = 0;
+  LoopResult r;
+  TrainLoop(cfg).run(
+      [&](Iteration& it) {
+        it.compute([&] { advance(index++ < 4 ? 1.0 / 64 : 1.0 / 256); });
+      },
+      r);
+  ASSERT_TRUE(r.calibration.has_value());
+  // Probe: 1 slow (< 10% of 0.25 s), then 2 slow (1/32 s): number ceil(0.25 * 64) = 16.
+  EXPECT_EQ(r.calibration->probe_iterations, 3);
+  // Warm-up 1: 1 slow + 15 fast = 19/256 s over 16 -> ceil(0.25 * 4096 / 19) = 54.
+  // Warm-up 2: 54 fast -> 1/256 s each -> 64, the number of every kept observation.
+  EXPECT_EQ(r.calibration->refinements, 2);
+  EXPECT_EQ(r.calibration->number, 64);
+  EXPECT_EQ(r.number, 64);
+  EXPECT_DOUBLE_EQ(r.calibration->seconds_per_iteration, 1.0 / 256);
+  ASSERT_EQ(r.observations.size(), 5u);
+  EXPECT_DOUBLE_EQ(r.observations[0], 19.0 / 256);
+  EXPECT_DOUBLE_EQ(r.observations[1], 54.0 / 256);
+  for (double o : r.kept_observations()) EXPECT_DOUBLE_EQ(o, 0.25);
+  EXPECT_EQ(r.warmup_iterations, 16 + 54);
+  EXPECT_EQ(r.stall_json()["warmup_iterations"], 70);
+  EXPECT_EQ(r.iteration.count(), 3u * 64u);
+  EXPECT_EQ(r.iterations, 3 + 70 + 3 * 64);
+  EXPECT_DOUBLE_EQ(r.chrono.stage("train").mean(), 0.25);
+}
+
+TEST(TrainLoop, WithoutMinTimeTheNumberIsKeptAndNotCalibrated) {
+  LoopConfig cfg;
+  cfg.repeat = 3;
+  cfg.number = 7;
+  cfg.now = &fake_now;
+  LoopResult r;
+  TrainLoop(cfg).run([](Iteration& it) { it.compute([] { advance(0.001); }); }, r);
+  EXPECT_FALSE(r.calibration.has_value());
+  EXPECT_EQ(r.number, 7);
+  EXPECT_EQ(r.iterations, 21);
+  ASSERT_EQ(r.observations.size(), 3u);
+  EXPECT_NEAR(r.observations[0], 0.007, 1e-9);
+}
+
+TEST(TrainLoop, NonFiniteLossInTheProbeEndsTheRun) {
+  LoopConfig cfg;
+  cfg.repeat = 2;
+  cfg.min_time = 0.1;
+  cfg.now = &fake_now;
+  LoopResult r;
+  EXPECT_THROW(TrainLoop(cfg).run(
+                   [](Iteration& it) {
+                     advance(0.01);
+                     it.set_loss([] { return std::nan(""); });
+                   },
+                   r),
+               NonFiniteLoss);
+}
+
 }  // namespace
 }  // namespace mlbench::core

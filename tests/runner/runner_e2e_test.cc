@@ -428,3 +428,43 @@ TEST_F(RunnerE2E, DatasetJobsFailClearlyWhenDatagenIsMissingOrFails) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(reports("needs").at(0)["reason"], "dataset tiny: mlbench-datagen: error: disk full");
 }
+
+// Issue 15: the runner adds what else used the slot's CPUs to every report it
+// finishes (a FAIL one too), and a --min-time run records its calibration.
+TEST_F(RunnerE2E, ReportsCarryInterferenceAndCalibration) {
+  std::string why;
+  const bool cg = cgroups_usable(&why);
+  const std::string j = jobs(R"([
+    {"name": "busy", "cmd": "FAKE", "args": {"--burn": 0.2, "--repeat": 2, "--number": 1}, "cgroup": "student"},
+    {"name": "timed", "cmd": "FAKE", "args": {"--sleep": 0.005, "--repeat": 3, "--min-time": 0.03}, "cgroup": "student"},
+    {"name": "nan", "cmd": "FAKE", "args": {"--nan-loss": ""}, "cgroup": "student"}])");
+  const Result r = runner("--jobs " + j + " --slots 1" + (cg ? "" : " --no-cgroup"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // the nan job fails
+  for (const std::string job : {"busy", "timed", "nan"}) {
+    const auto reps = reports(job);
+    ASSERT_EQ(reps.size(), 1u) << job;
+    const json& rep = reps[0];
+    ASSERT_TRUE(rep.contains("interference")) << job << ": " << rep.dump();
+    const json& in = rep["interference"];
+    ASSERT_TRUE(in.is_object()) << job << ": " << in.dump();
+    for (const char* key : {"slot_cpus", "wall_s", "own_cpu_s", "other_cpu_s", "other_cpu_pct", "steal_pct",
+                            "loadavg_start", "loadavg_end", "probe_before_s", "probe_after_s", "probe_drift_pct"}) {
+      EXPECT_TRUE(in.contains(key)) << job << " lacks " << key;
+    }
+    EXPECT_FALSE(in["slot_cpus"].empty()) << job;
+    EXPECT_GT(in["wall_s"].get<double>(), 0.0) << job;
+    EXPECT_GT(in["probe_before_s"].get<double>(), 0.0) << job;
+    EXPECT_GT(in["probe_after_s"].get<double>(), 0.0) << job;
+    EXPECT_GE(in["other_cpu_pct"].get<double>(), 0.0) << job;
+    EXPECT_EQ(in["own_cpu_s"], rep["resources"]["cpu_seconds"]) << job;
+    ASSERT_TRUE(rep.contains("stability")) << job;
+  }
+  // fakebench burned CPU (for 2 x 0.2 s of wall time, less CPU time on a loaded machine): its own time.
+  EXPECT_GT(reports("busy")[0]["interference"]["own_cpu_s"].get<double>(), 0.0);
+  EXPECT_EQ(reports("nan")[0]["completed"], false);
+  const json timed = reports("timed")[0];
+  EXPECT_EQ(timed["min_time"], 0.03);
+  ASSERT_TRUE(timed["calibration"].is_object()) << timed.dump();
+  EXPECT_EQ(timed["number"], timed["calibration"]["number"]);
+  EXPECT_TRUE(reports("busy")[0]["calibration"].is_null());
+}
