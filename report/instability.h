@@ -9,15 +9,16 @@
 #include <span>
 #include <vector>
 
+#include "core/stability.h"
 #include "report/report_model.h"
 
 namespace mlbench::report {
 
 // A timed observation shorter than this is too short to time reliably: the same
 // minimum as the benchmarks' own `stability.short_observations` (core's
-// kShortObservationS, half of --min-time's default of 0.2 s; keep the two equal).
+// kShortObservationS, half of --min-time's default of 0.2 s: one constant).
 // Only used for reports without a `stability` field.
-inline constexpr double kMinObservationS = 0.1;
+inline constexpr double kMinObservationS = core::kShortObservationS;
 // Other processes' CPU time on the slot's CPUs, in percent of the slot's CPU time,
 // above which a pass counts as disturbed ("other load").
 inline constexpr double kOtherLoadPct = 10.0;
