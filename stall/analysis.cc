@@ -212,7 +212,7 @@ SplitNoise split_noise(double G, double P, double F_obs, double cv_G, double cv_
 namespace mlbench::stall {
 namespace {
 
-enum class Cause { HitRate, PageCache, Serial, Unknown };
+enum class Cause { CachedFraction, PageCache, Serial, Unknown };
 
 std::string pct_list(const std::vector<CheckPoint>& points) {
   std::string out;
@@ -223,7 +223,7 @@ std::string pct_list(const std::vector<CheckPoint>& points) {
 }
 
 Cause cause_of(const CheckPoint& p, double need) {
-  if (p.hit_rate >= 0 && std::abs(p.hit_rate - p.x) > kHitRateTolerance) return Cause::HitRate;
+  if (p.cached_fraction >= 0 && std::abs(p.cached_fraction - p.x) > kCachedFractionTolerance) return Cause::CachedFraction;
   if (p.page_cache_fraction > kPageCacheTolerance) return Cause::PageCache;
   const double ratio = std::max(p.fetch, need) / std::min(p.fetch, need);
   if (p.measured < p.predicted && ratio <= kComparableRates) return Cause::Serial;
@@ -233,13 +233,13 @@ Cause cause_of(const CheckPoint& p, double need) {
 std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double need) {
   std::string values;
   switch (c) {
-    case Cause::HitRate:
+    case Cause::CachedFraction:
       for (const auto& p : points) {
-        values += fmt::format("{}{:.0f}% of reads at {:.0f}%", values.empty() ? "" : ", ", 100 * p.hit_rate, 100 * p.x);
+        values += fmt::format("{}{:.0f}% of the dataset in the run at {:.0f}%", values.empty() ? "" : ", ",
+                              100 * p.cached_fraction, 100 * p.x);
       }
-      return fmt::format("the item cache served {} (its hits in the run), not the fraction the what-if assumes: "
-                         "those runs did not measure the cache the model is about (is the cache's capacity in bytes "
-                         "smaller than the fraction asked for?)",
+      return fmt::format("the item cache held {}, not the fraction the what-if assumes: those runs did not measure "
+                         "the cache the model is about",
                          values);
     case Cause::PageCache:
       for (const auto& p : points) {
@@ -260,7 +260,7 @@ std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double ne
                          values, need, kComparableRates);
     case Cause::Unknown: break;
   }
-  return fmt::format("none the analyzer can tell at {} (the item cache's hit rate and the page cache were as "
+  return fmt::format("none the analyzer can tell at {} (the item cache and the page cache held what they should, "
                      "intended, and fetch and prep are not comparable): the machine's speed may have changed "
                      "between runs; rerun, or raise --iterations",
                      pct_list(points));

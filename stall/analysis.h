@@ -107,9 +107,9 @@ namespace mlbench::stall {
 // does not describe this pipeline, and no recommendation comes from its curve.
 constexpr double kSelfCheckThresholdPct = 5.0;
 
-// The item cache's hit rate must be within this (absolute) of x for a run to
-// measure the cache the what-if is about.
-constexpr double kHitRateTolerance = 0.05;
+// The share of the dataset the item cache held in a run must be within this
+// (absolute) of x for the run to measure the cache the what-if is about.
+constexpr double kCachedFractionTolerance = 0.05;
 // A cache run reads under --drop-after-read: more of the dataset than this in
 // the page cache after it means misses were partly served from memory.
 constexpr double kPageCacheTolerance = 0.10;
@@ -122,7 +122,7 @@ struct CheckPoint {
   double measured = 0;   // samples/s
   double predicted = 0;  // the what-if at x
   double fetch = 0;      // F(x)
-  double hit_rate = -1;            // item-cache hits / (hits + misses) in the run; < 0: not reported
+  double cached_fraction = -1;      // items the item cache held / dataset items in the run; < 0: not reported
   double page_cache_fraction = -1;  // dataset resident in the page cache after the run; < 0: not known
   double error_pct() const;        // 100 * relative_error(predicted, measured)
 };
@@ -140,7 +140,7 @@ struct SelfCheck {
 
 // Checks the points with 0 < x < 1 (others are ignored) against the what-if
 // built from P and G, and names the likely cause of a misfit from the runs'
-// own measurements, in this order: the item cache's hit rate was not x; the
+// own measurements, in this order: the item cache did not hold x; the
 // page cache held part of the dataset; fetch F(x) and min(P, G) within a
 // factor of kComparableRates with the speed below the prediction (workers that
 // fetch and then prep each sample add the two times, the overlap model takes

@@ -53,14 +53,15 @@ std::vector<std::string> skipped_sample_warnings(const std::map<std::string, Run
                   total, listed)};
 }
 
-// Item-cache hits / reads in a run's pipeline report; -1 when it has no cache block.
-double item_cache_hit_rate(const RunOutcome& r) {
+// The share of the dataset's `items` that the item cache of a run's pipeline
+// report held at its end; -1 when the report has no cache block. Not its hit
+// count: that includes the first epoch, which fills the cache and only misses.
+double item_cache_fraction(const RunOutcome& r, std::size_t items) {
   const nlohmann::json& p = r.report.contains("pipeline") ? r.report["pipeline"] : nlohmann::json();
-  if (!p.is_object() || !p.contains("cache") || !p["cache"].is_object()) return -1;
+  if (!p.is_object() || !p.contains("cache") || !p["cache"].is_object() || items == 0) return -1;
   const auto& c = p["cache"];
-  if (!c.contains("hits") || !c["hits"].is_number() || !c.contains("misses") || !c["misses"].is_number()) return -1;
-  const double hits = c["hits"].get<double>(), reads = hits + c["misses"].get<double>();
-  return reads > 0 ? hits / reads : -1;
+  if (!c.contains("items") || !c["items"].is_number()) return -1;
+  return c["items"].get<double>() / static_cast<double>(items);
 }
 
 }  // namespace
@@ -118,7 +119,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     max_err = std::max(max_err, err);
     sum_err += err;
     measured.push_back({{"x", x}, {"measured", r.rate}, {"predicted", pred}, {"error_pct", err}});
-    check_points.push_back({x, r.rate, pred, fetch_rate(x, C, S), item_cache_hit_rate(r),
+    check_points.push_back({x, r.rate, pred, fetch_rate(x, C, S), item_cache_fraction(r, ctx.items),
                             r.after.pages ? r.after.fraction() : -1.0});
   }
   const SelfCheck check = self_check(check_points, P, G);
@@ -133,7 +134,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                           {"predicted", p.predicted},
                           {"error_pct", p.error_pct()},
                           {"off", p.error_pct() > check.threshold_pct},
-                          {"item_cache_hit_rate", p.hit_rate >= 0 ? nlohmann::json(p.hit_rate) : nlohmann::json()},
+                          {"item_cache_fraction",
+                           p.cached_fraction >= 0 ? nlohmann::json(p.cached_fraction) : nlohmann::json()},
                           {"page_cache_fraction_after",
                            p.page_cache_fraction >= 0 ? nlohmann::json(p.page_cache_fraction) : nlohmann::json()}});
   }
@@ -263,7 +265,7 @@ std::string console_summary(const nlohmann::json& r) {
   }
   const auto& rec = r["recommendation"];
   if (rec.value("withheld", false)) {
-    out += fmt::format("\nrecommended cache: none (the what-if failed its self-check)\nrecommended CPUs:  none (idem)\n"
+    out += fmt::format("\nrecommended cache: none (the what-if failed its self-check)\nrecommended CPUs:  none (from the same curve)\n"
                        "verdict: {}\n",
                        rec["verdict"].get<std::string>());
   } else {

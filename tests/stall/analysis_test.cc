@@ -230,16 +230,16 @@ TEST(SelfCheck, WithinThresholdPassesAndKeepsTheRecommendation) {
 }
 
 TEST(SelfCheck, OtherCausesAreNamedFromTheRunsOwnMeasurements) {
-  // The item cache served 30% of reads in the 50% run.
-  std::vector<CheckPoint> hit = issue14_points();
-  hit[2].hit_rate = 0.30;
-  const SelfCheck h = self_check(hit, 4328, 1e6);
-  EXPECT_NE(h.cause.find("the item cache served 30% of reads at 50%"), std::string::npos) << h.cause;
+  // The item cache held 30% of the dataset in the 50% run.
+  std::vector<CheckPoint> held = issue14_points();
+  held[2].cached_fraction = 0.30;
+  const SelfCheck h = self_check(held, 4328, 1e6);
+  EXPECT_NE(h.cause.find("the item cache held 30% of the dataset in the run at 50%"), std::string::npos) << h.cause;
   EXPECT_NE(h.cause.find("serial workers"), std::string::npos) << "the 75% point keeps its cause: " << h.cause;
   // The page cache held 40% of the dataset after the 75% run.
   std::vector<CheckPoint> page = issue14_points();
   page[3].page_cache_fraction = 0.40;
-  page[3].hit_rate = 0.75;
+  page[3].cached_fraction = 0.75;
   const SelfCheck p = self_check(page, 4328, 1e6);
   EXPECT_NE(p.cause.find("the OS page cache held part of the dataset (40% after the run at 75%)"), std::string::npos)
       << p.cause;

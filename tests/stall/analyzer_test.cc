@@ -85,7 +85,7 @@ TEST(Analyzer, SelfCheckOffByEighteenPercentWithholdsTheRecommendation) {
   EXPECT_EQ(c["points"][1]["off"], true);   // 50%: 18.5%
   EXPECT_EQ(c["points"][2]["off"], true);   // 75%: 20.6%
   EXPECT_NEAR(c["points"][1]["predicted"].get<double>(), 3777, 1);
-  EXPECT_TRUE(c["points"][1]["item_cache_hit_rate"].is_null());
+  EXPECT_TRUE(c["points"][1]["item_cache_fraction"].is_null());
   EXPECT_NE(c["cause"].get<std::string>().find("serial workers"), std::string::npos) << c["cause"];
   EXPECT_EQ(rec.at("withheld"), true);
   const std::string text = console_summary(r);
@@ -110,17 +110,18 @@ TEST(Analyzer, SelfCheckWithinFivePercentKeepsTheRecommendation) {
   EXPECT_NE(console_summary(r).find("recommended cache: 57% of the dataset"), std::string::npos);
 }
 
-TEST(Analyzer, SelfCheckReadsTheRunsHitRateAndPageCache) {
+TEST(Analyzer, SelfCheckReadsWhatTheRunsCachesHeld) {
   auto runs = issue14_runs(3187, 4200);
-  runs["cache-0.50"].report["pipeline"]["cache"] = {{"hits", 300}, {"misses", 700}};
+  // 100 items (context()); the hits include the filling epoch's misses, so they are not read.
+  runs["cache-0.50"].report["pipeline"]["cache"] = {{"items", 30}, {"hits", 90}, {"misses", 310}};
   runs["cache-0.50"].after = Residency{1000, 50};
-  runs["cache-0.75"].report["pipeline"]["cache"] = {{"hits", 750}, {"misses", 250}};
+  runs["cache-0.75"].report["pipeline"]["cache"] = {{"items", 75}, {"hits", 225}, {"misses", 175}};
   const auto r = analyze(context(), runs, RawRates{});
   const auto& p = r["self_check"]["points"];
-  EXPECT_DOUBLE_EQ(p[1]["item_cache_hit_rate"].get<double>(), 0.3);
+  EXPECT_DOUBLE_EQ(p[1]["item_cache_fraction"].get<double>(), 0.3);
   EXPECT_DOUBLE_EQ(p[1]["page_cache_fraction_after"].get<double>(), 0.05);
-  EXPECT_DOUBLE_EQ(p[2]["item_cache_hit_rate"].get<double>(), 0.75);
-  EXPECT_NE(r["self_check"]["cause"].get<std::string>().find("the item cache served 30% of reads at 50%"),
+  EXPECT_DOUBLE_EQ(p[2]["item_cache_fraction"].get<double>(), 0.75);
+  EXPECT_NE(r["self_check"]["cause"].get<std::string>().find("the item cache held 30% of the dataset in the run at 50%"),
             std::string::npos)
       << r["self_check"]["cause"];
 }
