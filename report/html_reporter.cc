@@ -188,7 +188,11 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
     if (!b.analysis || (b.analysis->split_svg.empty() && b.analysis->whatif_svg.empty())) continue;
     if (!any) out << "<h2>Stall analyses (mlbench-stall)</h2>\n";
     any = true;
-    out << "<h3>" << core::html_escape(b.name) << "</h3><div class=\"stall-charts\">";
+    out << "<h3>" << core::html_escape(b.name) << "</h3>";
+    if (const auto& c = b.analysis->self_check; c.is_object() && c.contains("text") && c["text"].is_string()) {
+      out << "<p class=\"note\">" << core::html_escape(c["text"].get<std::string>()) << "</p>";
+    }
+    out << "<div class=\"stall-charts\">";
     for (const auto& [svg, what] : {std::pair{&b.analysis->split_svg, "split"}, {&b.analysis->whatif_svg, "what-if"}}) {
       if (svg->empty()) continue;
       out << fmt::format("<img alt=\"{} chart of {}\" src=\"data:image/svg+xml;base64,{}\">", what,

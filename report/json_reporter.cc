@@ -36,6 +36,7 @@ nlohmann::json bench_json(const BenchResult& b) {
                 {"prep_pct", number_or_null(b.analysis->prep_pct)},
                 {"fetch_pct", number_or_null(b.analysis->fetch_pct)},
                 {"rates", b.analysis->rates},
+                {"self_check", b.analysis->self_check},
                 {"has_split_svg", !b.analysis->split_svg.empty()},
                 {"has_whatif_svg", !b.analysis->whatif_svg.empty()}};
   }

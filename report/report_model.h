@@ -38,6 +38,7 @@ struct StallAnalysis {
   double prep_pct = kNaN;     // (T_P - T_G) / T_cold
   double fetch_pct = kNaN;    // (T_cold - T_P) / T_cold
   nlohmann::json rates;       // {"G","P","F_obs","C","S"} as written
+  nlohmann::json self_check;  // the what-if's self-check as written; null in results older than issue 14
   std::string split_svg;      // contents of split.svg ("" when absent)
   std::string whatif_svg;     // contents of whatif.svg ("" when absent)
 };

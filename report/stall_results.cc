@@ -40,6 +40,7 @@ StallAnalysis parse_stall_json(const nlohmann::json& j, const std::string& sourc
   a.prep_pct = pct(j["split"], "prep_pct", source);
   a.fetch_pct = pct(j["split"], "fetch_pct", source);
   if (j.contains("rates")) a.rates = j["rates"];
+  if (j.contains("self_check") && j["self_check"].is_object()) a.self_check = j["self_check"];
   return a;
 }
 

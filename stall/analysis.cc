@@ -208,3 +208,113 @@ SplitNoise split_noise(double G, double P, double F_obs, double cv_G, double cv_
 }
 
 }  // namespace mlbench::stall
+
+namespace mlbench::stall {
+namespace {
+
+enum class Cause { CachedFraction, PageCache, Serial, Unknown };
+
+std::string pct_list(const std::vector<CheckPoint>& points) {
+  std::string out;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    out += fmt::format("{}{:.0f}%", i == 0 ? "" : (i + 1 == points.size() ? " and " : ", "), 100 * points[i].x);
+  }
+  return out;
+}
+
+Cause cause_of(const CheckPoint& p, double need) {
+  if (p.cached_fraction >= 0 && std::abs(p.cached_fraction - p.x) > kCachedFractionTolerance) return Cause::CachedFraction;
+  if (p.page_cache_fraction > kPageCacheTolerance) return Cause::PageCache;
+  const double ratio = std::max(p.fetch, need) / std::min(p.fetch, need);
+  if (p.measured < p.predicted && ratio <= kComparableRates) return Cause::Serial;
+  return Cause::Unknown;
+}
+
+std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double need) {
+  std::string values;
+  switch (c) {
+    case Cause::CachedFraction:
+      for (const auto& p : points) {
+        values += fmt::format("{}{:.0f}% of the dataset in the run at {:.0f}%", values.empty() ? "" : ", ",
+                              100 * p.cached_fraction, 100 * p.x);
+      }
+      return fmt::format("the item cache held {}, not the fraction the what-if assumes: those runs did not measure "
+                         "the cache the model is about",
+                         values);
+    case Cause::PageCache:
+      for (const auto& p : points) {
+        values += fmt::format("{}{:.0f}% after the run at {:.0f}%", values.empty() ? "" : ", ",
+                              100 * p.page_cache_fraction, 100 * p.x);
+      }
+      return fmt::format("the OS page cache held part of the dataset ({}): misses were partly read from memory, not "
+                         "storage, while the model sends every miss to storage at S and every hit to the item cache",
+                         values);
+    case Cause::Serial:
+      for (const auto& p : points) {
+        values += fmt::format("{}F({:.2f}) = {:.0f}/s", values.empty() ? "" : ", ", p.x, p.fetch);
+      }
+      return fmt::format("fetch and prep are comparable ({} against min(P, G) = {:.0f}/s, within a factor of {:.0f}) "
+                         "and the speed is below the prediction: the model takes the smaller rate as if fetch and prep "
+                         "overlapped, but workers that fetch and then prep each sample in turn add the two times "
+                         "(serial workers), so the overlap model does not hold for this loader here",
+                         values, need, kComparableRates);
+    case Cause::Unknown: break;
+  }
+  return fmt::format("none the analyzer can tell at {} (the item cache and the page cache held what they should, "
+                     "intended, and fetch and prep are not comparable): the machine's speed may have changed "
+                     "between runs; rerun, or raise --iterations",
+                     pct_list(points));
+}
+
+}  // namespace
+
+double CheckPoint::error_pct() const { return 100 * relative_error(predicted, measured); }
+
+SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G, double threshold_pct) {
+  SelfCheck c;
+  c.threshold_pct = threshold_pct;
+  for (const CheckPoint& p : points) {
+    if (p.x > 0 && p.x < 1) c.points.push_back(p);
+  }
+  std::sort(c.points.begin(), c.points.end(), [](const CheckPoint& a, const CheckPoint& b) { return a.x < b.x; });
+  c.ran = !c.points.empty();
+  if (!c.ran) {
+    c.text = "not self-checked: no cache fraction between 0 and 1 was measured (--cache-fracs)";
+    return c;
+  }
+  const CheckPoint* worst = &c.points.front();
+  for (const CheckPoint& p : c.points) {
+    if (p.error_pct() > worst->error_pct()) worst = &p;
+    if (p.error_pct() > threshold_pct) c.off.push_back(p);
+  }
+  c.max_error_pct = worst->error_pct();
+  c.passed = c.off.empty();
+  if (c.passed) {
+    c.text = fmt::format("self-check passed: the what-if is within {:.0f}% of every measured cache fraction "
+                         "(largest error {:.1f}%, at {:.0f}%)",
+                         threshold_pct, c.max_error_pct, 100 * worst->x);
+    return c;
+  }
+  const double need = std::min(P, G);
+  std::map<Cause, std::vector<CheckPoint>> by_cause;
+  for (const CheckPoint& p : c.off) by_cause[cause_of(p, need)].push_back(p);
+  for (const auto& [cause, pts] : by_cause) {
+    c.cause += (c.cause.empty() ? "" : "; ") + cause_text(cause, pts, need);
+  }
+  std::string listed;
+  for (const CheckPoint& p : c.off) {
+    listed += fmt::format("{}{:.0f}% cached: measured {:.0f}/s, predicted {:.0f}/s, {:.1f}% off",
+                          listed.empty() ? "" : "; ", 100 * p.x, p.measured, p.predicted, p.error_pct());
+  }
+  c.text = fmt::format("self-check failed: the what-if is more than {:.0f}% off at {} ({}); likely cause: {}",
+                       threshold_pct, pct_list(c.off), listed, c.cause);
+  return c;
+}
+
+Verdict checked_verdict(const Verdict& v, const SelfCheck& check) {
+  if (check.passed) return Verdict{v.bound, v.text + "; " + check.text};
+  return Verdict{v.bound, fmt::format("{}: no recommendation from the what-if, which does not fit this machine; {}",
+                                      to_string(v.bound), check.text)};
+}
+
+}  // namespace mlbench::stall

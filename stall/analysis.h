@@ -100,6 +100,62 @@ double relative_error(double predicted, double measured);
 
 namespace mlbench::stall {
 
+// The self-check: the what-if against the runs with a never-evicting cache
+// holding fraction x, 0 < x < 1. The ends are not checked: x = 0 is the cold
+// run and x = 1 the cached one, the rates the model is built from. A point
+// more than this far off (|predicted - measured| / measured) means the model
+// does not describe this pipeline, and no recommendation comes from its curve.
+constexpr double kSelfCheckThresholdPct = 5.0;
+
+// The share of the dataset the item cache held in a run must be within this
+// (absolute) of x for the run to measure the cache the what-if is about.
+constexpr double kCachedFractionTolerance = 0.05;
+// A cache run reads under --drop-after-read: more of the dataset than this in
+// the page cache after it means misses were partly served from memory.
+constexpr double kPageCacheTolerance = 0.10;
+// Rates closer than this factor: the stages' overlap (or its absence) decides the speed.
+constexpr double kComparableRates = 2.0;
+
+// One measured cache fraction, with what the run itself reported.
+struct CheckPoint {
+  double x = 0;
+  double measured = 0;   // samples/s
+  double predicted = 0;  // the what-if at x
+  double fetch = 0;      // F(x)
+  double cached_fraction = -1;      // items the item cache held / dataset items in the run; < 0: not reported
+  double page_cache_fraction = -1;  // dataset resident in the page cache after the run; < 0: not known
+  double error_pct() const;        // 100 * relative_error(predicted, measured)
+};
+
+struct SelfCheck {
+  bool ran = false;     // at least one point with 0 < x < 1 was measured
+  bool passed = true;   // every checked point within threshold_pct (true when not ran)
+  double max_error_pct = 0;
+  double threshold_pct = kSelfCheckThresholdPct;
+  std::vector<CheckPoint> points;  // the checked points (0 < x < 1), by x
+  std::vector<CheckPoint> off;     // those beyond threshold_pct
+  std::string cause;               // the likely cause in words; "" when passed
+  std::string text;                // one line for the verdict
+};
+
+// Checks the points with 0 < x < 1 (others are ignored) against the what-if
+// built from P and G, and names the likely cause of a misfit from the runs'
+// own measurements, in this order: the item cache did not hold x; the
+// page cache held part of the dataset; fetch F(x) and min(P, G) within a
+// factor of kComparableRates with the speed below the prediction (workers that
+// fetch and then prep each sample add the two times, the overlap model takes
+// the smaller rate); else none that the analyzer can tell.
+SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G,
+                     double threshold_pct = kSelfCheckThresholdPct);
+
+// The verdict after the self-check: unchanged when it passed or did not run;
+// else the bound, the points off and the cause, and no recommendation.
+Verdict checked_verdict(const Verdict& v, const SelfCheck& check);
+
+}  // namespace mlbench::stall
+
+namespace mlbench::stall {
+
 // Run-to-run noise of the split: the largest change of each share (percentage
 // points) when each rate moves by +-1 relative sd (all 8 sign combinations).
 struct SplitNoise {

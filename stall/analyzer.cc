@@ -53,6 +53,17 @@ std::vector<std::string> skipped_sample_warnings(const std::map<std::string, Run
                   total, listed)};
 }
 
+// The share of the dataset's `items` that the item cache of a run's pipeline
+// report held at its end; -1 when the report has no cache block. Not its hit
+// count: that includes the first epoch, which fills the cache and only misses.
+double item_cache_fraction(const RunOutcome& r, std::size_t items) {
+  const nlohmann::json& p = r.report.contains("pipeline") ? r.report["pipeline"] : nlohmann::json();
+  if (!p.is_object() || !p.contains("cache") || !p["cache"].is_object() || items == 0) return -1;
+  const auto& c = p["cache"];
+  if (!c.contains("items") || !c["items"].is_number()) return -1;
+  return c["items"].get<double>() / static_cast<double>(items);
+}
+
 }  // namespace
 
 nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, RunOutcome>& runs, const RawRates& raw) {
@@ -86,7 +97,6 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   const auto cache_rec = recommended_cache(P, G, C, S, exposed);
   const double need_rate = std::min(fetch_rate(cache_rec.value_or(1.0), C, S), G);
   const auto cores_rec = recommended_cores(p_by_cores, need_rate * 0.98);  // 2%: within run-to-run noise
-  const Verdict v = verdict(s, cache_rec, cores_rec, ctx.cores_now);
 
   std::vector<double> xs;
   for (int i = 0; i <= 20; ++i) xs.push_back(i / 20.0);
@@ -100,6 +110,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   for (std::string& w : skipped_sample_warnings(runs)) warnings.push_back(std::move(w));
   nlohmann::json measured = nlohmann::json::array();
   double max_err = 0, sum_err = 0;
+  std::vector<CheckPoint> check_points;
   for (const auto& [label, r] : runs) {
     if (label.rfind("cache-", 0) != 0) continue;
     const double x = std::stod(label.substr(6));
@@ -108,6 +119,25 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     max_err = std::max(max_err, err);
     sum_err += err;
     measured.push_back({{"x", x}, {"measured", r.rate}, {"predicted", pred}, {"error_pct", err}});
+    check_points.push_back({x, r.rate, pred, fetch_rate(x, C, S), item_cache_fraction(r, ctx.items),
+                            r.after.pages ? r.after.fraction() : -1.0});
+  }
+  const SelfCheck check = self_check(check_points, P, G);
+  // A curve that misses the measured speed recommends nothing: the cache
+  // fraction comes from it, and the CPU count from the speed it promises.
+  const bool withheld = !check.passed;
+  const Verdict v = checked_verdict(verdict(s, cache_rec, cores_rec, ctx.cores_now), check);
+  nlohmann::json check_json = nlohmann::json::array();
+  for (const CheckPoint& p : check.points) {
+    check_json.push_back({{"x", p.x},
+                          {"measured", p.measured},
+                          {"predicted", p.predicted},
+                          {"error_pct", p.error_pct()},
+                          {"off", p.error_pct() > check.threshold_pct},
+                          {"item_cache_fraction",
+                           p.cached_fraction >= 0 ? nlohmann::json(p.cached_fraction) : nlohmann::json()},
+                          {"page_cache_fraction_after",
+                           p.page_cache_fraction >= 0 ? nlohmann::json(p.page_cache_fraction) : nlohmann::json()}});
   }
 
   nlohmann::json storage_whatif = nlohmann::json::array();
@@ -162,12 +192,25 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                      : std::string()}}},
       {"prep_by_cores", sweep},
       {"recommendation",
-       {{"cache_fraction", cache_rec ? nlohmann::json(*cache_rec) : nlohmann::json()},
-        {"cores", cores_rec ? nlohmann::json(*cores_rec) : nlohmann::json()},
+       {{"cache_fraction", cache_rec && !withheld ? nlohmann::json(*cache_rec) : nlohmann::json()},
+        {"cores", cores_rec && !withheld ? nlohmann::json(*cores_rec) : nlohmann::json()},
+        {"withheld", withheld},
         {"bound", to_string(v.bound)},
         {"verdict", v.text}}},
+      {"self_check",
+       {{"passed", check.ran ? nlohmann::json(check.passed) : nlohmann::json()},
+        {"max_error_pct", check.ran ? nlohmann::json(check.max_error_pct) : nlohmann::json()},
+        {"threshold_pct", check.threshold_pct},
+        {"points", check_json},
+        {"cause", check.cause.empty() ? nlohmann::json() : nlohmann::json(check.cause)},
+        {"text", check.text}}},
       {"whatif",
-       {{"curve", curve},
+       {{"model", "overlap"},
+        {"model_formula", exposed > 0 ? "1 / (max(1/F(x), 1/P, 1/G) + (1 - x) e): fetch overlaps prep and compute, "
+                                        "e = fetch time per miss the cold run did not hide"
+                                      : "min(F(x), P, G): fetch overlaps prep and compute"},
+        {"cache", "item cache"},
+        {"curve", curve},
         {"measured", measured},
         {"exposed_fetch_us", 1e6 * exposed},
         {"max_error_pct", measured.empty() ? nlohmann::json() : nlohmann::json(max_err)},
@@ -216,12 +259,22 @@ std::string console_summary(const nlohmann::json& r) {
                        100 * m["x"].get<double>(), m["measured"].get<double>(), m["predicted"].get<double>(),
                        m["error_pct"].get<double>());
   }
+  if (const auto& w = r["whatif"]; w.contains("model")) {
+    out += fmt::format("what-if model: {} ({}), for the {}\n", w["model"].get<std::string>(),
+                       w.value("model_formula", std::string()), w.value("cache", std::string()));
+  }
   const auto& rec = r["recommendation"];
-  out += fmt::format("\nrecommended cache: {}\nrecommended CPUs:  {}\nverdict: {}\n",
-                     rec["cache_fraction"].is_number() ? fmt::format("{:.0f}% of the dataset", 100 * rec["cache_fraction"].get<double>())
-                                                       : std::string("none is enough"),
-                     rec["cores"].is_number() ? std::to_string(rec["cores"].get<int>()) : std::string("more than measured"),
-                     rec["verdict"].get<std::string>());
+  if (rec.value("withheld", false)) {
+    out += fmt::format("\nrecommended cache: none (the what-if failed its self-check)\nrecommended CPUs:  none (from the same curve)\n"
+                       "verdict: {}\n",
+                       rec["verdict"].get<std::string>());
+  } else {
+    out += fmt::format("\nrecommended cache: {}\nrecommended CPUs:  {}\nverdict: {}\n",
+                       rec["cache_fraction"].is_number() ? fmt::format("{:.0f}% of the dataset", 100 * rec["cache_fraction"].get<double>())
+                                                         : std::string("none is enough"),
+                       rec["cores"].is_number() ? std::to_string(rec["cores"].get<int>()) : std::string("more than measured"),
+                       rec["verdict"].get<std::string>());
+  }
   for (const auto& w : r.value("warnings", nlohmann::json::array())) out += "warning: " + w.get<std::string>() + "\n";
   return out;
 }

@@ -203,6 +203,26 @@ TEST(ReportE2E, BadInputGivesOneLineAndNonZeroExit) {
   EXPECT_EQ(report("--help").status, 0);
 }
 
+TEST(ReportE2E, StallSelfCheckIsCarriedToJsonAndHtml) {
+  TempDir tmp;
+  const fs::path tree = tmp.path() / "out";
+  build_tree(tree);
+  write(tree / "stall" / "loader" / "stall.json",
+        R"({"bench": "loader", "split": {"compute_pct": 40.0, "prep_pct": 35.0, "fetch_pct": 25.0},
+            "self_check": {"passed": false, "max_error_pct": 20.6, "threshold_pct": 5.0, "points": [],
+                           "cause": "serial workers", "text": "self-check failed: 50% & 75% off"}})");
+  write(tree / "stall" / "loader" / "split.svg",
+        R"(<svg xmlns="http://www.w3.org/2000/svg"><rect width="5" height="5"/></svg>)");
+  const CommandResult r = report("--reports " + tree.string() + " --name fast --min-runs 3 --html " +
+                                 (tmp.path() / "r.html").string() + " --json " + (tmp.path() / "r.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(read_text(tmp.path() / "r.json"));
+  EXPECT_EQ(j["benchmarks"][0]["stall_analysis"]["self_check"]["passed"], false);
+  EXPECT_EQ(j["benchmarks"][0]["stall_analysis"]["self_check"]["cause"], "serial workers");
+  EXPECT_NE(read_text(tmp.path() / "r.html").find("<p class=\"note\">self-check failed: 50% &amp; 75% off</p>"),
+            std::string::npos);
+}
+
 TEST(ReportE2E, StallAnalysisAddsFetchPrepColumnsAndCharts) {
   TempDir tmp;
   const fs::path tree = tmp.path() / "out";
@@ -220,6 +240,7 @@ TEST(ReportE2E, StallAnalysisAddsFetchPrepColumnsAndCharts) {
   const nlohmann::json j = nlohmann::json::parse(read_text(tmp.path() / "r.json"));
   EXPECT_DOUBLE_EQ(j["benchmarks"][0]["stall_analysis"]["fetch_pct"].get<double>(), 25.0);
   EXPECT_TRUE(j["benchmarks"][0]["stall_analysis"]["has_split_svg"].get<bool>());
+  EXPECT_TRUE(j["benchmarks"][0]["stall_analysis"]["self_check"].is_null()) << "older stall.json: no self-check";
   EXPECT_TRUE(j["benchmarks"][1]["stall_analysis"].is_null());
   const std::string html = read_text(tmp.path() / "r.html");
   EXPECT_NE(html.find("data-bench=\"loader\" data-source=\"mlbench-stall\""), std::string::npos);

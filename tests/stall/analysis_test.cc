@@ -170,3 +170,93 @@ TEST(SplitNoise, ZeroNoiseZeroSpreadAndGrowsWithNoise) {
 
 }  // namespace
 }  // namespace mlbench::stall
+
+namespace mlbench::stall {
+namespace {
+
+// The issue-14 curve (70 MB/s, 2 workers): measured vs predicted img/s at
+// 0/25/50/75/100% cached; F(x) from S = 1919, C = 118,700.
+std::vector<CheckPoint> issue14_points() {
+  const double S = 1919, C = 118700;
+  const double xs[] = {0, 0.25, 0.5, 0.75, 1};
+  const double measured[] = {1905, 2522, 3187, 3590, 4104};
+  const double predicted[] = {1919, 2545, 3777, 4328, 4328};
+  std::vector<CheckPoint> out;
+  for (int i = 0; i < 5; ++i) out.push_back({xs[i], measured[i], predicted[i], fetch_rate(xs[i], C, S)});
+  return out;
+}
+
+TEST(SelfCheck, IntermediatePointsOffFailAndNameTheSerialCause) {
+  const SelfCheck c = self_check(issue14_points(), 4328, 1e6);
+  EXPECT_TRUE(c.ran);
+  EXPECT_FALSE(c.passed);
+  EXPECT_DOUBLE_EQ(c.threshold_pct, 5.0);
+  ASSERT_EQ(c.points.size(), 3u) << "0% and 100% are the runs the model is built from, not checked";
+  ASSERT_EQ(c.off.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.off[0].x, 0.5);
+  EXPECT_DOUBLE_EQ(c.off[1].x, 0.75);
+  EXPECT_NEAR(c.max_error_pct, 100 * (4328.0 - 3590) / 3590, 1e-9);  // 20.6%
+  EXPECT_NE(c.text.find("50% and 75%"), std::string::npos) << c.text;
+  EXPECT_NE(c.text.find("50% cached: measured 3187/s, predicted 3777/s, 18.5% off"), std::string::npos) << c.text;
+  EXPECT_NE(c.text.find("75% cached: measured 3590/s, predicted 4328/s, 20.6% off"), std::string::npos) << c.text;
+  EXPECT_NE(c.cause.find("serial workers"), std::string::npos) << c.cause;
+  EXPECT_NE(c.cause.find("F(0.50) = 3777/s"), std::string::npos) << c.cause;
+  EXPECT_EQ(c.text.find("25% cached"), std::string::npos) << "25% is 0.9% off: " << c.text;
+}
+
+TEST(SelfCheck, FailedCheckWithholdsTheRecommendation) {
+  const SelfCheck c = self_check(issue14_points(), 4328, 1e6);
+  const Verdict v = checked_verdict(verdict(split(1e6, 4328, 1905), 0.57, 1, 2), c);
+  EXPECT_EQ(v.bound, Bound::Fetch);
+  EXPECT_EQ(v.text.rfind("fetch-bound: no recommendation", 0), 0u) << v.text;
+  EXPECT_EQ(v.text.find("more DRAM helps"), std::string::npos) << v.text;
+  EXPECT_EQ(v.text.find("CPUs"), std::string::npos) << v.text;
+  EXPECT_NE(v.text.find("self-check failed"), std::string::npos) << v.text;
+  EXPECT_NE(v.text.find("serial workers"), std::string::npos) << v.text;
+}
+
+TEST(SelfCheck, WithinThresholdPassesAndKeepsTheRecommendation) {
+  std::vector<CheckPoint> points = issue14_points();
+  points[2].measured = 3700;  // 2.1% off
+  points[3].measured = 4200;  // 3.0% off
+  const SelfCheck c = self_check(points, 4328, 1e6);
+  EXPECT_TRUE(c.passed);
+  EXPECT_TRUE(c.off.empty());
+  EXPECT_TRUE(c.cause.empty());
+  EXPECT_NEAR(c.max_error_pct, 100 * (4328.0 - 4200) / 4200, 1e-9);
+  const Verdict v = checked_verdict(verdict(split(1e6, 4328, 1905), 0.57, 1, 2), c);
+  EXPECT_EQ(v.text, "fetch-bound: more DRAM helps up to 57% cached, more CPUs do not help; self-check passed: the "
+                    "what-if is within 5% of every measured cache fraction (largest error 3.0%, at 75%)");
+}
+
+TEST(SelfCheck, OtherCausesAreNamedFromTheRunsOwnMeasurements) {
+  // The item cache held 30% of the dataset in the 50% run.
+  std::vector<CheckPoint> held = issue14_points();
+  held[2].cached_fraction = 0.30;
+  const SelfCheck h = self_check(held, 4328, 1e6);
+  EXPECT_NE(h.cause.find("the item cache held 30% of the dataset in the run at 50%"), std::string::npos) << h.cause;
+  EXPECT_NE(h.cause.find("serial workers"), std::string::npos) << "the 75% point keeps its cause: " << h.cause;
+  // The page cache held 40% of the dataset after the 75% run.
+  std::vector<CheckPoint> page = issue14_points();
+  page[3].page_cache_fraction = 0.40;
+  page[3].cached_fraction = 0.75;
+  const SelfCheck p = self_check(page, 4328, 1e6);
+  EXPECT_NE(p.cause.find("the OS page cache held part of the dataset (40% after the run at 75%)"), std::string::npos)
+      << p.cause;
+  // Rates far apart, the speed above the prediction: nothing the runs explain.
+  const SelfCheck u = self_check({{0.5, 1200, 1000, 1000}}, 5000, 1e6);
+  EXPECT_FALSE(u.passed);
+  EXPECT_NE(u.cause.find("none the analyzer can tell at 50%"), std::string::npos) << u.cause;
+}
+
+TEST(SelfCheck, WithoutIntermediatePointsItDoesNotRun) {
+  const SelfCheck c = self_check({{0, 1905, 1919, 1919}, {1, 4104, 4328, 118700}}, 4328, 1e6);
+  EXPECT_FALSE(c.ran);
+  EXPECT_TRUE(c.points.empty());
+  const Verdict v = checked_verdict(verdict(split(1e6, 4328, 1905), 0.57, 1, 2), c);
+  EXPECT_NE(v.text.find("more DRAM helps up to 57% cached"), std::string::npos) << v.text;
+  EXPECT_NE(v.text.find("not self-checked"), std::string::npos) << v.text;
+}
+
+}  // namespace
+}  // namespace mlbench::stall

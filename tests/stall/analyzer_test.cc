@@ -53,6 +53,79 @@ TEST(Analyzer, FetchBoundCase) {
   EXPECT_NE(text.find("recommended cache: 56% of the dataset"), std::string::npos) << text;
 }
 
+// The issue-14 curve (real photographs at 70 MB/s, 2 workers): G far above,
+// P 4328, S 1919, C 118,700 (F(0.5) = 3777); the cache runs' measured speeds.
+std::map<std::string, RunOutcome> issue14_runs(double at_50, double at_75) {
+  return {{"synthetic", outcome(1e6)},      {"cached", outcome(4328)},       {"cold", outcome(1905, 56)},
+          {"fetch-cold", outcome(1919)},    {"fetch-cached", outcome(118700)}, {"cpus-1", outcome(2164)},
+          {"cpus-2", outcome(4328)},        {"cache-0.00", outcome(1905)},   {"cache-0.25", outcome(2522)},
+          {"cache-0.50", outcome(at_50)},   {"cache-0.75", outcome(at_75)},  {"cache-1.00", outcome(4104)}};
+}
+
+TEST(Analyzer, SelfCheckOffByEighteenPercentWithholdsTheRecommendation) {
+  const auto r = analyze(context(), issue14_runs(3187, 3590), RawRates{});
+  const auto& rec = r["recommendation"];
+  const std::string verdict = rec["verdict"];
+  EXPECT_EQ(verdict.find("more DRAM helps"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("self-check failed"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("50% cached: measured 3187/s, predicted 3777/s, 18.5% off"), std::string::npos) << verdict;
+  EXPECT_TRUE(rec["cache_fraction"].is_null());
+  EXPECT_TRUE(rec["cores"].is_null());
+  EXPECT_EQ(rec["bound"], "fetch-bound");
+  ASSERT_TRUE(r.contains("self_check"));
+  EXPECT_EQ(r["whatif"].at("model"), "overlap");
+  EXPECT_EQ(r["whatif"].at("cache"), "item cache");
+  EXPECT_EQ(r["whatif"].at("model_formula"), "min(F(x), P, G): fetch overlaps prep and compute");
+  const auto& c = r["self_check"];
+  EXPECT_EQ(c["passed"], false);
+  EXPECT_EQ(c["threshold_pct"], 5.0);
+  EXPECT_NEAR(c["max_error_pct"].get<double>(), 100 * (4328.0 - 3590) / 3590, 0.05);
+  ASSERT_EQ(c["points"].size(), 3u);
+  EXPECT_EQ(c["points"][0]["off"], false);  // 25%: 0.9%
+  EXPECT_EQ(c["points"][1]["off"], true);   // 50%: 18.5%
+  EXPECT_EQ(c["points"][2]["off"], true);   // 75%: 20.6%
+  EXPECT_NEAR(c["points"][1]["predicted"].get<double>(), 3777, 1);
+  EXPECT_TRUE(c["points"][1]["item_cache_fraction"].is_null());
+  EXPECT_NE(c["cause"].get<std::string>().find("serial workers"), std::string::npos) << c["cause"];
+  EXPECT_EQ(rec.at("withheld"), true);
+  const std::string text = console_summary(r);
+  EXPECT_NE(text.find("recommended cache: none (the what-if failed its self-check)"), std::string::npos) << text;
+  EXPECT_NE(text.find("what-if model: overlap"), std::string::npos) << text;
+}
+
+TEST(Analyzer, SelfCheckWithinFivePercentKeepsTheRecommendation) {
+  const auto r = analyze(context(), issue14_runs(3700, 4200), RawRates{});
+  const auto& c = r["self_check"];
+  EXPECT_EQ(c["passed"], true);
+  EXPECT_TRUE(c["cause"].is_null());
+  EXPECT_LT(c["max_error_pct"].get<double>(), 5.0);
+  const auto& rec = r["recommendation"];
+  EXPECT_EQ(rec["withheld"], false);
+  // Smallest x with F(x) >= P = 4328: (1/1919 - 1/4328) / (1/1919 - 1/118700) = 0.566.
+  EXPECT_NEAR(rec["cache_fraction"].get<double>(), (1 / 1919.0 - 1 / 4328.0) / (1 / 1919.0 - 1 / 118700.0), 1e-9);
+  EXPECT_EQ(rec["cores"], 2);
+  const std::string verdict = rec["verdict"];
+  EXPECT_NE(verdict.find("more DRAM helps up to 57% cached"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("self-check passed"), std::string::npos) << verdict;
+  EXPECT_NE(console_summary(r).find("recommended cache: 57% of the dataset"), std::string::npos);
+}
+
+TEST(Analyzer, SelfCheckReadsWhatTheRunsCachesHeld) {
+  auto runs = issue14_runs(3187, 4200);
+  // 100 items (context()); the hits include the filling epoch's misses, so they are not read.
+  runs["cache-0.50"].report["pipeline"]["cache"] = {{"items", 30}, {"hits", 90}, {"misses", 310}};
+  runs["cache-0.50"].after = Residency{1000, 50};
+  runs["cache-0.75"].report["pipeline"]["cache"] = {{"items", 75}, {"hits", 225}, {"misses", 175}};
+  const auto r = analyze(context(), runs, RawRates{});
+  const auto& p = r["self_check"]["points"];
+  EXPECT_DOUBLE_EQ(p[1]["item_cache_fraction"].get<double>(), 0.3);
+  EXPECT_DOUBLE_EQ(p[1]["page_cache_fraction_after"].get<double>(), 0.05);
+  EXPECT_DOUBLE_EQ(p[2]["item_cache_fraction"].get<double>(), 0.75);
+  EXPECT_NE(r["self_check"]["cause"].get<std::string>().find("the item cache held 30% of the dataset in the run at 50%"),
+            std::string::npos)
+      << r["self_check"]["cause"];
+}
+
 TEST(Analyzer, MissingRunIsNamed) {
   std::map<std::string, RunOutcome> runs{{"synthetic", outcome(400)}};
   try {
