@@ -12,15 +12,14 @@
 #include "report/significance.h"
 
 namespace mlbench::report {
-namespace {
-std::vector<double> finite(std::span<const double> xs) {
+
+std::vector<double> finite_values(std::span<const double> xs) {
   std::vector<double> out;
   for (double x : xs) {
     if (std::isfinite(x)) out.push_back(x);
   }
   return out;
 }
-}  // namespace
 
 double run_value(const RunInstances& run) {
   std::vector<double> values;
@@ -31,14 +30,14 @@ double run_value(const RunInstances& run) {
 }
 
 double trimmed_result(std::span<const double> run_values) {
-  const std::vector<double> v = finite(run_values);
+  const std::vector<double> v = finite_values(run_values);
   if (v.empty()) return kNaN;
   if (v.size() < 3) return core::mean(v);
   return core::trimmed_mean(v);
 }
 
 double run_sd(std::span<const double> run_values) {
-  const std::vector<double> v = finite(run_values);
+  const std::vector<double> v = finite_values(run_values);
   return v.size() < 2 ? kNaN : core::sd_sample(v);
 }
 
@@ -53,14 +52,14 @@ double target_diff(double result, double target) {
 }
 
 double deviation_quantile_pct(std::span<const double> sd_fracs) {
-  std::vector<double> pct = finite(sd_fracs);
+  std::vector<double> pct = finite_values(sd_fracs);
   if (pct.empty()) return kNaN;
   for (double& x : pct) x *= 100.0;
   return core::quantile(pct, kDeviationQuantile);
 }
 
 double performance_pct(std::span<const double> diffs) {
-  const std::vector<double> v = finite(diffs);
+  const std::vector<double> v = finite_values(diffs);
   return v.empty() ? kNaN : core::mean(v) * 100.0;
 }
 

@@ -17,6 +17,9 @@ inline constexpr double kDeviationQuantile = 0.8;
 inline constexpr double kDeviationLimitPct = 5.0;  // Deviation Quantile passes below this
 inline constexpr double kMaxFailureRate = 0.01;    // milabench: the score is 0 above 1% failures
 
+// The finite values of xs, in order (NaN and infinities dropped).
+std::vector<double> finite_values(std::span<const double> xs);
+
 // Mean of train_item.avg over the non-failed instances of one run (NaN when none).
 double run_value(const RunInstances& run);
 

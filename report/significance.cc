@@ -12,15 +12,10 @@
 #include <numeric>
 #include <vector>
 
+#include "report/report_statistics.h"
+
 namespace mlbench::report {
 namespace {
-std::vector<double> finite(std::span<const double> xs) {
-  std::vector<double> out;
-  for (double x : xs) {
-    if (std::isfinite(x)) out.push_back(x);
-  }
-  return out;
-}
 
 double binomial(int n, int k) {
   if (k < 0 || k > n) return 0.0;
@@ -57,7 +52,7 @@ std::string method_name(UMethod m) {
 }
 
 MannWhitney mann_whitney_u(std::span<const double> a_in, std::span<const double> b_in) {
-  const std::vector<double> a = finite(a_in), b = finite(b_in);
+  const std::vector<double> a = finite_values(a_in), b = finite_values(b_in);
   MannWhitney r;
   r.n_a = static_cast<int>(a.size());
   r.n_b = static_cast<int>(b.size());

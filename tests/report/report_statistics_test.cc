@@ -1,6 +1,7 @@
 // Unit tests of mlbench-report's statistics, pass rules, instance parsing,
 // targets and the console/CSV/JSON formatting, on fixed numbers.
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -29,6 +30,13 @@ RunInstances run_of(const std::string& name, std::vector<double> values) {
     r.instances.push_back(i);
   }
   return r;
+}
+
+TEST(ReportStatistics, FiniteValuesDropsNaNAndInfinitiesInOrder) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> xs{3.0, std::nan(""), -inf, 1.0, inf, 2.0};
+  EXPECT_EQ(finite_values(xs), (std::vector<double>{3.0, 1.0, 2.0}));
+  EXPECT_TRUE(finite_values(std::vector<double>{}).empty());
 }
 
 TEST(ReportStatistics, RunValueIsTheMeanOverSlotsOfNonFailedInstances) {
