@@ -144,6 +144,39 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
     }
   }
   if (instances > 0 && with_stability == instances && with_interference == instances) {
+    // None of the outside causes: where the spread lives. Observations that spread
+    // within a pass move its mean by about sd / sqrt(n); passes that differ by more
+    // than kBetweenPassFactor times that were each steady but started different.
+    double sum_var = 0.0, widest = kNaN;
+    int counted = 0;
+    std::string widest_at;
+    for (const RunInstances& run : input.runs) {
+      for (const Instance& i : run.instances) {
+        if (i.failed || !i.stability || !std::isfinite(i.stability->sd_pct) || i.stability->observations < 2) continue;
+        sum_var += i.stability->sd_pct * i.stability->sd_pct / i.stability->observations;
+        ++counted;
+        if (widest_at.empty() || i.stability->sd_pct > widest) widest = i.stability->sd_pct, widest_at = where(run.run, i);
+      }
+    }
+    if (counted > 0) {
+      const double expected = std::sqrt(sum_var / counted);
+      if (sd_pct > kBetweenPassFactor * expected) {
+        r.cause = "between passes";
+        r.evidence = fmt::format(
+            "between passes: each pass was steady (observations spread at most {:.1f}% sd, in {}: a pass mean to "
+            "about {:.1f}%), but the passes differ by {:.1f}% sd: something set when a pass starts (thread "
+            "placement, memory layout, clock speed); more passes narrow it, longer ones do not",
+            widest, widest_at, expected, sd_pct);
+      } else {
+        r.cause = "within-run noise";
+        r.evidence = fmt::format(
+            "within-run noise: observations spread up to {:.1f}% sd within a pass (in {}), which moves a pass "
+            "mean by about {:.1f}%, as much as the passes differ ({:.1f}%); more or longer observations per pass "
+            "(--repeat, --min-time) narrow it",
+            widest, widest_at, expected, sd_pct);
+      }
+      return r;
+    }
     r.cause = "unexplained";
     r.evidence = fmt::format(
         "unexplained: observations long enough, other load <= {:.0f}%, probe drift <= {:.0f}%, no warm-up trend",

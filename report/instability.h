@@ -29,14 +29,22 @@ inline constexpr double kProbeDriftPct = 10.0;
 // The probe before the job differing across passes by more than this (max / min - 1,
 // in percent) is "machine drift" too.
 inline constexpr double kProbeSpreadPct = 10.0;
+// Passes whose means spread more than this many times the spread their own
+// observations explain (sd / sqrt(n), root-mean-square over the instances) differ
+// "between passes"; otherwise the spread is "within-run noise". 2: with 4 passes the
+// sample sd of the means exceeds twice its expected value with probability < 1%
+// (chi-square, 3 degrees of freedom: P(chi2 > 12) = 0.007).
+inline constexpr double kBetweenPassFactor = 2.0;
 // Tukey's fences: outside [Q1 - k IQR, Q3 + k IQR] is an outlier; needs this many values.
 inline constexpr double kTukeyK = 1.5;
 inline constexpr int kMinValuesForOutliers = 4;
 
 // The cause of an sd% of `sd_pct` (percent) above `limit_pct`, in this order of
-// evidence: short observations, other load, machine drift, warm-up, else
-// unexplained (every cause measured and absent) or not recorded (reports without
-// the fields). Failed instances are not looked at.
+// evidence: short observations, other load, machine drift, warm-up; else, with every
+// cause measured and absent, where the spread lives: "between passes" (each pass
+// steady, the passes apart) or "within-run noise" (the observations' own spread), from
+// the instances' stability.sd_pct; "unexplained" when no instance records that; or not
+// recorded (reports without the fields). Failed instances are not looked at.
 Instability explain_instability(const BenchInput& input, double sd_pct, double limit_pct);
 
 // The passes core::trimmed_mean leaves out (one lowest, one highest pass; none with

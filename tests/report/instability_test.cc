@@ -138,6 +138,40 @@ TEST(ReportInstability, WarmUpThenUnexplainedThenNotRecorded) {
   EXPECT_EQ(explain_instability(c, 10.0, 5.0).cause, "not recorded");
 }
 
+// With every outside cause absent, where the spread lives: 16 observations per pass move
+// a pass mean by about sd / 4; passes 10% apart are "between passes", passes 3% apart
+// "within-run noise"; the boundary is kBetweenPassFactor x 2% = 4%.
+TEST(ReportInstability, BetweenPassesOrWithinRunNoiseFromTheObservationsSpread) {
+  BenchInput b = recorded({100, 80, 100, 100});
+  for (RunInstances& run : b.runs) {
+    run.instances[0].stability->observations = 16;
+    run.instances[0].stability->sd_pct = 4.0;
+  }
+  // One pass spreads 14.4% (sd^2 = 208): the root mean square of sd / sqrt(n) over the
+  // four passes is sqrt((3 x 16 + 208) / 16 / 4) = 2.0%.
+  b.runs[2].instances[0].stability->sd_pct = std::sqrt(208.0);
+  Instability r = explain_instability(b, 10.0, 5.0);
+  EXPECT_EQ(r.cause, "between passes");
+  EXPECT_EQ(r.evidence,
+            "between passes: each pass was steady (observations spread at most 14.4% sd, in R2/D0: a pass mean to "
+            "about 2.0%), but the passes differ by 10.0% sd: something set when a pass starts (thread placement, "
+            "memory layout, clock speed); more passes narrow it, longer ones do not");
+  r = explain_instability(b, 3.0, 2.0);
+  EXPECT_EQ(r.cause, "within-run noise");
+  EXPECT_EQ(r.evidence,
+            "within-run noise: observations spread up to 14.4% sd within a pass (in R2/D0), which moves a pass mean "
+            "by about 2.0%, as much as the passes differ (3.0%); more or longer observations per pass (--repeat, "
+            "--min-time) narrow it");
+  // The boundary is 2 x 2.0 = 4%: just below it within-run noise, just above between passes.
+  EXPECT_EQ(explain_instability(b, 3.95, 2.0).cause, "within-run noise");
+  EXPECT_EQ(explain_instability(b, 4.05, 2.0).cause, "between passes");
+  // An instance with fewer than 2 observations, or without sd_pct, says nothing about it.
+  BenchInput c = recorded({100, 80, 100, 100});
+  c.runs[0].instances[0].stability->observations = 1;
+  c.runs[0].instances[0].stability->sd_pct = 50.0;
+  EXPECT_EQ(explain_instability(c, 10.0, 5.0).cause, "unexplained");
+}
+
 TEST(ReportInstability, FailedInstancesAreNotEvidence) {
   BenchInput b = recorded({100, 80, 100, 100});
   b.runs[1].instances[0].failed = true;
