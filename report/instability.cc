@@ -130,6 +130,47 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
                              seconds(lo), lo_at, seconds(hi), hi_at, (hi / lo - 1.0) * 100.0);
     return r;
   }
+  // The probe on all slot CPUs at once: within a pass, then across passes. It moves
+  // where the one-thread probe did not when the slot's CPUs compete with each other.
+  if (largest(
+          input,
+          [](const Instance& i) {
+            if (!i.interference || !(i.interference->parallel_probe_before_s > 0.0)) return kNaN;
+            return 100.0 * std::abs(i.interference->parallel_probe_after_s / i.interference->parallel_probe_before_s - 1.0);
+          },
+          at, v) &&
+      v > kProbeDriftPct) {
+    for (const RunInstances& run : input.runs) {
+      for (const Instance& i : run.instances) {
+        if (i.failed || !i.interference || where(run.run, i) != at) continue;
+        const Interference& f = *i.interference;
+        r.cause = "machine drift";
+        r.evidence = fmt::format(
+            "machine drift: the probe on all of the slot's CPUs at once changed by {:+.0f}% from before the job to "
+            "after it in {}",
+            100.0 * (f.parallel_probe_after_s / f.parallel_probe_before_s - 1.0), at);
+        return r;
+      }
+    }
+  }
+  lo_at.clear();
+  hi_at.clear();
+  for (const RunInstances& run : input.runs) {
+    for (const Instance& i : run.instances) {
+      if (i.failed || !i.interference || !(i.interference->parallel_probe_before_s > 0.0)) continue;
+      const double p = i.interference->parallel_probe_before_s;
+      if (lo_at.empty() || p < lo) lo = p, lo_at = where(run.run, i);
+      if (hi_at.empty() || p > hi) hi = p, hi_at = where(run.run, i);
+    }
+  }
+  if (!lo_at.empty() && (hi / lo - 1.0) * 100.0 > kProbeSpreadPct) {
+    r.cause = "machine drift";
+    r.evidence = fmt::format(
+        "machine drift: the probe on all of the slot's CPUs at once before the job took {} in {} and {} in {} "
+        "(+{:.0f}%) while the one-thread probe stayed within {:.0f}%: the slot's CPUs compete with each other",
+        seconds(lo), lo_at, seconds(hi), hi_at, (hi / lo - 1.0) * 100.0, kProbeSpreadPct);
+    return r;
+  }
   for (const RunInstances& run : input.runs) {
     for (const Instance& i : run.instances) {
       if (i.failed || !i.stability || !i.stability->warmup_trending) continue;

@@ -61,6 +61,10 @@ struct Interference {
   double probe_before_s = kNaN;  // fixed CPU probe before the job
   double probe_after_s = kNaN;
   double probe_drift_pct = kNaN;  // 100 * (after - before) / before
+  // The same probe on every slot CPU at once (slowest thread); NaN for 1-CPU slots and
+  // reports older than the field.
+  double parallel_probe_before_s = kNaN;
+  double parallel_probe_after_s = kNaN;
 };
 
 // One instance report reduced to what the report needs.

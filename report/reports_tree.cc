@@ -115,7 +115,8 @@ Instance parse_instance(const nlohmann::json& report, const std::string& file_na
   if (report.contains("interference") && report["interference"].is_object()) {
     const nlohmann::json& in = report["interference"];
     i.interference = Interference{num(in, "other_cpu_pct"), num(in, "steal_pct"), num(in, "probe_before_s"),
-                                  num(in, "probe_after_s"), num(in, "probe_drift_pct")};
+                                  num(in, "probe_after_s"), num(in, "probe_drift_pct"),
+                                  num(in, "parallel_probe_before_s"), num(in, "parallel_probe_after_s")};
   }
   const bool completed =
       report.contains("completed") && report["completed"].is_boolean() && report["completed"].get<bool>();

@@ -6,9 +6,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <latch>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -110,6 +112,40 @@ ProbeTime run_cpu_probe(const std::vector<int>& cpus) {
   return t;
 }
 
+ProbeTime run_parallel_probe(const std::vector<int>& cpus) {
+  const std::size_t n = std::max<std::size_t>(1, cpus.size());
+  std::vector<ProbeTime> each(n);
+  std::latch ready(static_cast<std::ptrdiff_t>(n) + 1);
+  std::latch go(1);
+  std::vector<std::thread> threads;
+  for (std::size_t k = 0; k < n; ++k) {
+    threads.emplace_back([&, k] {
+      if (k < cpus.size() && cpus[k] >= 0 && cpus[k] < CPU_SETSIZE) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpus[k], &set);
+        pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
+      }
+      ready.count_down();
+      go.wait();  // all start together, so all CPUs are busy at once
+      const auto w0 = std::chrono::steady_clock::now();
+      const double c0 = thread_cpu_seconds();
+      volatile std::uint64_t sink = xorshift_steps(kProbeSteps);
+      (void)sink;
+      each[k].cpu_s = thread_cpu_seconds() - c0;
+      each[k].wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    });
+  }
+  ready.arrive_and_wait();
+  const auto w0 = std::chrono::steady_clock::now();
+  go.count_down();
+  for (auto& t : threads) t.join();
+  ProbeTime t;
+  for (const ProbeTime& e : each) t.cpu_s = std::max(t.cpu_s, e.cpu_s);
+  t.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+  return t;
+}
+
 nlohmann::json interference_json(const InterferenceSample& s) {
   using nlohmann::json;
   auto or_null = [](std::optional<double> v) { return v && std::isfinite(*v) ? json(*v) : json(); };
@@ -151,16 +187,19 @@ nlohmann::json interference_json(const InterferenceSample& s) {
           {"probe_after_s", s.probe_after.cpu_s},
           {"probe_drift_pct", or_null(drift)},
           {"probe_before_wall_s", s.probe_before.wall_s},
-          {"probe_after_wall_s", s.probe_after.wall_s}};
+          {"probe_after_wall_s", s.probe_after.wall_s},
+          {"parallel_probe_before_s", s.parallel_before ? json(s.parallel_before->cpu_s) : json()},
+          {"parallel_probe_after_s", s.parallel_after ? json(s.parallel_after->cpu_s) : json()}};
 }
 
-InterferenceSampler::InterferenceSampler(fs::path proc_root, Probe probe)
-    : proc_root_(std::move(proc_root)), probe_(std::move(probe)) {}
+InterferenceSampler::InterferenceSampler(fs::path proc_root, Probe probe, Probe parallel_probe)
+    : proc_root_(std::move(proc_root)), probe_(std::move(probe)), parallel_probe_(std::move(parallel_probe)) {}
 
 InterferenceSampler::Running InterferenceSampler::begin(std::vector<int> cpus) const {
   Running r;
   r.cpus = cpus.empty() ? affinity_cpus() : std::move(cpus);
   r.probe_before = probe_(r.cpus);
+  if (r.cpus.size() >= 2) r.parallel_before = parallel_probe_(r.cpus);
   try {
     r.before = read_proc_snapshot(proc_root_);
   } catch (const std::exception& e) {
@@ -182,6 +221,7 @@ nlohmann::json InterferenceSampler::end(const Running& running, std::optional<do
     }
   }
   s.probe_after = probe_(running.cpus);
+  if (running.parallel_before) s.parallel_after = parallel_probe_(running.cpus);
   if (!error.empty()) {
     std::cerr << "mlbench-run: warning: no interference figures (" << error << ")" << std::endl;
     return nullptr;
@@ -190,6 +230,7 @@ nlohmann::json InterferenceSampler::end(const Running& running, std::optional<do
   s.before = *running.before;
   s.own_cpu_s = own_cpu_s;
   s.probe_before = running.probe_before;
+  s.parallel_before = running.parallel_before;
   const long hz = sysconf(_SC_CLK_TCK);
   s.ticks_per_second = hz > 0 ? static_cast<double>(hz) : 100.0;
   return interference_json(s);

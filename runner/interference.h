@@ -48,6 +48,11 @@ struct ProbeTime {
 };
 // Runs the probe in a thread confined to `cpus` (empty: anywhere).
 ProbeTime run_cpu_probe(const std::vector<int>& cpus);
+// Runs the probe on every CPU of `cpus` at once, one thread pinned to each: cpu_s is
+// the slowest thread's CPU time, wall_s the whole. Beside run_cpu_probe it shows what
+// one thread cannot: CPUs that compete when all are busy (two vCPUs on one host core,
+// a shared frequency limit), which is how a multi-threaded benchmark runs.
+ProbeTime run_parallel_probe(const std::vector<int>& cpus);
 
 // Everything interference_json needs, so the arithmetic is testable on fixed numbers.
 struct InterferenceSample {
@@ -56,12 +61,14 @@ struct InterferenceSample {
   double wall_s = 0;           // between the two snapshots
   std::optional<double> own_cpu_s;  // the instance's process tree (cgroup cpuacct, else rusage)
   ProbeTime probe_before, probe_after;
+  std::optional<ProbeTime> parallel_before, parallel_after;  // slots of 2+ CPUs only
   double ticks_per_second = 100;  // sysconf(_SC_CLK_TCK)
 };
 
 // {"slot_cpus", "wall_s", "own_cpu_s", "other_cpu_s", "other_cpu_pct", "steal_pct",
 //  "loadavg_start", "loadavg_end", "probe_before_s", "probe_after_s", "probe_drift_pct",
-//  "probe_before_wall_s", "probe_after_wall_s"}; see docs/runner.md. Figures that cannot
+//  "probe_before_wall_s", "probe_after_wall_s", "parallel_probe_before_s",
+//  "parallel_probe_after_s"}; see docs/runner.md. Figures that cannot
 // be computed (no own CPU time, a CPU missing from a snapshot) are null.
 nlohmann::json interference_json(const InterferenceSample& s);
 
@@ -70,12 +77,14 @@ nlohmann::json interference_json(const InterferenceSample& s);
 class InterferenceSampler {
  public:
   using Probe = std::function<ProbeTime(const std::vector<int>&)>;
-  explicit InterferenceSampler(std::filesystem::path proc_root = "/proc", Probe probe = run_cpu_probe);
+  explicit InterferenceSampler(std::filesystem::path proc_root = "/proc", Probe probe = run_cpu_probe,
+                               Probe parallel_probe = run_parallel_probe);
 
   struct Running {
     std::vector<int> cpus;
     std::optional<ProcSnapshot> before;  // nullopt: /proc unreadable (the block is then null)
     ProbeTime probe_before;
+    std::optional<ProbeTime> parallel_before;  // slots of 2+ CPUs only
     std::chrono::steady_clock::time_point started;
     std::string error;
   };
@@ -88,6 +97,7 @@ class InterferenceSampler {
  private:
   std::filesystem::path proc_root_;
   Probe probe_;
+  Probe parallel_probe_;
 };
 
 }  // namespace mlbench::runner

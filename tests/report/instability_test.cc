@@ -114,6 +114,34 @@ TEST(ReportInstability, MachineDriftWithinAPassAndAcrossPasses) {
             "(+17%)");
 }
 
+// Two vCPUs that share a host core in some passes: the one-thread probe does not see
+// it, the probe on all slot CPUs at once does.
+TEST(ReportInstability, MachineDriftSeenOnlyByTheProbeOnAllCpus) {
+  BenchInput b = recorded({100, 80, 100, 100});
+  for (RunInstances& run : b.runs) {
+    run.instances[0].interference->parallel_probe_before_s = 0.30;
+    run.instances[0].interference->parallel_probe_after_s = 0.30;
+  }
+  EXPECT_EQ(explain_instability(b, 10.0, 5.0).cause, "unexplained");
+  b.runs[1].instances[0].interference->parallel_probe_before_s = 0.45;
+  b.runs[1].instances[0].interference->parallel_probe_after_s = 0.45;
+  Instability r = explain_instability(b, 10.0, 5.0);
+  EXPECT_EQ(r.cause, "machine drift");
+  EXPECT_EQ(r.evidence,
+            "machine drift: the probe on all of the slot's CPUs at once before the job took 300 ms in R0/D0 and "
+            "450 ms in R1/D0 (+50%) while the one-thread probe stayed within 10%: the slot's CPUs compete with "
+            "each other");
+  // Within one pass: before 0.30, after 0.36 (+20%).
+  BenchInput c = recorded({100, 80, 100, 100});
+  c.runs[2].instances[0].interference->parallel_probe_before_s = 0.30;
+  c.runs[2].instances[0].interference->parallel_probe_after_s = 0.36;
+  r = explain_instability(c, 10.0, 5.0);
+  EXPECT_EQ(r.cause, "machine drift");
+  EXPECT_EQ(r.evidence,
+            "machine drift: the probe on all of the slot's CPUs at once changed by +20% from before the job to "
+            "after it in R2/D0");
+}
+
 TEST(ReportInstability, WarmUpThenUnexplainedThenNotRecorded) {
   BenchInput b = recorded({100, 80, 100, 100});
   b.runs[2].instances[0].stability->warmup_trending = true;

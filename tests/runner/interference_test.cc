@@ -130,11 +130,42 @@ TEST(Interference, SamplerReadsTheProcRootItIsGivenAndProbesTwice) {
   const nlohmann::json j = sampler.end(running, 1.0);
   ASSERT_TRUE(j.is_object()) << j;
   EXPECT_EQ(probed, (std::vector<std::vector<int>>{{0, 1}, {0, 1}}));
+  // The default parallel probe ran too (a 2-CPU slot): real times, not asserted further.
+  EXPECT_GT(j["parallel_probe_before_s"].get<double>(), 0.0) << j;
+  EXPECT_GT(j["parallel_probe_after_s"].get<double>(), 0.0) << j;
   EXPECT_NEAR(j["other_cpu_s"].get<double>(), 1.8, 1e-9);
   EXPECT_EQ(j["loadavg_start"], 0.5);
   EXPECT_EQ(j["loadavg_end"], 1.75);
   EXPECT_NEAR(j["probe_drift_pct"].get<double>(), 25.0, 1e-9);
   EXPECT_GE(j["wall_s"].get<double>(), 0.0);
+}
+
+TEST(Interference, ParallelProbeRunsOnSlotsOfTwoOrMoreCpusOnly) {
+  testing_support::TempDir proc("fake_proc_parallel");
+  write(proc.path() / "stat", kStatBefore);
+  write(proc.path() / "loadavg", "0.50 0.40 0.30 1/100 5\n");
+  std::vector<std::vector<int>> parallel;
+  InterferenceSampler sampler(
+      proc.path(), [](const std::vector<int>&) { return ProbeTime{0.05, 0.05}; },
+      [&](const std::vector<int>& cpus) {
+        parallel.push_back(cpus);
+        return ProbeTime{parallel.size() == 1 ? 0.05 : 0.08, 0.09};
+      });
+  auto running = sampler.begin({0, 1});
+  write(proc.path() / "stat", kStatAfter);
+  nlohmann::json j = sampler.end(running, 1.0);
+  EXPECT_EQ(parallel, (std::vector<std::vector<int>>{{0, 1}, {0, 1}}));
+  EXPECT_EQ(j["parallel_probe_before_s"], 0.05);
+  EXPECT_EQ(j["parallel_probe_after_s"], 0.08);
+  // One CPU: nothing to run side by side; the fields are null.
+  parallel.clear();
+  write(proc.path() / "stat", kStatBefore);
+  running = sampler.begin({1});
+  write(proc.path() / "stat", kStatAfter);
+  j = sampler.end(running, 1.0);
+  EXPECT_TRUE(parallel.empty());
+  EXPECT_TRUE(j["parallel_probe_before_s"].is_null()) << j;
+  EXPECT_TRUE(j["parallel_probe_after_s"].is_null()) << j;
 }
 
 TEST(Interference, UnreadableProcGivesNullAndAWarning) {
@@ -153,6 +184,14 @@ TEST(Interference, RealProbeRunsOnTheGivenCpu) {
   const ProbeTime t = run_cpu_probe({0});
   EXPECT_GT(t.cpu_s, 0.0);
   EXPECT_GE(t.wall_s, 0.0);
+}
+
+TEST(Interference, RealParallelProbeRunsOneThreadPerCpu) {
+  // Not a speed assertion: every thread did the fixed work (the slowest's CPU time is
+  // positive) and the wall time covers it. CPU 0 twice: two threads on one CPU also work.
+  const ProbeTime t = run_parallel_probe({0, 0});
+  EXPECT_GT(t.cpu_s, 0.0);
+  EXPECT_GE(t.wall_s, t.cpu_s * 0.5);
 }
 
 }  // namespace
