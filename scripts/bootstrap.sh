@@ -14,6 +14,7 @@ build_dir="${MLBENCH_BUILD_DIR:-$root/build}"
 packages=(
   cmake ninja-build g++ git pkg-config
   libtorch-dev                 # LibTorch 1.13 (CPU)
+  libgloo-dev                  # gloo's headers: c10d's ProcessGroupGloo (the scaling benchmark)
   libcgroup-dev                # cgroup slices
   nlohmann-json3-dev libfmt-dev libcli11-dev
   libboost-dev libboost-filesystem-dev   # Boost.Process (header-only, needs filesystem)

@@ -1,0 +1,464 @@
+// scaling: data-parallel training of convnet's ResNet over c10d (Mila's
+// `scaling`): N ranks, each reading its own shard of the dataset through the
+// pipeline, gradients averaged by ProcessGroupGloo in buckets that overlap the
+// backward pass (reducer.h). Rank 0 first trains alone for --baseline-iterations
+// (the others wait at a barrier) to measure throughput(1), then all ranks train
+// together; rank 0's report holds the global throughput, the scaling efficiency
+// throughput(N) / (N x throughput(1)), and per rank the wait, compute and exposed
+// allreduce time per iteration.
+//
+// Ranks come from the environment (MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE, or a
+// Slurm step: rendezvous.h); without one, rank 0 starts --ranks - 1 copies of
+// itself on this machine, which share the slot's CPUs (--cpu-cores / N threads each).
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "benchmarks/models/parameter_count.h"
+#include "benchmarks/models/vision_models.h"
+#include "benchmarks/support/image_stream.h"
+#include "benchmarks/support/torch_runtime.h"
+#include "core/blas.h"
+#include "reducer.h"
+#include "rendezvous.h"
+#include "source_hash.h"
+
+namespace {
+
+using namespace mlbench;
+
+constexpr const char* kLocalEnv = "MLBENCH_SCALING_LOCAL";  // set in the copies rank 0 starts
+
+// Items rank, rank + world, rank + 2 world, ... of a source: each rank's own shard.
+class ShardSource : public pipeline::ItemSource {
+ public:
+  ShardSource(std::shared_ptr<const pipeline::ItemSource> all, int rank, int world)
+      : all_(std::move(all)), rank_(rank), world_(world) {}
+  std::size_t size() const override {
+    const std::size_t n = all_->size();
+    return n > static_cast<std::size_t>(rank_) ? (n - rank_ + world_ - 1) / world_ : 0;
+  }
+  std::int64_t label(std::size_t i) const override { return all_->label(map(i)); }
+  void fetch(std::size_t i, pipeline::Bytes& out) const override { all_->fetch(map(i), out); }
+  pipeline::Encoding encoding() const override { return all_->encoding(); }
+  int raw_width() const override { return all_->raw_width(); }
+  int raw_height() const override { return all_->raw_height(); }
+  int raw_channels() const override { return all_->raw_channels(); }
+  std::string describe(std::size_t i) const override { return all_->describe(map(i)); }
+
+ private:
+  std::size_t map(std::size_t i) const { return static_cast<std::size_t>(rank_) + i * world_; }
+  std::shared_ptr<const pipeline::ItemSource> all_;
+  int rank_, world_;
+};
+
+// The copies of this program that rank 0 starts in local mode.
+struct Children {
+  std::map<pid_t, int> rank_of;
+  std::map<int, int> status;  // by rank, once reaped
+
+  // Reaps those that ended (blocking: all of them); returns "" or why one failed.
+  std::string reap(bool block) {
+    std::string failed;
+    for (auto it = rank_of.begin(); it != rank_of.end();) {
+      int st = 0;
+      const pid_t r = waitpid(it->first, &st, block ? 0 : WNOHANG);
+      if (r == it->first) {
+        status[it->second] = st;
+        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && failed.empty()) {
+          failed = WIFEXITED(st) ? fmt::format("rank {} exited with status {}", it->second, WEXITSTATUS(st))
+                                 : fmt::format("rank {} was killed by signal {} ({})", it->second, WTERMSIG(st),
+                                               strsignal(WTERMSIG(st)));
+        }
+        it = rank_of.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return failed;
+  }
+  // A failed allreduce: the rank that broke it may still be exiting. Polls up to
+  // `seconds` for one that failed; "" when none did.
+  std::string reap_failed_within(double seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    std::string failed;
+    while ((failed = reap(false)).empty() && !rank_of.empty() && std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return failed;
+  }
+  void kill_all() {
+    for (const auto& [pid, rank] : rank_of) ::kill(pid, SIGTERM);
+  }
+};
+
+char** g_argv = nullptr;  // this program's argv: the copies run with the same flags
+pid_t g_main_pid = 0;
+
+// Starts ranks 1 .. world-1 as copies of this program (same flags), with the
+// rendezvous in their environment.
+std::shared_ptr<Children> spawn_ranks(int world, int port) {
+  auto children = std::make_shared<Children>();
+  for (int rank = 1; rank < world; ++rank) {
+    const pid_t pid = fork();
+    if (pid < 0) {
+      children->kill_all();
+      throw std::runtime_error(std::string("cannot start rank: fork: ") + std::strerror(errno));
+    }
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGTERM);  // rank 0 gone (crash, Ctrl-C): the copies go too
+      setenv("RANK", std::to_string(rank).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
+      setenv("MASTER_ADDR", "127.0.0.1", 1);
+      setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      setenv(kLocalEnv, "1", 1);
+      if (!std::freopen("/dev/null", "w", stdout)) _exit(126);  // one progress display: rank 0's
+      execv("/proc/self/exe", g_argv);
+      _exit(127);
+    }
+    children->rank_of[pid] = rank;
+  }
+  return children;
+}
+
+struct Options {
+  std::string arch = "resnet18";
+  std::int64_t classes = 1000;
+  double lr = 0.1, momentum = 0.9, weight_decay = 1e-4;
+  int ranks = 2;
+  double bucket_mb = 25.0;  // DistributedDataParallel's default bucket_cap_mb
+  int baseline_iterations = 0;  // 0: --number x 2
+  double timeout_s = 300;
+};
+
+// Everything one rank trains with; the same on every rank.
+struct Rank {
+  scaling::Rendezvous rv;
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  std::shared_ptr<Children> children;  // rank 0 in local mode
+  int threads = 1;
+};
+
+Rank connect(const core::BenchOptions& o, const Options& opt) {
+  Rank r;
+  auto from_env = scaling::rendezvous_from_env();
+  const bool spawn = !from_env;
+  if (spawn) {
+    r.rv = {0, opt.ranks, "127.0.0.1", 0, "local"};
+  } else {
+    r.rv = *from_env;
+    if (scaling::process_env(kLocalEnv)) r.rv.source = "local";
+  }
+  const bool local = r.rv.source == "local";
+  // Local ranks share the slot's CPUs; elsewhere each rank has its own.
+  r.threads = local ? std::max(1, o.cpu_cores / r.rv.world) : o.cpu_cores;
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<std::uint16_t>(r.rv.master_port);  // 0 on local rank 0: any free port
+  so.isServer = r.rv.rank == 0;
+  so.numWorkers = r.rv.world;
+  so.waitWorkers = false;
+  so.timeout = std::chrono::milliseconds(static_cast<long>(opt.timeout_s * 1000));
+  r.store = c10::make_intrusive<c10d::TCPStore>(r.rv.master_addr, so);
+  if (spawn) {
+    r.rv.master_port = r.store->getPort();
+    if (r.rv.world > 1) r.children = spawn_ranks(r.rv.world, r.rv.master_port);
+  }
+  auto go = c10d::ProcessGroupGloo::Options::create();
+  go->timeout = std::chrono::milliseconds(static_cast<long>(opt.timeout_s * 1000));
+  go->devices.push_back(local ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                              : c10d::ProcessGroupGloo::createDefaultDevice());
+  r.pg = c10::make_intrusive<c10d::ProcessGroupGloo>(r.store, r.rv.rank, r.rv.world, go);
+  return r;
+}
+
+// Per-iteration exposed allreduce seconds, by iteration index over the run.
+struct AllreduceLog {
+  std::vector<double> exposed;
+  double mean_after(long skip) const {
+    double sum = 0;
+    long n = 0;
+    for (std::size_t i = static_cast<std::size_t>(std::max(0L, skip)); i < exposed.size(); ++i) sum += exposed[i], ++n;
+    return n > 0 ? sum / static_cast<double>(n) : std::nan("");
+  }
+};
+
+// Whether every rank ends with the same weights (the averaging worked): the sum
+// of all parameters, its max and min over the ranks. A collective: every rank calls it
+// once, after its loop.
+nlohmann::json params_in_sync(c10d::ProcessGroup& pg, const std::vector<torch::Tensor>& params) {
+  torch::NoGradGuard no_grad;
+  double sum = 0;
+  for (const auto& p : params) sum += p.to(torch::kCPU, torch::kDouble).sum().item<double>();
+  auto hi = torch::tensor({sum}, torch::kDouble), lo = torch::tensor({-sum}, torch::kDouble);
+  std::vector<torch::Tensor> t{torch::cat({hi, lo})};
+  pg.allreduce(t, c10d::AllreduceOptions{c10d::ReduceOp::MAX})->wait();
+  const double max = t[0][0].item<double>(), min = -t[0][1].item<double>();
+  return {{"param_sum_max", max}, {"param_sum_min", min},
+          {"in_sync", max - min <= 1e-6 * std::max(1.0, std::abs(max))}};
+}
+
+// Fault injection for tests: MLBENCH_SCALING_FAIL_RANK=k makes rank k exit with
+// status 3 after its set-up, as a crashed rank would.
+void maybe_fail(int rank) {
+  if (auto v = scaling::process_env("MLBENCH_SCALING_FAIL_RANK"); v && *v == std::to_string(rank)) {
+    std::cerr << fmt::format("scaling: rank {}: failing on purpose (MLBENCH_SCALING_FAIL_RANK)\n", rank);
+    std::_Exit(3);
+  }
+}
+
+// The training set-up every rank runs: model, shard, reducer; rank 0 measures the
+// one-rank baseline first. Returns the workload of the N-rank loop.
+core::Workload make_workload(const core::BenchOptions& o, const pipeline::PipelineOptions& popts, const Options& opt,
+                             const bench::TorchContext& ctx, std::shared_ptr<Rank> rank, nlohmann::json& baseline) {
+  torch::manual_seed(o.seed);  // every rank starts from the same weights
+  torch::set_num_threads(rank->threads);
+  core::set_blas_threads(rank->threads);
+  const int r = rank->rv.rank, world = rank->rv.world;
+  auto stream = bench::vision::make_image_stream(
+      o, popts, ctx.device,
+      {.dataset = "fake-imagenet-small",
+       .synthetic =
+           [&] { return bench::vision::synthetic_batch(o.batch_size, popts.image_size, opt.classes, ctx.device); },
+       .open =
+           [&](const std::string& path) {
+             auto all = bench::vision::open_image_folder(o, path, "fake-imagenet-small", popts);
+             auto shard = std::make_shared<ShardSource>(all, r, world);
+             if (shard->size() < static_cast<std::size_t>(o.batch_size)) {
+               throw core::UsageError(fmt::format("{} has {} items: rank {}'s shard of {} is smaller than a batch of {}",
+                                                  path, all->size(), r, shard->size(), o.batch_size));
+             }
+             return bench::vision::PipelineSource{shard, {}};
+           }});
+  // The same weights on every rank: built right after the common seed.
+  auto make_model = [&] {
+    auto m = std::make_shared<bench::vision::ResNet>(bench::vision::resnet_spec(opt.arch), opt.classes);
+    (*m)->to(ctx.device);
+    (*m)->train();
+    return m;
+  };
+  auto make_optimizer = [&](const std::vector<torch::Tensor>& ps) {
+    return std::make_shared<torch::optim::SGD>(
+        ps, torch::optim::SGDOptions(opt.lr).momentum(opt.momentum).weight_decay(opt.weight_decay));
+  };
+  auto model = make_model();
+  auto params = (*model)->parameters();
+  auto optimizer = make_optimizer(params);
+  // run_benchmark's memory check runs this set-up in a forked child with a small
+  // batch: that child must not talk to the other ranks (it shares rank 0's sockets).
+  const bool memory_probe = getpid() != g_main_pid;
+  auto reducer = memory_probe || world == 1
+                     ? nullptr
+                     : std::make_shared<scaling::BucketReducer>(rank->pg, params,
+                                                                static_cast<std::int64_t>(opt.bucket_mb * 1024 * 1024));
+  auto log = std::make_shared<AllreduceLog>();
+
+  // One step; with the reducer, gradients averaged across ranks.
+  auto step = [=](const bench::vision::DeviceBatch& b) {
+    optimizer->zero_grad();
+    auto l = torch::cross_entropy_loss((*model)->forward(b.images), b.labels);
+    if (reducer) reducer->prepare();
+    l.backward();
+    if (reducer) {
+      try {
+        log->exposed.push_back(reducer->finish());
+      } catch (const std::exception& e) {
+        std::string why = rank->children ? rank->children->reap_failed_within(5.0) : "";
+        throw std::runtime_error(why.empty() ? fmt::format("allreduce failed: {}", e.what())
+                                             : fmt::format("{} (allreduce failed: {})", why, e.what()));
+      }
+    }
+    optimizer->step();
+    return l;
+  };
+  if (memory_probe) return bench::vision::image_workload(o, popts, stream, step, [](nlohmann::json&) {});
+
+  // The baseline: rank 0 alone (the others wait at the barrier), same threads per
+  // rank, on a model of its own so that the ranks' weights stay equal.
+  const int base_iters = opt.baseline_iterations > 0 ? opt.baseline_iterations : 2 * o.number;
+  if (r == 0 && world > 1) {
+    auto alone = make_model();
+    auto alone_opt = make_optimizer((*alone)->parameters());
+    auto alone_step = [&](const bench::vision::DeviceBatch& b) {
+      alone_opt->zero_grad();
+      auto l = torch::cross_entropy_loss((*alone)->forward(b.images), b.labels);
+      l.backward();
+      alone_opt->step();
+    };
+    core::Iteration warm;
+    alone_step(stream->next(warm));  // first iteration: allocations, not timed
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < base_iters; ++i) {
+      core::Iteration it;
+      alone_step(stream->next(it));
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    baseline = {{"iterations", base_iters}, {"seconds", s}, {"items_per_s", base_iters * o.batch_size / s}};
+  }
+  rank->pg->barrier()->wait();
+  maybe_fail(r);
+
+  auto work = bench::vision::image_workload(
+      o, popts, stream, step, [=, arch = opt.arch](nlohmann::json& m) {
+        m["arch"] = arch;
+        m["parameters"] = bench::parameter_count(**model);
+        m["buckets"] = reducer ? nlohmann::json(reducer->buckets()) : nlohmann::json();
+        m["allreduce_bytes_per_iteration"] = reducer ? nlohmann::json(reducer->bytes_per_iteration()) : nlohmann::json();
+      });
+  work.items_per_iteration = static_cast<double>(o.batch_size) * world;  // the global batch
+  work.on_iteration = nullptr;
+  auto finish = work.finish;
+  const long skip = static_cast<long>(o.warmup) * o.number;
+  const long total = static_cast<long>(o.repeat) * o.number;
+  work.finish = [finish, log, skip, total, rank, params](nlohmann::json& report) {
+    if (finish) finish(report);
+    report["metrics"]["allreduce_exposed_s"] = log->mean_after(skip);
+    // Only after a whole loop: a rank that stopped early would wait for the others forever.
+    if (rank->rv.world > 1 && report.value("iterations", total) >= total) {
+      report["metrics"]["weights"] = params_in_sync(*rank->pg, params);
+    }
+  };
+  return work;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  g_argv = argv;
+  g_main_pid = getpid();
+  core::BenchCli cli("scaling",
+                     "scaling: data-parallel ResNet training over c10d (Gloo), efficiency against one rank",
+                     {.batch_size = 32, .repeat = 10, .number = 5, .workers = 1});
+  pipeline::PipelineOptions popts;
+  pipeline::add_pipeline_flags(cli, popts);
+  Options opt;
+  cli.add_option("--arch", opt.arch, "Model: resnet18, resnet34, resnet50, resnet101 or resnet152")
+      ->check(CLI::IsMember(bench::vision::resnet_archs()))
+      ->capture_default_str();
+  cli.add_option("--classes", opt.classes, "Output classes (at least the dataset's class count)")
+      ->check(core::integer_at_least(2));
+  cli.add_option("--lr", opt.lr, "SGD learning rate")->check(core::number_above(0));
+  cli.add_option("--ranks", opt.ranks,
+                 "Ranks started on this machine when the environment names none (MASTER_*/RANK/WORLD_SIZE or a "
+                 "Slurm step); they share --cpu-cores")
+      ->check(core::integer_in(1, 64))
+      ->capture_default_str();
+  cli.add_option("--bucket-mb", opt.bucket_mb, "Gradient bucket size, MiB (one async allreduce per full bucket)")
+      ->check(core::number_above(0))
+      ->capture_default_str();
+  cli.add_option("--baseline-iterations", opt.baseline_iterations,
+                 "Iterations rank 0 trains alone to measure throughput(1) (0: 2 x --number)")
+      ->check(core::integer_in(0, 1 << 20));
+  cli.add_option("--timeout", opt.timeout_s, "Seconds a rank waits for the others (rendezvous, allreduce)")
+      ->check(core::number_above(0))
+      ->capture_default_str();
+  if (auto rc = cli.parse(argc, argv)) return *rc;
+  const core::BenchOptions& o = cli.options();
+  if (o.min_time > 0) {
+    std::cerr << "scaling: error: --min-time is not supported: every rank must run the same --number\n";
+    return 2;
+  }
+
+  std::shared_ptr<Rank> rank;
+  try {
+    rank = std::make_shared<Rank>(connect(o, opt));
+  } catch (const std::exception& e) {
+    std::cerr << "scaling: error: cannot join the ranks: " << e.what() << "\n";
+    return 1;
+  }
+  const int r = rank->rv.rank, world = rank->rv.world;
+
+  if (r != 0) {
+    // A rank other than 0 trains the same loop and hands its figures to rank 0.
+    try {
+      const bench::TorchContext ctx = bench::make_torch_context(o);
+      nlohmann::json unused;
+      core::Workload work = make_workload(o, popts, opt, ctx, rank, unused);
+      core::LoopConfig config;
+      config.repeat = o.repeat;
+      config.number = o.number;
+      config.warmup = o.warmup;
+      config.interrupted = [] { return core::stop_signal(); };
+      core::LoopResult result;
+      const core::StopSignals stop(core::StopSignals::Calls::kInterrupt);
+      core::TrainLoop(config).run(work.step, result);
+      nlohmann::json report = {{"iterations", result.iterations}};
+      if (work.finish) work.finish(report);
+      const double it_s = result.iteration.mean();
+      const nlohmann::json stats = {{"rank", r},
+                                    {"items_per_s", o.batch_size / it_s},
+                                    {"wait_s", result.wait.mean()},
+                                    {"compute_s", result.compute.mean()},
+                                    {"allreduce_exposed_s", report["metrics"]["allreduce_exposed_s"]},
+                                    {"weights", report["metrics"].value("weights", nlohmann::json())}};
+      const std::string text = stats.dump();
+      rank->store->set(fmt::format("scaling/rank/{}", r), std::vector<std::uint8_t>(text.begin(), text.end()));
+      return 0;
+    } catch (const std::exception& e) {
+      std::cerr << fmt::format("scaling: rank {}: error: {}\n", r, e.what());
+      return 1;
+    }
+  }
+
+  return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
+    auto baseline = std::make_shared<nlohmann::json>();
+    core::Workload work = make_workload(o, popts, opt, ctx, rank, *baseline);
+    auto finish = work.finish;
+    work.finish = [=, &o](nlohmann::json& report) {
+      if (finish) finish(report);
+      nlohmann::json& m = report["metrics"];
+      m["world_size"] = world;
+      m["rendezvous"] = rank->rv.source;
+      m["threads_per_rank"] = rank->threads;
+      m["reducer"] = "parameter hooks: async ProcessGroupGloo allreduce per full bucket, overlapping backward";
+      m["bucket_mb"] = opt.bucket_mb;
+      nlohmann::json ranks = nlohmann::json::array();
+      const nlohmann::json& stall = report["stall"];
+      auto avg = [](const nlohmann::json& s) { return s.is_object() && s["avg"].is_number() ? s["avg"] : nlohmann::json(); };
+      ranks.push_back({{"rank", 0},
+                       {"wait_s", avg(stall["wait"])},
+                       {"compute_s", avg(stall["compute"])},
+                       {"allreduce_exposed_s", m["allreduce_exposed_s"]}});
+      const bool completed = report.value("iterations", 0L) >= static_cast<long>(o.repeat) * o.number;
+      for (int k = 1; k < world && completed; ++k) {
+        try {
+          const auto bytes = rank->store->get(fmt::format("scaling/rank/{}", k));
+          ranks.push_back(nlohmann::json::parse(std::string(bytes.begin(), bytes.end())));
+        } catch (const std::exception& e) {
+          ranks.push_back({{"rank", k}, {"error", e.what()}});
+        }
+      }
+      m["ranks"] = ranks;
+      m["baseline"] = *baseline;
+      const double n_rate = report["train_item"].is_object() && report["train_item"]["avg"].is_number()
+                                ? report["train_item"]["avg"].get<double>()
+                                : std::nan("");
+      if (world > 1 && baseline->contains("items_per_s") && std::isfinite(n_rate)) {
+        const double one = (*baseline)["items_per_s"].get<double>();
+        m["throughput_1"] = one;
+        m["throughput_n"] = n_rate;
+        m["scaling_efficiency"] = n_rate / (world * one);
+      } else {
+        m["scaling_efficiency"] = world == 1 ? nlohmann::json(1.0) : nlohmann::json();
+      }
+      if (rank->children) {
+        if (!completed) rank->children->kill_all();
+        const std::string failed = rank->children->reap(true);
+        if (!failed.empty()) m["rank_failure"] = failed;
+      }
+    };
+    return work;
+  });
+}
