@@ -53,9 +53,10 @@ struct Column {
 }  // namespace
 
 std::string format_bench_table(const Report& report) {
-  std::vector<double> target, result, sd, sd_frac, diff, stall, fetch, prep;
+  std::vector<double> target, result, sd, sd_frac, diff, stall, fetch, prep, allreduce;
   std::vector<std::string> n, fail;
   bool any_analysis = false;
+  bool any_allreduce = false;
   for (const BenchResult& b : report.benches) {
     target.push_back(b.target ? b.target->items_per_s : kNaN);
     result.push_back(b.result);
@@ -67,6 +68,8 @@ std::string format_bench_table(const Report& report) {
     stall.push_back(b.stall_pct);
     fetch.push_back(b.analysis ? b.analysis->fetch_pct : kNaN);
     prep.push_back(b.analysis ? b.analysis->prep_pct : kNaN);
+    allreduce.push_back(b.allreduce_pct);
+    any_allreduce = any_allreduce || std::isfinite(b.allreduce_pct);
     any_analysis = any_analysis || b.analysis.has_value();
   }
   std::vector<Column> cols{{"target", float_column(target, 2)},
@@ -81,6 +84,8 @@ std::string format_bench_table(const Report& report) {
     cols.push_back({"fetch%", fixed_column(fetch, 2)});
     cols.push_back({"prep%", fixed_column(prep, 2)});
   }
+  // Data-parallel benchmarks: the allreduce not hidden by backward, a stall of its own.
+  if (any_allreduce) cols.push_back({"allreduce%", fixed_column(allreduce, 2)});
   std::size_t index_width = std::string("bench").size();
   for (const BenchResult& b : report.benches) index_width = std::max(index_width, b.name.size());
   std::vector<std::size_t> widths;

@@ -75,6 +75,9 @@ struct Instance {
   std::string reason;         // why it counts as failed
   double items_per_s = kNaN;  // train_item.avg
   double stall_pct = kNaN;    // stall.stall_pct (percent)
+  // Data-parallel runs (scaling): allreduce time per iteration not hidden by backward
+  // (metrics.allreduce_exposed_s) in percent of the iteration (stall.iteration.avg).
+  double allreduce_pct = kNaN;
   double wait_s = kNaN;       // stall.wait.avg (per iteration)
   double h2d_s = kNaN;        // stall.h2d.avg
   double compute_s = kNaN;    // stall.compute.avg
@@ -133,6 +136,7 @@ struct BenchResult {
   int failures = 0;
   std::vector<std::string> failure_reasons;  // "R2/D1: NaN in batch_loss"
   double stall_pct = kNaN;                   // mean of the instances' stall_pct
+  double allreduce_pct = kNaN;               // mean of the instances' allreduce_pct (scaling only)
   // Mean per-iteration phase times over the non-failed instances, as fractions of their sum.
   double wait_frac = kNaN, h2d_frac = kNaN, compute_frac = kNaN;
   std::optional<StallAnalysis> analysis;  // fetch/prep split from mlbench-stall

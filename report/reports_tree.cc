@@ -86,6 +86,12 @@ Instance parse_instance(const nlohmann::json& report, const std::string& file_na
     i.wait_s = number_at(st, "wait", "avg");
     i.h2d_s = number_at(st, "h2d", "avg");
     i.compute_s = number_at(st, "compute", "avg");
+    const double iteration_s = number_at(st, "iteration", "avg");
+    if (report.contains("metrics") && report["metrics"].is_object() &&
+        report["metrics"].contains("allreduce_exposed_s") && report["metrics"]["allreduce_exposed_s"].is_number() &&
+        iteration_s > 0.0) {
+      i.allreduce_pct = 100.0 * report["metrics"]["allreduce_exposed_s"].get<double>() / iteration_s;
+    }
   }
   if (report.contains("machine") && report["machine"].is_object() && report["machine"].contains("blas") &&
       report["machine"]["blas"].is_object() && report["machine"]["blas"].contains("name") &&

@@ -263,6 +263,33 @@ TEST(ReportInstance, FailureRules) {
   EXPECT_DOUBLE_EQ(ok.wait_s, 0.001);
 }
 
+// scaling's exposed allreduce, a stall of its own: read from metrics, as a share of
+// the iteration; absent in every other benchmark (NaN, no console column).
+TEST(ReportInstance, AllreduceShareOfDataParallelRuns) {
+  nlohmann::json j = testing::fake_report(testing::FakeInstance{});
+  EXPECT_TRUE(std::isnan(parse_instance(j, "f.json").allreduce_pct));
+  j["stall"]["iteration"] = {{"avg", 0.5}};
+  j["metrics"]["allreduce_exposed_s"] = 0.1;
+  const Instance i = parse_instance(j, "f.json");
+  EXPECT_DOUBLE_EQ(i.allreduce_pct, 20.0);
+
+  BenchInput in;
+  in.name = "scaling";
+  for (int k = 0; k < 2; ++k) in.runs.push_back(run_of("R" + std::to_string(k), {100.0}));
+  in.runs[0].instances[0].allreduce_pct = 20.0;
+  in.runs[1].instances[0].allreduce_pct = 30.0;
+  Report report;
+  report.benches.push_back(summarize_bench(in, std::nullopt, 1));
+  EXPECT_DOUBLE_EQ(report.benches[0].allreduce_pct, 25.0);
+  const std::string table = format_bench_table(report);
+  EXPECT_NE(table.find("allreduce%"), std::string::npos) << table;
+  EXPECT_NE(table.find("25.00"), std::string::npos) << table;
+  BenchInput plain = in;
+  for (auto& run : plain.runs) run.instances[0].allreduce_pct = kNaN;
+  report.benches[0] = summarize_bench(plain, std::nullopt, 1);
+  EXPECT_EQ(format_bench_table(report).find("allreduce%"), std::string::npos);
+}
+
 TEST(ReportInstance, RunDirectoryNames) {
   EXPECT_EQ(run_number("R0"), 0);
   EXPECT_EQ(run_number("R12"), 12);
