@@ -40,7 +40,7 @@ import json, os, sys
 d, e, c, r = sys.argv[1:]
 rep = json.load(open(os.path.join(d, os.listdir(d)[0])))
 print(f"round {r} envs {e:>2} cores {c}: stall_pct {rep['stall']['stall_pct']:6.2f}  "
-      f"env_wait_pct {rep['metrics']['env_wait_pct']:6.2f}  train_item {rep['train_item']['mean']:8.1f}")
+      f"env_wait_pct {rep['metrics']['env_wait_pct']:6.2f}  train_item {rep['train_item']['avg']:8.1f}")
 EOF
     done
   done

@@ -110,8 +110,8 @@ EnvWorkers::EnvWorkers(int count, EnvConfig config) : config_(config) {
   mapping_ = ::mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mapping_ == MAP_FAILED) {
     mapping_ = nullptr;
-    throw std::runtime_error(fmt::format("cannot map {} bytes of shared memory for {} environments: {}",
-                                         mapping_bytes_, count, std::strerror(errno)));
+    throw std::runtime_error(fmt::format("cannot map {} bytes of shared memory for {} environments: {}", mapping_bytes_,
+                                         count, std::strerror(errno)));
   }
   rewards_.assign(count, 0.0f);
   dones_.assign(count, 0);
@@ -122,23 +122,22 @@ EnvWorkers::EnvWorkers(int count, EnvConfig config) : config_(config) {
   for (int i = 0; i < count; ++i) {
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
-      throw std::runtime_error(fmt::format("cannot create the socket of environment worker {}: {}", i,
-                                           std::strerror(errno)));
+      throw std::runtime_error(
+          fmt::format("cannot create the socket of environment worker {}: {}", i, std::strerror(errno)));
     }
     const pid_t pid = ::fork();
     if (pid < 0) {
       const int err = errno;
       ::close(pair[0]);
       ::close(pair[1]);
-      throw std::runtime_error(fmt::format("cannot start environment worker {} of {}: fork: {}", i, count,
-                                           std::strerror(err)));
+      throw std::runtime_error(
+          fmt::format("cannot start environment worker {} of {}: fork: {}", i, count, std::strerror(err)));
     }
     if (pid == 0) {
       for (int s : sockets_) ::close(s);  // the other workers' parent ends
       ::close(pair[0]);
       auto* base = static_cast<std::uint8_t*>(mapping_);
-      worker_main(pair[1], i, config_, base + static_cast<std::size_t>(i) * obs_bytes_,
-                  slot_memory(i), parent);
+      worker_main(pair[1], i, config_, base + static_cast<std::size_t>(i) * obs_bytes_, slot_memory(i), parent);
     }
     ::close(pair[1]);
     pids_.push_back(pid);
@@ -170,7 +169,8 @@ void EnvWorkers::fail(int i, const std::string& what) {
 }
 
 void EnvWorkers::step_async(std::span<const int> actions) {
-  if (actions.size() != static_cast<std::size_t>(count())) throw std::invalid_argument("step_async: one action per environment");
+  if (actions.size() != static_cast<std::size_t>(count()))
+    throw std::invalid_argument("step_async: one action per environment");
   if (failed_) throw WorkerFailed("environment workers: a worker failed before");
   for (int i = 0; i < count(); ++i) {
     const std::int32_t a = actions[i];
@@ -189,7 +189,8 @@ void EnvWorkers::wait_replies() {
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(config_.reply_timeout_s);
   while (!pending.empty()) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     const int ready = ::poll(pending.data(), pending.size(), static_cast<int>(std::max<long>(left.count(), 0)));
     if (ready < 0) {
       if (errno == EINTR) continue;

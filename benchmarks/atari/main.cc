@@ -39,7 +39,8 @@ struct NatureCnnImpl : torch::nn::Module {
         value(register_module("value", torch::nn::Linear(512, 1))) {
     torch::NoGradGuard no_grad;
     const double relu_gain = std::sqrt(2.0);
-    for (auto* w : {&conv1->weight, &conv2->weight, &conv3->weight, &fc->weight}) torch::nn::init::orthogonal_(*w, relu_gain);
+    for (auto* w : {&conv1->weight, &conv2->weight, &conv3->weight, &fc->weight})
+      torch::nn::init::orthogonal_(*w, relu_gain);
     torch::nn::init::orthogonal_(policy->weight, 0.01);
     torch::nn::init::orthogonal_(value->weight, 1.0);
     for (auto* b : {&conv1->bias, &conv2->bias, &conv3->bias, &fc->bias, &policy->bias, &value->bias}) b->zero_();
@@ -136,8 +137,8 @@ int main(int argc, char** argv) {
     st->envs = std::make_unique<atari::EnvWorkers>(n, env);
     st->net = NatureCnn(depth, atari::kActionCount);
     st->net->to(ctx.device);
-    st->optimizer = std::make_unique<torch::optim::Adam>(st->net->parameters(),
-                                                         torch::optim::AdamOptions(ppo.lr).eps(1e-5));
+    st->optimizer =
+        std::make_unique<torch::optim::Adam>(st->net->parameters(), torch::optim::AdamOptions(ppo.lr).eps(1e-5));
     const auto u8 = torch::TensorOptions().dtype(torch::kUInt8).device(ctx.device);
     const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(ctx.device);
     st->obs = torch::zeros({steps, n, depth, atari::kObsSide, atari::kObsSide}, u8);
@@ -199,12 +200,13 @@ int main(int argc, char** argv) {
           last_values = s.net->forward(current_obs().to(device)).second.to(torch::kCPU).contiguous();
         }
         const auto values_cpu = s.values.to(torch::kCPU).contiguous();
-        const auto adv_vec = atari::gae_advantages(
-            s.rewards, {values_cpu.data_ptr<float>(), static_cast<std::size_t>(steps) * n}, s.dones,
-            {last_values.data_ptr<float>(), static_cast<std::size_t>(n)}, n, static_cast<float>(ppo.gamma),
-            static_cast<float>(ppo.gae_lambda));
+        const auto adv_vec =
+            atari::gae_advantages(s.rewards, {values_cpu.data_ptr<float>(), static_cast<std::size_t>(steps) * n},
+                                  s.dones, {last_values.data_ptr<float>(), static_cast<std::size_t>(n)}, n,
+                                  static_cast<float>(ppo.gamma), static_cast<float>(ppo.gae_lambda));
         const long batch = static_cast<long>(steps) * n;
-        const auto advantages = torch::from_blob(const_cast<float*>(adv_vec.data()), {batch}, torch::kFloat32).to(device);
+        const auto advantages =
+            torch::from_blob(const_cast<float*>(adv_vec.data()), {batch}, torch::kFloat32).to(device);
         const auto returns = advantages + s.values.reshape({batch});
         const auto b_obs = s.obs.reshape({batch, depth, atari::kObsSide, atari::kObsSide});
         const auto b_actions = s.actions.reshape({batch});

@@ -38,7 +38,9 @@ void fill(std::span<std::uint8_t> rgb, int row0, int row1, int col0, int col1, c
 
 }  // namespace
 
-Pong::Pong(std::uint64_t seed, PongParams params) : params_(params), rng_(seed) { reset(); }
+Pong::Pong(std::uint64_t seed, PongParams params) : params_(params), rng_(seed) {
+  reset();
+}
 
 void Pong::reset() {
   state_ = PongState{};
@@ -89,8 +91,8 @@ Pong::StepResult Pong::step(int action) {
     s.ball_x = kAgentColumn - kBallWidth;
     s.ball_vx = -s.ball_vx;
     s.ball_vy = return_vy(s.ball_y, s.ball_vy, s.agent_y, p);
-  } else if (s.ball_vx < 0 && old_x >= kOpponentColumn + kPaddleWidth &&
-             s.ball_x < kOpponentColumn + kPaddleWidth && rows_overlap(s.ball_y, s.opponent_y, p.paddle_height)) {
+  } else if (s.ball_vx < 0 && old_x >= kOpponentColumn + kPaddleWidth && s.ball_x < kOpponentColumn + kPaddleWidth &&
+             rows_overlap(s.ball_y, s.opponent_y, p.paddle_height)) {
     s.ball_x = kOpponentColumn + kPaddleWidth;
     s.ball_vx = -s.ball_vx;
     s.ball_vy = return_vy(s.ball_y, s.ball_vy, s.opponent_y, p);

@@ -59,11 +59,11 @@ enum Action : int { kNoop = 0, kUp = 1, kDown = 2 };
 inline constexpr int kActionCount = 3;
 
 struct PongParams {
-  int ball_vx = 2;          // columns per frame
-  int ball_vy_max = 2;      // rows per frame at most
+  int ball_vx = 2;      // columns per frame
+  int ball_vy_max = 2;  // rows per frame at most
   int paddle_height = 16;
-  int paddle_speed = 3;     // the agent's rows per frame
-  int opponent_speed = 2;   // 0: idle opponent
+  int paddle_speed = 3;    // the agent's rows per frame
+  int opponent_speed = 2;  // 0: idle opponent
   int points_to_win = 21;
   long max_frames = 108000;
 };

@@ -11,11 +11,13 @@ namespace mlbench::atari {
 
 void max_frames(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b, std::span<std::uint8_t> out) {
   if (a.size() != b.size() || a.size() != out.size()) throw std::invalid_argument("max_frames: sizes differ");
-  std::transform(a.begin(), a.end(), b.begin(), out.begin(), [](std::uint8_t x, std::uint8_t y) { return std::max(x, y); });
+  std::transform(a.begin(), a.end(), b.begin(), out.begin(),
+                 [](std::uint8_t x, std::uint8_t y) { return std::max(x, y); });
 }
 
 void warp_frame(std::span<const std::uint8_t> rgb, std::span<std::uint8_t> gray84) {
-  if (rgb.size() != static_cast<std::size_t>(kFrameBytes) || gray84.size() != static_cast<std::size_t>(kObsFrameBytes)) {
+  if (rgb.size() != static_cast<std::size_t>(kFrameBytes) ||
+      gray84.size() != static_cast<std::size_t>(kObsFrameBytes)) {
     throw std::invalid_argument("warp_frame: expects a 210x160 RGB frame and an 84x84 output");
   }
   // cv::Mat over the caller's memory (no copies); cvtColor allocates its 210x160 result once per call.
@@ -45,7 +47,8 @@ AtariPong::AtariPong(std::uint64_t seed, PongParams game, WrapperParams wrap)
       pooled_(kFrameBytes),
       gray_(kObsFrameBytes),
       stack_(wrap.stack, kObsFrameBytes) {
-  if (wrap.frame_skip < 1 || wrap.stack < 1) throw std::invalid_argument("AtariPong: frame_skip and stack must be >= 1");
+  if (wrap.frame_skip < 1 || wrap.stack < 1)
+    throw std::invalid_argument("AtariPong: frame_skip and stack must be >= 1");
   observe_first_frame();  // the game started in its constructor
 }
 

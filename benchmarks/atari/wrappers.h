@@ -25,7 +25,9 @@ void max_frames(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b
 void warp_frame(std::span<const std::uint8_t> rgb, std::span<std::uint8_t> gray84);
 
 // The reward's sign: -1, 0 or 1 (ClipRewardEnv).
-inline float clip_reward(double reward) { return reward > 0 ? 1.0f : reward < 0 ? -1.0f : 0.0f; }
+inline float clip_reward(double reward) {
+  return reward > 0 ? 1.0f : reward < 0 ? -1.0f : 0.0f;
+}
 
 // The last `depth` frames, oldest first, as one depth x frame_bytes block.
 class FrameStack {
@@ -59,8 +61,8 @@ class AtariPong {
   void reset();
 
   struct StepResult {
-    float reward;     // clipped (when clip_rewards) sum over the skipped frames
-    int raw_reward;   // the game's sum over the skipped frames
+    float reward;    // clipped (when clip_rewards) sum over the skipped frames
+    int raw_reward;  // the game's sum over the skipped frames
     bool done;
   };
   StepResult step(int action);

@@ -93,8 +93,8 @@ TEST_F(AtariE2E, AKilledWorkerEndsTheRunWithOneErrorLine) {
   fs::create_directories(reports);
   mlbench::core::ProcessSpec spec;
   spec.executable = bench();
-  spec.args = {"--cpu-cores", "1", "--envs", "2", "--rollout", "8", "--minibatches", "2", "--epochs", "1",
-               "--repeat", "100000", "--number", "1", "--report", reports.string()};
+  spec.args = {"--cpu-cores", "1", "--envs",   "2",      "--rollout", "8", "--minibatches", "2",
+               "--epochs",    "1", "--repeat", "100000", "--number",  "1", "--report",      reports.string()};
   spec.output = mlbench::core::Output::File;
   spec.log_path = (root_ / "killed.log").string();
   mlbench::core::Process p(spec);

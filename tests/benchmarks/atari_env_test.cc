@@ -336,7 +336,8 @@ TEST(AtariWrappers, AStepSkipsFourFramesAndMaxesTheLastTwo) {
     const auto obs = env.observation();
     for (int k = 0; k < 4; ++k) {
       const auto& want = history[std::max<long>(0, static_cast<long>(history.size()) - 4 + k)];
-      ASSERT_TRUE(std::equal(want.begin(), want.end(), obs.begin() + k * kObsFrameBytes)) << "step " << step << " slot " << k;
+      ASSERT_TRUE(std::equal(want.begin(), want.end(), obs.begin() + k * kObsFrameBytes))
+          << "step " << step << " slot " << k;
     }
   }
   EXPECT_EQ(game.state().frames, 160);
