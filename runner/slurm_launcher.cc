@@ -205,7 +205,10 @@ Launcher::Id SlurmLauncher::start(const LaunchRequest& request) {
   for (const char* v : {"SLURM_MEM_PER_CPU", "SLURM_MEM_PER_GPU", "SLURM_MEM_PER_NODE"}) spec.env->erase(v);
   spec.output = core::Output::File;
   spec.log_path = request.log.string();
-  spec.log_header = request.log_header;
+  // The step as srun was asked for it, under the runner's own header line.
+  spec.log_header = request.log_header + "# srun";
+  for (const std::string& a : spec.args) spec.log_header += " " + a;
+  spec.log_header += "\n";
   try {
     step.srun.emplace(spec);
   } catch (const std::exception& e) {
