@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -224,6 +225,36 @@ TEST_F(SlurmE2E, ScancelOfAStepIsAFailRecordCancelled) {
   EXPECT_EQ(reps[0]["reason"], "CANCELLED") << reps[0].dump();
   EXPECT_EQ(reps[0]["runner"]["slurm_state"], "CANCELLED");
   EXPECT_TRUE(reps[1]["completed"].get<bool>()) << reps[1].dump();
+}
+
+// A node of the allocation going down (here: marked down by the admin) ends the step on
+// it with NODE_FAIL; the step on the other node runs on (to its timeout).
+TEST_F(SlurmE2E, NodeFailureIsAFailRecordNodeFail) {
+  const std::string jobs_file = jobs(R"([{"name": "hang", "cmd": "FAKE", "args": {"--hang": ""}, "cgroup": "student"}])");
+  core::ProcessSpec spec;
+  spec.executable = "/bin/sh";
+  // --no-kill: the allocation outlives the node (else Slurm ends the whole job, runner included).
+  spec.args = {"-c", "exec salloc --quiet --no-kill --nodes=2 --ntasks-per-node=1 --cpus-per-task=2 --mem=1000 "
+                     "--time=5 " + std::string(MLBENCH_RUN) + " --launcher slurm --outdir " + (dir_ / "out").string() +
+                     " --jobs " + jobs_file + " --slots 2 --timeout 8 --kill-grace 1"};
+  spec.output = core::Output::File;
+  spec.log_path = (dir_ / "runner.log").string();
+  core::Process run(spec);
+  ASSERT_EQ(wait_for_steps(run, 2).size(), 2u) << runner_log();
+  run_command("scontrol update nodename=n2 state=down reason=mlbench-test");
+  const auto status = run.wait_for(60);
+  // n2 back for the next tests, whatever happened.
+  run_command("scontrol update nodename=n2 state=resume");
+  for (int i = 0; i < 150 && run_command("sinfo -h -N -t idle -o %N | sort -u | wc -l").output != "2\n"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(status) << runner_log();
+  EXPECT_EQ(status->shell_code(), 1) << runner_log();
+  const auto reps = reports("hang");
+  ASSERT_EQ(reps.size(), 2u) << runner_log();
+  std::multiset<std::string> reasons;
+  for (const auto& rep : reps) reasons.insert(rep["reason"].get<std::string>());
+  EXPECT_EQ(reasons, (std::multiset<std::string>{"NODE_FAIL", "TIMEOUT (timeout 8s)"})) << runner_log();
 }
 
 // Ctrl-C of mlbench-run: steps that ignore SIGINT are cancelled after the grace.
