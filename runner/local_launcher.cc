@@ -222,7 +222,9 @@ void LocalLauncher::signal(Id id, int sig) {
   if (child.process && !child.ending) child.process->signal_group(sig);
 }
 
-int LocalLauncher::wait(double seconds) { return wait_for_runner_signal(seconds); }
+int LocalLauncher::wait(double seconds) {
+  return wait_for_runner_signal(seconds);
+}
 
 double LocalLauncher::now() const {
   return std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count();

@@ -28,7 +28,7 @@ nlohmann::json slots_json(const std::vector<Slot>& slots) {
 nlohmann::json runner_block(const Instance& inst, const std::optional<Ending>& ending) {
   const bool exited = ending && ending->launched() && ending->exited;
   const bool signalled = ending && ending->launched() && !ending->exited && ending->signal != 0;
-  nlohmann::json block = {{"job", inst.name},
+  return {{"job", inst.name},
           {"point", inst.point},
           {"sweep", inst.label},
           {"slot", inst.slot},
@@ -39,9 +39,6 @@ nlohmann::json runner_block(const Instance& inst, const std::optional<Ending>& e
           {"wall_seconds", ending && ending->launched() ? ending->wall_seconds : 0.0},
           {"exit_code", exited ? nlohmann::json(ending->exit_code) : nlohmann::json()},
           {"signal", signalled ? nlohmann::json(ending->signal) : nlohmann::json()}};
-  // Under Slurm: the job step's state (only there, so local reports are unchanged).
-  if (ending && !ending->state.empty()) block["slurm_state"] = ending->state;
-  return block;
 }
 
 // The fields of a report the runner writes itself (the instance left none).
@@ -100,6 +97,8 @@ void write_instance_report(const fs::path& dir, const Instance& inst, const Plan
                            const std::string& isolation, const std::optional<Ending>& ending,
                            const std::optional<fs::path>& written, const Outcome& outcome) {
   nlohmann::json blocks = {{"isolation", isolation}, {"runner", runner_block(inst, ending)}};
+  // Under Slurm: the job step's state (only there, so local reports are unchanged).
+  if (ending && !ending->state.empty()) blocks["runner"]["slurm_state"] = ending->state;
   if (ending && ending->launched()) blocks["resources"] = ending->resources;
   if (ending && ending->launched() && !ending->interference.is_null()) blocks["interference"] = ending->interference;
   finalize_report(dir, inst, written, outcome, blocks, base_report(inst, settings, ending));

@@ -112,9 +112,10 @@ void check_slurm_slots(const SlurmAllocation& a, std::optional<std::uint64_t> sl
   const int biggest = *std::max_element(a.cpus_per_node.begin(), a.cpus_per_node.end());
   for (Slot& slot : slots) {
     if (static_cast<int>(slot.cpus.size()) > biggest) {
-      throw std::invalid_argument(fmt::format("--launcher slurm: a slot of {} CPUs does not fit on one node of the "
-                                              "allocation (at most {} CPUs): use more --slots",
-                                              slot.cpus.size(), biggest));
+      throw std::invalid_argument(
+          fmt::format("--launcher slurm: a slot of {} CPUs does not fit on one node of the "
+                      "allocation (at most {} CPUs): use more --slots",
+                      slot.cpus.size(), biggest));
     }
     if (!a.memory_per_node && !slot_memory) slot.memory_bytes.reset();
   }

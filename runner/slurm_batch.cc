@@ -73,7 +73,8 @@ int submit_batch(const Options& opt, const std::string& jobs_file, const std::st
   std::string sbatch;
   std::istringstream path(core::getenv_or("PATH", ""));
   for (std::string dir; sbatch.empty() && std::getline(path, dir, ':');) {
-    if (!dir.empty() && access((fs::path(dir) / "sbatch").c_str(), X_OK) == 0) sbatch = (fs::path(dir) / "sbatch").string();
+    if (!dir.empty() && access((fs::path(dir) / "sbatch").c_str(), X_OK) == 0)
+      sbatch = (fs::path(dir) / "sbatch").string();
   }
   if (sbatch.empty()) {
     std::cerr << "mlbench-run: error: --sbatch: 'sbatch' not found on PATH (install slurm-client); the script is "

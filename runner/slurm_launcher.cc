@@ -60,7 +60,8 @@ std::vector<std::string> slurm_lines(const std::string& text) {
 }
 
 bool any_has(const std::vector<std::string>& lines, const char* what) {
-  return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(what) != std::string::npos; });
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& l) { return l.find(what) != std::string::npos; });
 }
 
 // GPUs the plan gave the instance (its CUDA_VISIBLE_DEVICES list); 0 without.
@@ -72,10 +73,14 @@ int gpus_of(const LaunchRequest& r) {
 
 }  // namespace
 
-int SlurmAllocation::total_cpus() const { return std::accumulate(cpus_per_node.begin(), cpus_per_node.end(), 0); }
+int SlurmAllocation::total_cpus() const {
+  return std::accumulate(cpus_per_node.begin(), cpus_per_node.end(), 0);
+}
 
 std::vector<int> parse_cpus_per_node(const std::string& text) {
-  const auto bad = [&] { return std::invalid_argument("SLURM_JOB_CPUS_PER_NODE '" + text + "': not a list like 4(x2),8"); };
+  const auto bad = [&] {
+    return std::invalid_argument("SLURM_JOB_CPUS_PER_NODE '" + text + "': not a list like 4(x2),8");
+  };
   std::vector<int> cpus;
   std::istringstream in(text);
   for (std::string item; std::getline(in, item, ',');) {
@@ -100,12 +105,14 @@ std::optional<SlurmAllocation> slurm_allocation(const std::map<std::string, std:
   SlurmAllocation a;
   a.job_id = get("SLURM_JOB_ID");
   if (a.job_id.empty()) {
-    if (why) *why = "not inside a Slurm allocation (SLURM_JOB_ID is unset): run it under salloc or sbatch, or use --sbatch";
+    if (why)
+      *why = "not inside a Slurm allocation (SLURM_JOB_ID is unset): run it under salloc or sbatch, or use --sbatch";
     return std::nullopt;
   }
   const std::string cpus = get("SLURM_JOB_CPUS_PER_NODE");
   if (cpus.empty()) {
-    if (why) *why = "SLURM_JOB_CPUS_PER_NODE is unset: not a job allocation (run mlbench-run in the job, not in a step)";
+    if (why)
+      *why = "SLURM_JOB_CPUS_PER_NODE is unset: not a job allocation (run mlbench-run in the job, not in a step)";
     return std::nullopt;
   }
   a.cpus_per_node = parse_cpus_per_node(cpus);
@@ -129,7 +136,8 @@ std::vector<std::string> srun_args(const LaunchRequest& r, const SlurmAllocation
     args.push_back(fmt::format("--nodes={}", nodes));
     args.push_back(fmt::format("--ntasks={}", nodes));
     args.push_back("--ntasks-per-node=1");
-    args.push_back(fmt::format("--cpus-per-task={}", *std::min_element(a.cpus_per_node.begin(), a.cpus_per_node.end())));
+    args.push_back(
+        fmt::format("--cpus-per-task={}", *std::min_element(a.cpus_per_node.begin(), a.cpus_per_node.end())));
     args.push_back("--mem=0");  // all the job's memory on each node
   } else {
     args.push_back("--nodes=1");
@@ -146,10 +154,11 @@ std::vector<std::string> srun_args(const LaunchRequest& r, const SlurmAllocation
   if (r.whole_allocation && a.nodes() > 1) {
     // Every task runs the benchmark; rank 0's report is the instance's, the others'
     // go to rank<k>/ beside it (kept, not read by mlbench-report).
-    args.insert(args.end(), {"/bin/sh", "-c",
-                             "if [ \"${SLURM_PROCID:-0}\" != 0 ]; then OUTPUT_DIRECTORY=\"$OUTPUT_DIRECTORY/rank$SLURM_PROCID\"; "
-                             "export OUTPUT_DIRECTORY; mkdir -p \"$OUTPUT_DIRECTORY\"; fi; exec \"$@\"",
-                             "mlbench-task"});
+    args.insert(args.end(),
+                {"/bin/sh", "-c",
+                 "if [ \"${SLURM_PROCID:-0}\" != 0 ]; then OUTPUT_DIRECTORY=\"$OUTPUT_DIRECTORY/rank$SLURM_PROCID\"; "
+                 "export OUTPUT_DIRECTORY; mkdir -p \"$OUTPUT_DIRECTORY\"; fi; exec \"$@\"",
+                 "mlbench-task"});
   }
   args.push_back(r.executable);
   args.insert(args.end(), r.argv.begin(), r.argv.end());
@@ -231,15 +240,18 @@ std::optional<Ending> SlurmLauncher::poll(Id id) {
   ending.signal = status->signal;
   ending.started = step.started_at;
   ending.wall_seconds = std::chrono::duration<double>(SteadyClock::now() - step.started).count();
-  ending.ended = step.started_at + std::chrono::duration_cast<SystemClock::duration>(
-                                       std::chrono::duration<double>(ending.wall_seconds));
+  ending.ended = step.started_at +
+                 std::chrono::duration_cast<SystemClock::duration>(std::chrono::duration<double>(ending.wall_seconds));
   const std::string tail = tail_of(step.log);
   ending.state = step_state(tail, status->exited, status->code);
   if (const std::string error = step_creation_error(tail); !error.empty()) ending.launch_error = error;
   if (ending.state == "OUT_OF_MEMORY") ending.oom_kills = 1;
   // srun's own usage says nothing of the step's; Slurm's accounting (sacct) has that.
-  ending.resources = {{"cpu_seconds", nullptr}, {"memory_peak_bytes", nullptr}, {"oom_kills", nullptr},
-                      {"bytes_read", nullptr}, {"source", "slurm"}};
+  ending.resources = {{"cpu_seconds", nullptr},
+                      {"memory_peak_bytes", nullptr},
+                      {"oom_kills", nullptr},
+                      {"bytes_read", nullptr},
+                      {"source", "slurm"}};
   step.ending = ending;
   return step.ending;
 }
@@ -285,7 +297,9 @@ void SlurmLauncher::signal(Id id, int sig) {
   if (step.srun && !step.ending) cancel(step, sig);
 }
 
-int SlurmLauncher::wait(double seconds) { return wait_for_runner_signal(seconds); }
+int SlurmLauncher::wait(double seconds) {
+  return wait_for_runner_signal(seconds);
+}
 
 double SlurmLauncher::now() const {
   return std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count();

@@ -21,8 +21,8 @@ namespace mlbench::runner {
 
 // The allocation the runner runs in, from the variables salloc/sbatch set.
 struct SlurmAllocation {
-  std::string job_id;               // SLURM_JOB_ID
-  std::vector<int> cpus_per_node;   // SLURM_JOB_CPUS_PER_NODE, one entry per node
+  std::string job_id;                            // SLURM_JOB_ID
+  std::vector<int> cpus_per_node;                // SLURM_JOB_CPUS_PER_NODE, one entry per node
   std::optional<std::uint64_t> memory_per_node;  // SLURM_MEM_PER_NODE (MiB in the variable)
 
   int nodes() const { return static_cast<int>(cpus_per_node.size()); }

@@ -80,13 +80,14 @@ class SlurmE2E : public RunnerTest {
     RunnerTest::TearDown();
     if (!cluster().skip.empty()) return;
     // Nothing of this test may be left running in the cluster.
-    for (int i = 0; i < 100 && !mlbench_steps().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int i = 0; i < 100 && !mlbench_steps().empty(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     EXPECT_EQ(mlbench_steps(), "") << "steps left behind";
   }
   // mlbench-run --launcher slurm in a two-node allocation: 2 CPUs and `mem` MiB per node.
   std::string in_allocation(const std::string& args, const std::string& mem = "1000") {
-    return "salloc --quiet --nodes=2 --ntasks-per-node=1 --cpus-per-task=2 --mem=" + mem + " --time=5 " +
-           MLBENCH_RUN + " --launcher slurm --outdir " + (dir_ / "out").string() + " " + args;
+    return "salloc --quiet --nodes=2 --ntasks-per-node=1 --cpus-per-task=2 --mem=" + mem + " --time=5 " + MLBENCH_RUN +
+           " --launcher slurm --outdir " + (dir_ / "out").string() + " " + args;
   }
   CommandResult slurm_runner(const std::string& args, const std::string& mem = "1000") {
     return run_command(in_allocation(args, mem));
@@ -128,7 +129,8 @@ class SlurmE2E : public RunnerTest {
 
 // The instance reports, run layout and a second slot on the second node: what a local run leaves.
 TEST_F(SlurmE2E, RunsStepsAndLeavesTheLocalRunLayout) {
-  const std::string jobs_file = jobs(R"([{"name": "fake", "cmd": "FAKE", "args": {"--repeat": 2}, "cgroup": "student"}])");
+  const std::string jobs_file =
+      jobs(R"([{"name": "fake", "cmd": "FAKE", "args": {"--repeat": 2}, "cgroup": "student"}])");
   const CommandResult r = slurm_runner("--jobs " + jobs_file + " --slots 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto reps = reports("fake");
@@ -165,7 +167,8 @@ TEST_F(SlurmE2E, AllJobIsOneStepOverEveryNode) {
 }
 
 TEST_F(SlurmE2E, TimeoutIsAFailRecordWithTheStateAndTheStepEnds) {
-  const std::string jobs_file = jobs(R"([{"name": "hang", "cmd": "FAKE", "args": {"--ignore-term": ""}, "cgroup": "student"}])");
+  const std::string jobs_file =
+      jobs(R"([{"name": "hang", "cmd": "FAKE", "args": {"--ignore-term": ""}, "cgroup": "student"}])");
   const CommandResult r = slurm_runner("--jobs " + jobs_file + " --slots 2 --timeout 2 --kill-grace 1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   const auto reps = reports("hang");
@@ -204,8 +207,8 @@ TEST_F(SlurmE2E, StepOverItsMemoryIsOutOfMemoryAndResumeRerunsIt) {
 
 TEST_F(SlurmE2E, ScancelOfAStepIsAFailRecordCancelled) {
   // Slot 0 hangs until its step is cancelled; slot 1 passes.
-  const std::string jobs_file = jobs(
-      R"([{"name": "hang", "cmd": "FAKE", "args": {"--hang": "", "--hang-only-slot": 0}, "cgroup": "student"}])");
+  const std::string jobs_file =
+      jobs(R"([{"name": "hang", "cmd": "FAKE", "args": {"--hang": "", "--hang-only-slot": 0}, "cgroup": "student"}])");
   core::Process run = start_in_allocation("--jobs " + jobs_file + " --slots 2");
   std::string id;
   for (int i = 0; i < 300 && id.empty() && alive(run.pid()); ++i) {
@@ -230,13 +233,16 @@ TEST_F(SlurmE2E, ScancelOfAStepIsAFailRecordCancelled) {
 // A node of the allocation going down (here: marked down by the admin) ends the step on
 // it with NODE_FAIL; the step on the other node runs on (to its timeout).
 TEST_F(SlurmE2E, NodeFailureIsAFailRecordNodeFail) {
-  const std::string jobs_file = jobs(R"([{"name": "hang", "cmd": "FAKE", "args": {"--hang": ""}, "cgroup": "student"}])");
+  const std::string jobs_file =
+      jobs(R"([{"name": "hang", "cmd": "FAKE", "args": {"--hang": ""}, "cgroup": "student"}])");
   core::ProcessSpec spec;
   spec.executable = "/bin/sh";
   // --no-kill: the allocation outlives the node (else Slurm ends the whole job, runner included).
-  spec.args = {"-c", "exec salloc --quiet --no-kill --nodes=2 --ntasks-per-node=1 --cpus-per-task=2 --mem=1000 "
-                     "--time=5 " + std::string(MLBENCH_RUN) + " --launcher slurm --outdir " + (dir_ / "out").string() +
-                     " --jobs " + jobs_file + " --slots 2 --timeout 8 --kill-grace 1"};
+  spec.args = {"-c",
+               "exec salloc --quiet --no-kill --nodes=2 --ntasks-per-node=1 --cpus-per-task=2 --mem=1000 "
+               "--time=5 " +
+                   std::string(MLBENCH_RUN) + " --launcher slurm --outdir " + (dir_ / "out").string() + " --jobs " +
+                   jobs_file + " --slots 2 --timeout 8 --kill-grace 1"};
   spec.output = core::Output::File;
   spec.log_path = (dir_ / "runner.log").string();
   core::Process run(spec);
@@ -278,9 +284,10 @@ TEST_F(SlurmE2E, CtrlCCancelsTheSteps) {
 // --sbatch writes the batch script and submits it; the job leaves the same run directory.
 TEST_F(SlurmE2E, SbatchSubmitsTheWholeJobsFile) {
   const std::string jobs_file = jobs(R"([{"name": "fake", "cmd": "FAKE", "args": {}, "cgroup": "student"}])");
-  const CommandResult r = run_command(std::string(MLBENCH_RUN) + " --sbatch --sbatch-args '--nodes=1 --exclusive "
-                                      "--mem=500 --wait' --jobs " + jobs_file + " --slots 1 --outdir " +
-                                      (dir_ / "out").string());
+  const CommandResult r = run_command(std::string(MLBENCH_RUN) +
+                                      " --sbatch --sbatch-args '--nodes=1 --exclusive "
+                                      "--mem=500 --wait' --jobs " +
+                                      jobs_file + " --slots 1 --outdir " + (dir_ / "out").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("submitted batch job"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::exists(dir_ / "out" / "mlbench.sbatch"));
@@ -297,8 +304,11 @@ TEST_F(SlurmE2E, FastSubsetPassesAndMlbenchReportReadsIt) {
   if (access((bench + "/toy_reg").c_str(), X_OK) != 0) {
     GTEST_SKIP() << "toy_reg not built in " << bench << " (a build without LibTorch; set MLBENCH_BENCH_DIR)";
   }
-  const CommandResult r = slurm_runner(std::string("--jobs ") + MLBENCH_SOURCE_DIR + "/configs/fast.json --name toy_reg"
-                                       " --slots 2 --bench-dir " + bench, "2000");
+  const CommandResult r = slurm_runner(std::string("--jobs ") + MLBENCH_SOURCE_DIR +
+                                           "/configs/fast.json --name toy_reg"
+                                           " --slots 2 --bench-dir " +
+                                           bench,
+                                       "2000");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto reps = reports("toy_reg");
   ASSERT_EQ(reps.size(), 2u);
@@ -309,8 +319,8 @@ TEST_F(SlurmE2E, FastSubsetPassesAndMlbenchReportReadsIt) {
 }
 
 TEST_F(SlurmE2E, OutsideAnAllocationIsOneErrorLine) {
-  const CommandResult r = run_command("env -u SLURM_JOB_ID " + std::string(MLBENCH_RUN) +
-                                      " --launcher slurm --jobs " + jobs(R"([{"name": "f", "cmd": "FAKE"}])"));
+  const CommandResult r = run_command("env -u SLURM_JOB_ID " + std::string(MLBENCH_RUN) + " --launcher slurm --jobs " +
+                                      jobs(R"([{"name": "f", "cmd": "FAKE"}])"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("not inside a Slurm allocation"), std::string::npos) << r.output;
 }

@@ -26,19 +26,21 @@ TEST(SlurmAllocationTest, FromTheVariablesOrWhyNot) {
   EXPECT_NE(why.find("SLURM_JOB_ID is unset"), std::string::npos);
   EXPECT_FALSE(slurm_allocation({{"SLURM_JOB_ID", "7"}}, &why));
   EXPECT_NE(why.find("SLURM_JOB_CPUS_PER_NODE"), std::string::npos);
-  const auto a = slurm_allocation({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_CPUS_PER_NODE", "4(x2)"},
-                                   {"SLURM_MEM_PER_NODE", "1000"}}, &why);
+  const auto a = slurm_allocation(
+      {{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_CPUS_PER_NODE", "4(x2)"}, {"SLURM_MEM_PER_NODE", "1000"}}, &why);
   ASSERT_TRUE(a);
   EXPECT_EQ(a->job_id, "7");
   EXPECT_EQ(a->nodes(), 2);
   EXPECT_EQ(a->total_cpus(), 8);
   EXPECT_EQ(a->memory_per_node, 1000ull << 20);
-  EXPECT_THROW(slurm_allocation({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_CPUS_PER_NODE", "4"}, {"SLURM_MEM_PER_NODE", "lots"}},
-                                &why),
-               std::invalid_argument);
+  EXPECT_THROW(
+      slurm_allocation({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_CPUS_PER_NODE", "4"}, {"SLURM_MEM_PER_NODE", "lots"}}, &why),
+      std::invalid_argument);
 }
 
-SlurmAllocation two_nodes() { return {"7", {4, 2}, std::nullopt}; }
+SlurmAllocation two_nodes() {
+  return {"7", {4, 2}, std::nullopt};
+}
 
 TEST(SrunArgsTest, SlotIsOneTaskOnOneNodeWithItsCpusMemoryAndTime) {
   LaunchRequest r;
@@ -79,10 +81,12 @@ TEST(StepStateTest, FromSlurmsOwnLinesOnly) {
   EXPECT_EQ(step_state("loss 1\n", true, 0), "COMPLETED");
   EXPECT_EQ(step_state("loss 1\n", true, 3), "FAILED");
   EXPECT_EQ(step_state("srun: error: n1: task 0: Out Of Memory\n", true, 1), "OUT_OF_MEMORY");
-  EXPECT_EQ(step_state("slurmstepd-n1: error: Detected 1 oom-kill event(s) in StepId=1.1.\n", true, 0), "OUT_OF_MEMORY");
-  EXPECT_EQ(step_state("slurmstepd-n1: error: *** STEP 2.2 ON n1 CANCELLED AT 2026-11-23T19:34:48 DUE TO TIME LIMIT ***\n",
-                       true, 143),
-            "TIMEOUT");
+  EXPECT_EQ(step_state("slurmstepd-n1: error: Detected 1 oom-kill event(s) in StepId=1.1.\n", true, 0),
+            "OUT_OF_MEMORY");
+  EXPECT_EQ(
+      step_state("slurmstepd-n1: error: *** STEP 2.2 ON n1 CANCELLED AT 2026-11-23T19:34:48 DUE TO TIME LIMIT ***\n",
+                 true, 143),
+      "TIMEOUT");
   EXPECT_EQ(step_state("slurmstepd-n1: error: *** STEP 2.1 ON n1 CANCELLED AT 2026-11-23T19:33:30 ***\n", true, 0),
             "CANCELLED");
   EXPECT_EQ(step_state("srun: error: Node failure on n2\n", false, SIGKILL), "NODE_FAIL");
