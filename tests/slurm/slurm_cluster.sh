@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A private two-node Slurm cluster on loopback for the Slurm launcher's tests:
-# munged with its own key and socket, slurmctld, and two slurmd (n1, n2) on this
-# host, all from a slurm.conf and cgroup.conf generated in DIR (no systemd). Clients
-# use it with SLURM_CONF=DIR/slurm.conf.
+# munged with its own key and socket, slurmctld, and two slurmd on this host, all
+# from a slurm.conf and cgroup.conf generated in DIR (no systemd). Clients use it with
+# SLURM_CONF=DIR/slurm.conf. The nodes are named mlb<port>n1 and mlb<port>n2 (listed in
+# DIR/nodes): Slurm's cgroups are named after the node, so two clusters started at once
+# (two test runs) do not share them.
 #
 # Usage: slurm_cluster.sh start DIR   starts it; when it cannot (no Slurm, slurmd
 #                                     does not come up) writes the reason to DIR/skip
@@ -18,23 +20,30 @@ guard_seconds=${MLBENCH_SLURM_GUARD_SECONDS:-1200}
 
 stop() {
   local f pid
-  for f in "$dir"/guard.pid "$dir"/slurmd.n1.pid "$dir"/slurmd.n2.pid "$dir"/slurmctld.pid "$dir"/munged.pid; do
+  for f in "$dir"/guard.pid "$dir"/slurmd.*.pid "$dir"/slurmctld.pid "$dir"/munged.pid; do
     [[ -f "$f" ]] || continue
     pid=$(cat "$f" 2>/dev/null)
     [[ "$pid" =~ ^[0-9]+$ ]] && kill -TERM "$pid" 2>/dev/null
   done
   for _ in $(seq 50); do  # up to 5 s for a clean exit, then SIGKILL
     local alive=0
-    for f in "$dir"/slurmd.n1.pid "$dir"/slurmd.n2.pid "$dir"/slurmctld.pid "$dir"/munged.pid; do
+    for f in "$dir"/slurmd.*.pid "$dir"/slurmctld.pid "$dir"/munged.pid; do
       [[ -f "$f" ]] && pid=$(cat "$f" 2>/dev/null) && [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null && alive=1
     done
     ((alive)) || break
     sleep 0.1
   done
-  for f in "$dir"/slurmd.n1.pid "$dir"/slurmd.n2.pid "$dir"/slurmctld.pid "$dir"/munged.pid "$dir"/guard.pid; do
+  for f in "$dir"/slurmd.*.pid "$dir"/slurmctld.pid "$dir"/munged.pid "$dir"/guard.pid; do
     [[ -f "$f" ]] && pid=$(cat "$f" 2>/dev/null) && [[ "$pid" =~ ^[0-9]+$ ]] && kill -KILL "$pid" 2>/dev/null
     rm -f "$f"
   done
+  # slurmd leaves its (by now empty) cgroups slurm_<node>/ behind: remove them.
+  if [[ -f "$dir/nodes" ]]; then
+    local node
+    while read -r node; do
+      [[ -n "$node" ]] && find /sys/fs/cgroup/*/"slurm_$node" -depth -type d -exec rmdir {} + 2>/dev/null
+    done <"$dir/nodes"
+  fi
   return 0
 }
 
@@ -67,6 +76,8 @@ start() {
   local host ports cpus mem
   host=$(hostname -s)
   ports=$(pick_ports) || skip "no free ports"
+  local node="mlb${ports}n"
+  printf '%s\n' "${node}1" "${node}2" >"$dir/nodes"
   cpus=$(nproc)
   mem=$(($(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 4))  # MiB per emulated node
   dd if=/dev/urandom of="$dir/munge.key" bs=1024 count=1 status=none
@@ -104,8 +115,8 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=2
 MessageTimeout=10
-NodeName=n[1-2] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$((ports + 1))-$((ports + 2))] CPUs=$cpus RealMemory=$mem State=UNKNOWN
-PartitionName=test Nodes=n[1-2] Default=YES MaxTime=INFINITE State=UP
+NodeName=${node}[1-2] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$((ports + 1))-$((ports + 2))] CPUs=$cpus RealMemory=$mem State=UNKNOWN
+PartitionName=test Nodes=${node}[1-2] Default=YES MaxTime=INFINITE State=UP
 CONF
   cat >"$dir/cgroup.conf" <<CONF
 CgroupMountpoint=/sys/fs/cgroup
@@ -116,7 +127,7 @@ AllowedSwapSpace=0
 CONF
   export SLURM_CONF="$dir/slurm.conf"
   slurmctld -c -i -f "$SLURM_CONF" || skip "slurmctld did not start (see $dir/slurmctld.log)"
-  for n in n1 n2; do
+  for n in "${node}1" "${node}2"; do
     slurmd -N "$n" -f "$SLURM_CONF" || skip "slurmd -N $n did not start (see $dir/slurmd.$n.log)"
   done
   # The guard: stops everything by pid file if no `stop` came in time.
@@ -129,7 +140,7 @@ CONF
     fi
     sleep 0.1
   done
-  skip "the nodes did not become idle: $(sinfo -h -N -o '%N %T %E' 2>&1 | tr '\n' ';') (see $dir/slurmd.n1.log)"
+  skip "the nodes did not become idle: $(sinfo -h -N -o '%N %T %E' 2>&1 | tr '\n' ';') (see $dir/slurmd.${node}1.log)"
 }
 
 case "$cmd" in

@@ -247,10 +247,15 @@ TEST_F(SlurmE2E, NodeFailureIsAFailRecordNodeFail) {
   spec.log_path = (dir_ / "runner.log").string();
   core::Process run(spec);
   ASSERT_EQ(wait_for_steps(run, 2).size(), 2u) << runner_log();
-  run_command("scontrol update nodename=n2 state=down reason=mlbench-test");
+  std::string node;  // the second node (DIR/nodes)
+  std::ifstream nodes(cluster().dir / "nodes");
+  std::getline(nodes, node);
+  std::getline(nodes, node);
+  ASSERT_FALSE(node.empty());
+  run_command("scontrol update nodename=" + node + " state=down reason=mlbench-test");
   const auto status = run.wait_for(60);
-  // n2 back for the next tests, whatever happened.
-  run_command("scontrol update nodename=n2 state=resume");
+  // The node back for the next tests, whatever happened.
+  run_command("scontrol update nodename=" + node + " state=resume");
   for (int i = 0; i < 150 && run_command("sinfo -h -N -t idle -o %N | sort -u | wc -l").output != "2\n"; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
