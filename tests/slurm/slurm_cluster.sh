@@ -20,7 +20,16 @@ guard_seconds=${MLBENCH_SLURM_GUARD_SECONDS:-1200}
 
 stop() {
   local f pid
-  for f in "$dir"/guard.pid "$dir"/slurmd.*.pid "$dir"/slurmctld.pid "$dir"/munged.pid; do
+  # The guard first (and its sleep), unless this is the guard itself stopping the cluster.
+  if [[ -f "$dir/guard.pid" ]]; then
+    pid=$(cat "$dir/guard.pid" 2>/dev/null)
+    if [[ "$pid" =~ ^[0-9]+$ && "$pid" != "$$" && "$pid" != "${GUARD_PID:-}" ]]; then
+      pkill -TERM -P "$pid" 2>/dev/null
+      kill -TERM "$pid" 2>/dev/null
+    fi
+    rm -f "$dir/guard.pid"
+  fi
+  for f in "$dir"/slurmd.*.pid "$dir"/slurmctld.pid "$dir"/munged.pid; do
     [[ -f "$f" ]] || continue
     pid=$(cat "$f" 2>/dev/null)
     [[ "$pid" =~ ^[0-9]+$ ]] && kill -TERM "$pid" 2>/dev/null
@@ -33,7 +42,7 @@ stop() {
     ((alive)) || break
     sleep 0.1
   done
-  for f in "$dir"/slurmd.*.pid "$dir"/slurmctld.pid "$dir"/munged.pid "$dir"/guard.pid; do
+  for f in "$dir"/slurmd.*.pid "$dir"/slurmctld.pid "$dir"/munged.pid; do
     [[ -f "$f" ]] && pid=$(cat "$f" 2>/dev/null) && [[ "$pid" =~ ^[0-9]+$ ]] && kill -KILL "$pid" 2>/dev/null
     rm -f "$f"
   done
@@ -131,7 +140,7 @@ CONF
     slurmd -N "$n" -f "$SLURM_CONF" || skip "slurmd -N $n did not start (see $dir/slurmd.$n.log)"
   done
   # The guard: stops everything by pid file if no `stop` came in time.
-  (trap '' HUP; sleep "$guard_seconds"; "$0" stop "$dir") >/dev/null 2>&1 </dev/null &
+  (trap '' HUP; sleep "$guard_seconds"; GUARD_PID=$BASHPID "$0" stop "$dir") >/dev/null 2>&1 </dev/null &
   echo $! >"$dir/guard.pid"
   for _ in $(seq 150); do  # up to 15 s for both nodes to be idle
     if [[ $(sinfo -h -N -t idle -o %N 2>/dev/null | sort -u | wc -l) -eq 2 ]]; then
