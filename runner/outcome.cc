@@ -14,8 +14,12 @@ std::string timeout_reason(double seconds) { return fmt::format("timeout {:g}s",
 Outcome decide_outcome(const EndFacts& f) {
   if (!f.setup_error.empty()) return {false, f.setup_error};
   if (f.launch_failed) return {false, "launch failed: " + f.launch_error};
-  // Under Slurm the step's state leads, with the runner's cause beside it.
+  // Under Slurm the step's state leads, with the runner's cause beside it. Slurm's own
+  // causes come first: they ended the step whatever the runner asked of it afterwards.
   const bool slurm = !f.state.empty();
+  for (const char* own : {"OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED"}) {
+    if (f.state == own) return {false, f.state};
+  }
   if (f.interrupted) return {false, slurm ? "CANCELLED (interrupted)" : "interrupted"};
   if (f.timed_out) return {false, slurm ? "TIMEOUT (" + timeout_reason(f.timeout) + ")" : timeout_reason(f.timeout)};
   if (f.oom_kills > 0 || f.state == "OUT_OF_MEMORY") return {false, slurm ? "OUT_OF_MEMORY" : "oom"};

@@ -35,8 +35,9 @@ struct Outcome {
 // Precedence: set-up error, launch error, interrupted, timeout, oom, signal, exit N
 // ("exit N: <the report's reason>" when the benchmark wrote one), no report, the
 // report's own `completed: false` reason. Under Slurm (`state` set) the reason names the
-// step's state: "CANCELLED (interrupted)", "TIMEOUT (timeout 2s)", "OUT_OF_MEMORY", and
-// any other state Slurm ended it in (CANCELLED, NODE_FAIL, PREEMPTED, ...) as it is.
+// step's state: OUT_OF_MEMORY, NODE_FAIL and PREEMPTED first (also when the runner was
+// interrupted or timed the step out meanwhile), then "CANCELLED (interrupted)",
+// "TIMEOUT (timeout 2s)", and any other state Slurm ended it in (CANCELLED, TIMEOUT) as it is.
 Outcome decide_outcome(const EndFacts& f);
 
 // "timeout 1800s", "timeout 2.5s"

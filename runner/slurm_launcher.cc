@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <numeric>
 #include <sstream>
@@ -171,8 +172,26 @@ std::string step_state(const std::string& log_tail, bool exited, int exit_code) 
   if (any_has(lines, "DUE TO TIME LIMIT")) return "TIMEOUT";
   if (any_has(lines, "DUE TO NODE FAILURE") || any_has(lines, "Node failure")) return "NODE_FAIL";
   if (any_has(lines, "DUE TO PREEMPTION")) return "PREEMPTED";
-  if (any_has(lines, " CANCELLED AT ")) return "CANCELLED";
+  // slurmstepd's line may not reach the log when the step is cancelled as it starts; srun's does.
+  if (any_has(lines, " CANCELLED AT ") || any_has(lines, "srun: Job step aborted") ||
+      any_has(lines, "aborted before step completely launched")) {
+    return "CANCELLED";
+  }
   return exited && exit_code == 0 ? "COMPLETED" : "FAILED";
+}
+
+int task_signal(const std::string& log_tail, int srun_exit_code) {
+  const int sig = srun_exit_code - 128;
+  if (sig <= 0 || sig >= NSIG) return 0;
+  const std::string said = ": task ";
+  const std::string name = strsignal(sig);
+  for (const std::string& line : slurm_lines(log_tail)) {
+    const auto at = line.find(said);
+    if (at == std::string::npos) continue;
+    const auto colon = line.find(": ", at + said.size());
+    if (colon != std::string::npos && line.compare(colon + 2, std::string::npos, name) == 0) return sig;
+  }
+  return 0;
 }
 
 std::string step_creation_error(const std::string& log_tail) {
@@ -244,6 +263,13 @@ std::optional<Ending> SlurmLauncher::poll(Id id) {
                  std::chrono::duration_cast<SystemClock::duration>(std::chrono::duration<double>(ending.wall_seconds));
   const std::string tail = tail_of(step.log);
   ending.state = step_state(tail, status->exited, status->code);
+  if (status->exited) {
+    if (const int sig = task_signal(tail, status->code); sig != 0) {  // the task's death, as locally
+      ending.exited = false;
+      ending.exit_code = 0;
+      ending.signal = sig;
+    }
+  }
   if (const std::string error = step_creation_error(tail); !error.empty()) ending.launch_error = error;
   if (ending.state == "OUT_OF_MEMORY") ending.oom_kills = 1;
   // srun's own usage says nothing of the step's; Slurm's accounting (sacct) has that.

@@ -47,6 +47,10 @@ std::vector<std::string> srun_args(const LaunchRequest& request, const SlurmAllo
 // srun's exit: OUT_OF_MEMORY, TIMEOUT, NODE_FAIL, PREEMPTED, CANCELLED, else
 // COMPLETED (exit 0) or FAILED.
 std::string step_state(const std::string& log_tail, bool exited, int exit_code);
+// The signal that killed the task when srun says so (`srun: error: n1: task 0:
+// Segmentation fault` and exit 128 + 11), else 0: srun turns a task's death by a signal
+// into its own exit code, which alone cannot be told from a benchmark's `exit 139`.
+int task_signal(const std::string& log_tail, int srun_exit_code);
 // srun's line saying the step could not be created ("" when none): the instance never ran.
 std::string step_creation_error(const std::string& log_tail);
 

@@ -89,6 +89,10 @@ TEST(StepStateTest, FromSlurmsOwnLinesOnly) {
       "TIMEOUT");
   EXPECT_EQ(step_state("slurmstepd-n1: error: *** STEP 2.1 ON n1 CANCELLED AT 2026-11-23T19:33:30 ***\n", true, 0),
             "CANCELLED");
+  EXPECT_EQ(step_state("srun: Job step aborted: Waiting up to 4 seconds for job step to finish.\n"
+                       "srun: error: n1: task 0: Killed\n",
+                       true, 137),
+            "CANCELLED");  // scancel as the step started: slurmstepd's line never came
   EXPECT_EQ(step_state("srun: error: Node failure on n2\n", false, SIGKILL), "NODE_FAIL");
   EXPECT_EQ(step_state("slurmstepd: error: *** JOB 4 ON n1 CANCELLED AT 2026 DUE TO PREEMPTION ***\n", true, 1),
             "PREEMPTED");
@@ -98,6 +102,15 @@ TEST(StepStateTest, FromSlurmsOwnLinesOnly) {
                                 "available\n"),
             "srun: error: Unable to create step for job 5: Memory required by task is not available");
   EXPECT_EQ(step_creation_error("srun: error: n1: task 0: Out Of Memory\n"), "");
+}
+
+TEST(StepStateTest, TaskKilledByASignalIsThatSignalNotSrunsExitCode) {
+  EXPECT_EQ(task_signal("srun: error: n1: task 0: Segmentation fault\n", 139), SIGSEGV);
+  EXPECT_EQ(task_signal("srun: error: mlb1n2: task 0: Killed\n", 137), SIGKILL);
+  // A benchmark's own exit 139, or srun naming another signal, is not a signal.
+  EXPECT_EQ(task_signal("loss 1\n", 139), 0);
+  EXPECT_EQ(task_signal("srun: error: n1: task 0: Killed\n", 139), 0);
+  EXPECT_EQ(task_signal("srun: error: n1: task 0: Exited with exit code 3\n", 3), 0);
 }
 
 TEST(SlurmOutcomeTest, ReasonNamesTheStepsState) {
@@ -124,6 +137,13 @@ TEST(SlurmOutcomeTest, ReasonNamesTheStepsState) {
   EndFacts ctrl_c = cancelled;
   ctrl_c.interrupted = true;
   EXPECT_EQ(decide_outcome(ctrl_c).reason, "CANCELLED (interrupted)");
+  // Slurm's own cause wins over the runner's Ctrl-C or timeout that came after it.
+  EndFacts node_then_ctrl_c = node;
+  node_then_ctrl_c.interrupted = true;
+  EXPECT_EQ(decide_outcome(node_then_ctrl_c).reason, "NODE_FAIL");
+  EndFacts oom_then_timeout = oom;
+  oom_then_timeout.timed_out = true;
+  EXPECT_EQ(decide_outcome(oom_then_timeout).reason, "OUT_OF_MEMORY");
   EndFacts failed = f;
   failed.state = "FAILED";
   failed.exit_code = 3;
