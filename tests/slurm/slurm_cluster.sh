@@ -46,11 +46,23 @@ stop() {
     [[ -f "$f" ]] && pid=$(cat "$f" 2>/dev/null) && [[ "$pid" =~ ^[0-9]+$ ]] && kill -KILL "$pid" 2>/dev/null
     rm -f "$f"
   done
-  # slurmd leaves its (by now empty) cgroups slurm_<node>/ behind: remove them.
+  # What the cluster started and left: step daemons (a slurmstepd starts with its slurmd's
+  # command line, naming this DIR's slurm.conf), then every process in its nodes' cgroups
+  # (steps' tasks and daemons), then those (by now empty) cgroups slurm_<node>/ themselves.
+  local p
+  for p in /proc/[0-9]*; do
+    [[ "${p#/proc/}" != "$$" ]] && tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "-f $dir/slurm.conf" &&
+      kill -KILL "${p#/proc/}" 2>/dev/null
+  done
   if [[ -f "$dir/nodes" ]]; then
     local node
     while read -r node; do
-      [[ -n "$node" ]] && find /sys/fs/cgroup/*/"slurm_$node" -depth -type d -exec rmdir {} + 2>/dev/null
+      [[ -n "$node" ]] || continue
+      for p in $(find /sys/fs/cgroup/*/"slurm_$node" -name cgroup.procs -exec cat {} + 2>/dev/null); do
+        kill -KILL "$p" 2>/dev/null
+      done
+      sleep 0.2
+      find /sys/fs/cgroup/*/"slurm_$node" -depth -type d -exec rmdir {} + 2>/dev/null
     done <"$dir/nodes"
   fi
   return 0
