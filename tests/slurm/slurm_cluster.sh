@@ -51,7 +51,7 @@ stop() {
   # (steps' tasks and daemons), then those (by now empty) cgroups slurm_<node>/ themselves.
   local p
   for p in /proc/[0-9]*; do
-    [[ "${p#/proc/}" != "$$" ]] && tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "-f $dir/slurm.conf" &&
+    [[ "${p#/proc/}" != "$$" ]] && { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -qF -- "-f $dir/slurm.conf" &&
       kill -KILL "${p#/proc/}" 2>/dev/null
   done
   if [[ -f "$dir/nodes" ]]; then
