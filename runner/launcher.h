@@ -1,7 +1,7 @@
 // The launcher seam: how the scheduler starts an instance (with its slot, environment,
 // limits and log), signals it, waits, and learns how it ended. LocalLauncher runs it
-// on this machine (core::Process + cgroup slices); tests use a fake; a Slurm launcher
-// fits behind the same interface.
+// on this machine (core::Process + cgroup slices); SlurmLauncher makes it a Slurm job
+// step; tests use a fake.
 #pragma once
 
 #include <chrono>
@@ -27,6 +27,8 @@ struct LaunchRequest {
   std::string cgroup;                         // slice name under the run's group ("": no slice)
   std::filesystem::path log;                  // stdout+stderr, truncated
   std::string log_header;                     // written first
+  double timeout = 0;             // seconds the scheduler allows it (0: none); Slurm's --time backstop
+  bool whole_allocation = false;  // an `all` job: the whole machine (under Slurm: every node)
 };
 
 // How a launched process ended, with its own start and end times.
@@ -41,6 +43,9 @@ struct Ending {
   std::chrono::system_clock::time_point started;
   std::chrono::system_clock::time_point ended;
   double wall_seconds = 0;
+  // The launcher's own word for how it ended: Slurm's job-step state (COMPLETED, FAILED,
+  // OUT_OF_MEMORY, TIMEOUT, CANCELLED, NODE_FAIL, ...); "" for the local launcher.
+  std::string state;
 
   bool launched() const { return launch_error.empty(); }
 };
@@ -61,7 +66,7 @@ class Launcher {
   virtual int wait(double seconds) = 0;
   // Seconds on a steady clock (deadlines are measured with it).
   virtual double now() const = 0;
-  // What confines instances: "cgroup-v1", "cgroup-v2" or "affinity".
+  // What confines instances: "cgroup-v1", "cgroup-v2", "affinity" or "slurm".
   virtual std::string isolation() const = 0;
 };
 

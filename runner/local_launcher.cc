@@ -4,11 +4,11 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cmath>
-#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <set>
+
+#include "runner_signals.h"
 
 namespace mlbench::runner {
 
@@ -17,25 +17,6 @@ using SteadyClock = std::chrono::steady_clock;
 using SystemClock = std::chrono::system_clock;
 
 namespace {
-
-sigset_t runner_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, s);
-  return set;
-}
-extern "C" void ignore_signal(int) {}
-
-// Children get an empty mask back before exec (core::Process).
-void block_runner_signals() {
-  // SIGCHLD must not be discarded while blocked: give it a handler that is never run.
-  struct sigaction sa {};
-  sa.sa_handler = ignore_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGCHLD, &sa, nullptr);
-  const sigset_t set = runner_signals();
-  sigprocmask(SIG_BLOCK, &set, nullptr);
-}
 
 // The slice controllers a run's groups may sit in (v1; on v2 all name one directory).
 constexpr const char* kControllers[] = {"cpuset", "cpu", "cpuacct", "memory", "blkio", "io"};
@@ -242,13 +223,7 @@ void LocalLauncher::signal(Id id, int sig) {
 }
 
 int LocalLauncher::wait(double seconds) {
-  const sigset_t set = runner_signals();
-  if (seconds < 0) seconds = 0;
-  timespec ts{};
-  ts.tv_sec = static_cast<time_t>(seconds);
-  ts.tv_nsec = static_cast<long>((seconds - std::floor(seconds)) * 1e9);
-  const int sig = sigtimedwait(&set, nullptr, &ts);
-  return sig > 0 && sig != SIGCHLD ? sig : 0;
+  return wait_for_runner_signal(seconds);
 }
 
 double LocalLauncher::now() const {

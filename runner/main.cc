@@ -57,6 +57,15 @@ int main(int argc, char** argv) {
   app.add_option("--resume", o.resume, "Complete this run directory: rerun only instances without a completed report");
   app.add_option("--suite", o.suite, "SUITE_NAME of the reports (default: the jobs file's name without .json)");
   app.add_option("--bench-dir", o.bench_dir, "Where benchmark commands are looked up (default <bin>/../benchmarks)");
+  app.add_option("--launcher", o.launcher,
+                 "local: instances on this machine; slurm: each a job step (srun) in the "
+                 "Slurm allocation mlbench-run runs in")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+  app.add_flag("--sbatch", o.sbatch,
+               "Write <outdir>/mlbench.sbatch running these arguments with --launcher slurm, "
+               "submit it with sbatch and exit");
+  app.add_option("--sbatch-args", o.sbatch_args, "Options of that batch job (default \"--nodes=1 --exclusive\")");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -68,5 +77,6 @@ int main(int argc, char** argv) {
   o.exclude = split_list(exclude);
   if (timeout > 0) o.timeout = timeout;
   o.self = self_path(argv[0]);
+  o.args.assign(argv + 1, argv + argc);
   return run(o);
 }

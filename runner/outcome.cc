@@ -14,9 +14,17 @@ std::string timeout_reason(double seconds) { return fmt::format("timeout {:g}s",
 Outcome decide_outcome(const EndFacts& f) {
   if (!f.setup_error.empty()) return {false, f.setup_error};
   if (f.launch_failed) return {false, "launch failed: " + f.launch_error};
-  if (f.interrupted) return {false, "interrupted"};
-  if (f.timed_out) return {false, timeout_reason(f.timeout)};
-  if (f.oom_kills > 0) return {false, "oom"};
+  // Under Slurm the step's state leads, with the runner's cause beside it. Slurm's own
+  // causes come first: they ended the step whatever the runner asked of it afterwards.
+  const bool slurm = !f.state.empty();
+  for (const char* own : {"OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED"}) {
+    if (f.state == own) return {false, f.state};
+  }
+  if (f.interrupted) return {false, slurm ? "CANCELLED (interrupted)" : "interrupted"};
+  if (f.timed_out) return {false, slurm ? "TIMEOUT (" + timeout_reason(f.timeout) + ")" : timeout_reason(f.timeout)};
+  if (f.oom_kills > 0 || f.state == "OUT_OF_MEMORY") return {false, slurm ? "OUT_OF_MEMORY" : "oom"};
+  // Ended by Slurm (scancel, node failure, its own --time, preemption), whatever the exit.
+  if (slurm && f.state != "COMPLETED" && f.state != "FAILED") return {false, f.state};
   if (!f.exited) return {false, fmt::format("signal {}", f.signal)};
   if (f.exit_code != 0) {
     // A benchmark that failed on its own (NaN loss, bad data) says why in its report: show that, not only the code.

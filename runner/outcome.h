@@ -24,6 +24,7 @@ struct EndFacts {
   bool report_completed = false;
   std::string report_reason;   // the benchmark's own reason in a FAIL report
   std::string setup_error;     // e.g. a dataset that could not be made (instance not launched)
+  std::string state;           // Slurm's job-step state ("" from the local launcher)
 };
 
 struct Outcome {
@@ -33,7 +34,10 @@ struct Outcome {
 
 // Precedence: set-up error, launch error, interrupted, timeout, oom, signal, exit N
 // ("exit N: <the report's reason>" when the benchmark wrote one), no report, the
-// report's own `completed: false` reason.
+// report's own `completed: false` reason. Under Slurm (`state` set) the reason names the
+// step's state: OUT_OF_MEMORY, NODE_FAIL and PREEMPTED first (also when the runner was
+// interrupted or timed the step out meanwhile), then "CANCELLED (interrupted)",
+// "TIMEOUT (timeout 2s)", and any other state Slurm ended it in (CANCELLED, TIMEOUT) as it is.
 Outcome decide_outcome(const EndFacts& f);
 
 // "timeout 1800s", "timeout 2.5s"

@@ -97,6 +97,8 @@ void write_instance_report(const fs::path& dir, const Instance& inst, const Plan
                            const std::string& isolation, const std::optional<Ending>& ending,
                            const std::optional<fs::path>& written, const Outcome& outcome) {
   nlohmann::json blocks = {{"isolation", isolation}, {"runner", runner_block(inst, ending)}};
+  // Under Slurm: the job step's state (only there, so local reports are unchanged).
+  if (ending && !ending->state.empty()) blocks["runner"]["slurm_state"] = ending->state;
   if (ending && ending->launched()) blocks["resources"] = ending->resources;
   if (ending && ending->launched() && !ending->interference.is_null()) blocks["interference"] = ending->interference;
   finalize_report(dir, inst, written, outcome, blocks, base_report(inst, settings, ending));

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <numeric>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -28,6 +30,8 @@
 #include "run_directory.h"
 #include "run_results.h"
 #include "scheduler.h"
+#include "slurm_batch.h"
+#include "slurm_launcher.h"
 
 namespace mlbench::runner {
 
@@ -51,6 +55,7 @@ struct Setup {
   std::uint64_t ram = 0;
   std::vector<Slot> slots;
   PlanSettings settings;
+  std::optional<SlurmAllocation> slurm;  // --launcher slurm: the allocation it runs in
 };
 
 // $OUTPUT_DIRECTORY, else $BASE/output, else ./output; --resume names the directory itself.
@@ -92,11 +97,36 @@ void load_jobs(const Options& opt, Setup& s) {
   }
 }
 
+// Under Slurm the machine is the allocation: its CPUs (numbered 0.. across its nodes;
+// Slurm picks the real ones per step) and memory (the allocation's, else this node's
+// times the nodes: nodes of a partition are alike).
+void slurm_machine(const SlurmAllocation& a, std::vector<int>& cpus, std::uint64_t& ram) {
+  cpus.resize(static_cast<std::size_t>(a.total_cpus()));
+  std::iota(cpus.begin(), cpus.end(), 0);
+  ram = (a.memory_per_node ? *a.memory_per_node : ram) * static_cast<std::uint64_t>(a.nodes());
+}
+
+// A slot is one step on one node; its memory limit only when the allocation has one
+// (or --slot-memory): else Slurm's defaults apply. Throws std::invalid_argument.
+void check_slurm_slots(const SlurmAllocation& a, std::optional<std::uint64_t> slot_memory, std::vector<Slot>& slots) {
+  const int biggest = *std::max_element(a.cpus_per_node.begin(), a.cpus_per_node.end());
+  for (Slot& slot : slots) {
+    if (static_cast<int>(slot.cpus.size()) > biggest) {
+      throw std::invalid_argument(
+          fmt::format("--launcher slurm: a slot of {} CPUs does not fit on one node of the "
+                      "allocation (at most {} CPUs): use more --slots",
+                      slot.cpus.size(), biggest));
+    }
+    if (!a.memory_per_node && !slot_memory) slot.memory_bytes.reset();
+  }
+}
+
 // Slots and the plan settings of pass 0; throws std::invalid_argument (a bad --slot-memory).
 void load_machine(const Options& opt, Setup& s) {
-  const std::vector<int> cpus = core::affinity_cpus();
+  std::vector<int> cpus = core::affinity_cpus();
   s.gpus = gpu_count();
   s.ram = core::memory_total_bytes();
+  if (s.slurm) slurm_machine(*s.slurm, cpus, s.ram);
   std::optional<std::uint64_t> slot_memory;
   if (!opt.slot_memory.empty()) {
     slot_memory = parse_size(opt.slot_memory);
@@ -108,6 +138,7 @@ void load_machine(const Options& opt, Setup& s) {
   }
   const int nslots = opt.slots > 0 ? opt.slots : default_slot_count(s.gpus, static_cast<int>(cpus.size()));
   s.slots = make_slots(cpus, s.ram, nslots, slot_memory);
+  if (s.slurm) check_slurm_slots(*s.slurm, slot_memory, s.slots);
   PlanSettings& p = s.settings;
   p.suite = opt.suite.empty() ? fs::path(s.jobs_file).stem().string() : opt.suite;
   p.uid = opt.uid;
@@ -161,6 +192,11 @@ bool load(Options& opt, Setup& s) {
   s.outdir = output_directory(opt);
   s.data_dir = data_directory();
   try {
+    if (opt.launcher == "slurm" && !opt.sbatch) {
+      std::string why;
+      s.slurm = slurm_allocation(core::current_environment(), &why);
+      if (!s.slurm) throw std::invalid_argument("--launcher slurm: " + why);
+    }
     load_jobs(opt, s);
     load_machine(opt, s);
     make_pass(opt, s, 0);  // $VARS of every selected job
@@ -225,11 +261,25 @@ void warn_if_low_space(const fs::path& outdir) {
 // The passes for real; the exit code.
 int execute(const Options& opt, const Setup& s) {
   const std::string run_id = fmt::format("{}-{}", core::utc_file_timestamp(std::chrono::system_clock::now()), getpid());
-  LocalLauncher launcher(!opt.no_cgroup, s.settings.all_cpus, run_id);
+  std::unique_ptr<Launcher> chosen;
+  std::optional<std::string> cgroup_parent;
+  try {
+    if (s.slurm) {
+      chosen = std::make_unique<SlurmLauncher>(*s.slurm, opt.kill_grace);
+    } else {
+      auto local = std::make_unique<LocalLauncher>(!opt.no_cgroup, s.settings.all_cpus, run_id);
+      cgroup_parent = local->cgroup_parent();
+      chosen = std::move(local);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "mlbench-run: error: " << e.what() << std::endl;
+    return 2;
+  }
+  Launcher& launcher = *chosen;
   Output output(std::cout, core::is_terminal(1));
   Scheduler scheduler(launcher, output,
                       {!opt.resume.empty(), opt.raise_error, opt.kill_grace, datagen_path(s.self_dir), s.data_dir});
-  const RunFacts facts{launcher.isolation(), launcher.cgroup_parent(), s.gpus, s.ram, s.slots, s.jobs_file,
+  const RunFacts facts{launcher.isolation(), cgroup_parent, s.gpus, s.ram, s.slots, s.jobs_file,
                        s.data_dir, opt.uid};
   warn_if_low_space(s.outdir);
   std::vector<Pass> passes;
@@ -307,6 +357,7 @@ int run(const Options& options) {
     print_dry(opt, setup);
     return 0;
   }
+  if (opt.sbatch) return submit_batch(opt, setup.jobs_file, setup.settings.suite, setup.outdir);
   return execute(opt, setup);
 }
 

@@ -29,6 +29,10 @@ struct Options {
   std::string slot_memory;  // "" = RAM_TOTAL / slots
   std::string bench_dir;    // "" = <dir of mlbench-run>/../benchmarks
   std::string self;         // path of this executable (argv[0] resolved)
+  std::string launcher = "local";  // "local" or "slurm" (each instance a job step; docs/runner.md)
+  bool sbatch = false;             // write and submit a batch script that reruns these arguments under Slurm
+  std::string sbatch_args;         // sbatch options for it (default "--nodes=1 --exclusive")
+  std::vector<std::string> args;   // the command line after argv[0], as given (for --sbatch)
 };
 
 // Exit codes: 0 all passed, 1 an instance failed or a result file (report,

@@ -34,6 +34,8 @@ LaunchRequest instance_request(const Instance& inst, const fs::path& dir) {
   r.memory_bytes = inst.memory_bytes;
   r.cgroup = inst.cgroup;
   r.log = dir / inst.log_name;
+  r.timeout = inst.timeout;
+  r.whole_allocation = inst.whole_machine;
   r.log_header = fmt::format("# slot {} | cpus {} | memory {} | {}\n", inst.slot, core::format_cpu_list(inst.cpus),
                              format_bytes(inst.memory_bytes), shell_line(inst));
   return r;
@@ -50,6 +52,7 @@ EndFacts end_facts(const std::optional<Ending>& ending, const std::string& setup
   f.exit_code = ending->exit_code;
   f.signal = ending->signal;
   f.oom_kills = ending->oom_kills;
+  f.state = ending->state;
   return f;
 }
 

@@ -25,6 +25,7 @@ packages=(
   libssl-dev                   # sha256 for unique_id
   libopenblas0-openmp          # the BLAS LibTorch calls (selected below; docs/performance.md)
   mate-backgrounds             # real photographs: the real-photos dataset's sources (docs/datasets.md)
+  slurm-wlm munge              # --launcher slurm, and the private test cluster (docs/runner.md)
 )
 
 missing=()
