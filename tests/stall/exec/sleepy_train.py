@@ -1,8 +1,9 @@
 """Ground truth for mlbench-stall --exec (tests/stall/exec_test.cc): a training loop whose costs
 are injected sleeps. Each sample is read from a file of DIR; a read that would block (the file's
 pages are not in the page cache: os.preadv with RWF_NOWAIT) takes --fetch-ms in all (the real
-read, then a sleep for the rest), as an emulated slow disk; each sample then sleeps --prep-ms (prep) and each step --compute-ms
-(compute). Samples are loaded one after another in the loop's thread (no overlap), so with B
+read, then a sleep for the rest), as an emulated slow disk; each sample then takes --prep-ms
+(prep) and each step --compute-ms (compute). Costs are sleeps against a virtual clock (spend()),
+so a late wake-up on a loaded machine does not lengthen the run. Samples are loaded one after another in the loop's thread (no overlap), so with B
 samples a batch the true split of a cold step is compute C / (C + B (p + f)), prep B p / (...),
 fetch B f / (...). Usage: sleepy_train.py DIR [--batch B] [--prep-ms p] [--fetch-ms f]
 [--compute-ms C] [--epochs E] [--no-wrap]. Needs python/ on PYTHONPATH (mlbench_probe)."""
@@ -21,16 +22,29 @@ def files_of(root):
     return sorted(out)
 
 
+_virtual = None  # the end of the last injected cost, on time.perf_counter's scale
+
+
+def spend(seconds):
+    """Injects a cost: sleeps until the virtual clock, advanced by `seconds`, is reached. A late
+    wake-up (a loaded machine) shortens the next sleep instead of adding up, so the run's rates
+    are the injected ones (as stallsim's virtual CPUs and storage device)."""
+    global _virtual
+    now = time.perf_counter()
+    _virtual = (now if _virtual is None else _virtual) + seconds
+    if _virtual > now:
+        time.sleep(_virtual - now)
+
+
 def load(path, prep_s, fetch_s):
-    t0 = time.perf_counter()
     with open(path, "rb") as f:
         buf = bytearray(os.fstat(f.fileno()).st_size)
         try:
             os.preadv(f.fileno(), [buf], 0, os.RWF_NOWAIT)
-        except BlockingIOError:  # not resident: the real read, padded to the emulated device's latency
+        except BlockingIOError:  # not resident: the real read, within the emulated device's latency
             f.readinto(buf)
-            time.sleep(max(0.0, fetch_s - (time.perf_counter() - t0)))
-    time.sleep(prep_s)
+            spend(fetch_s)
+    spend(prep_s)
     return bytes(buf[:16])
 
 
@@ -75,7 +89,7 @@ def main():
     for _ in range(args.epochs):
         for batch in loader:
             assert len(batch) == args.batch
-            time.sleep(args.compute_ms / 1e3)
+            spend(args.compute_ms / 1e3)
 
 
 if __name__ == "__main__":
