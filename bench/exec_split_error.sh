@@ -24,7 +24,7 @@ for c in 0 1; do mkdir -p "$tmp/data/c$c"; for i in $(seq 0 49); do head -c 1638
 sync
 errs=()
 for r in $(seq 1 "$rounds"); do
-  ${MLBENCH_WRAP:-} "$stall" --exec --data "$tmp/data" --out "$tmp/out" --iterations "$iterations" --cpus 1 -- /usr/bin/python3 \
+  "$stall" --exec --data "$tmp/data" --out "$tmp/out" --iterations "$iterations" --cpus 1 -- /usr/bin/python3 \
     "$repo/tests/stall/exec/sleepy_train.py" "$tmp/data" --batch 2 --prep-ms 20 --fetch-ms 30 --compute-ms 60 \
     >"$tmp/log" 2>&1 || { echo "exec_split_error.sh: error: mlbench-stall failed:" >&2; tail -3 "$tmp/log" >&2; exit 1; }
   e=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["split"]
