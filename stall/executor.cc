@@ -15,6 +15,7 @@
 #include "core/process.h"
 #include "core/stop_signals.h"
 #include "core/sysinfo.h"
+#include "exec_target.h"
 
 namespace mlbench::stall {
 namespace fs = std::filesystem;
@@ -106,7 +107,66 @@ core::ProcessSpec bench_process(const fs::path& bench, const RunSpec& spec, cons
   process.log_path = log.string();
   return process;
 }
+
+// --exec: the user's command, with the probe's environment, on the CPUs of the run.
+core::ProcessSpec command_process(const ExecConfig& exec, const RunSpec& spec, const fs::path& report_dir,
+                                  const fs::path& log) {
+  core::ProcessSpec process = bench_process("", spec, report_dir, log);
+  process.executable = find_executable(spec.command.front(), core::getenv_or("PATH", "/usr/bin:/bin"));
+  process.args.assign(spec.command.begin() + 1, spec.command.end());
+  process.env = exec_environment(spec, exec, report_dir, *process.env);
+  return process;
+}
+
+bool has_report(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".json") return true;
+  }
+  return false;
+}
 }  // namespace
+
+void ProcessExecutor::run_commands(const ExecConfig& exec) {
+  exec_ = std::make_shared<const ExecConfig>(exec);
+}
+
+RunOutcome ProcessExecutor::command_outcome(const RunSpec& spec, const core::ExitStatus& status,
+                                            const fs::path& report_dir, const fs::path& log) {
+  const fs::path probe_log = report_dir / "probe.log";
+  std::optional<RunOutcome> read;
+  std::string why;
+  try {
+    read = read_outcome(report_dir, spec.label);
+  } catch (const RunFailed& e) {
+    why = e.what();
+  }
+  if (!status.exited || status.code != 0) {
+    // The script's own failure first (its last line is usually the exception), then what it measured.
+    std::vector<fs::path> reports;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(report_dir, ec)) {
+      if (e.path().extension() == ".json") reports.push_back(e.path());
+    }
+    const std::string so_far =
+        reports.empty() ? std::string("none (no iteration was probed)") : reports.back().string();
+    throw RunFailed(fmt::format("run {}: the command {} ({}); report so far: {} (log: {})", spec.label,
+                                status.exited ? fmt::format("exited with status {}", status.code)
+                                              : fmt::format("died of signal {}", status.signal),
+                                last_lines(log, 1), so_far, log.string()));
+  }
+  if (!read) {
+    if (!has_report(report_dir)) {
+      throw RunFailed(
+          fmt::format("run {}: the command ended without iterating a DataLoader, so the probe measured "
+                      "nothing (probe log: {}); a script with its own batch iterator needs one line: "
+                      "loader = mlbench_probe.wrap(loader) (log: {})",
+                      spec.label, last_lines(probe_log, 3), log.string()));
+    }
+    throw RunFailed(fmt::format("{} (probe log: {}; log: {})", why, last_lines(probe_log, 2), log.string()));
+  }
+  return *read;
+}
 
 RunOutcome ProcessExecutor::run(const RunSpec& spec) {
   const fs::path report_dir = out_ / "runs" / spec.label;
@@ -121,8 +181,10 @@ RunOutcome ProcessExecutor::run(const RunSpec& spec) {
   // group (which the terminal's Ctrl-C does not reach); EINTR ends the short waits at once.
   const core::StopSignals forwarded(core::StopSignals::Calls::kInterrupt);
   std::optional<core::Process> child;
+  const bool command = exec_ && !spec.command.empty();
   try {
-    child.emplace(bench_process(bench_, spec, report_dir, log));
+    child.emplace(command ? command_process(*exec_, spec, report_dir, log)
+                          : bench_process(bench_, spec, report_dir, log));
   } catch (const core::ProcessError& e) {
     throw RunFailed(fmt::format("cannot execute {}", e.what()));
   }
@@ -132,6 +194,14 @@ RunOutcome ProcessExecutor::run(const RunSpec& spec) {
     const double left = timeout_s_ - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (left <= 0) break;
     status = child->wait_for(std::min(left, 0.05));
+    if (!status && command && timeout_s_ - left > exec_->probe_timeout_s && !has_report(report_dir)) {
+      child->stop(kKillGrace);
+      throw RunFailed(
+          fmt::format("run {}: the command iterated no DataLoader in {} s, so the probe wrote no report "
+                      "(probe log: {}); a script with its own batch iterator needs one line: "
+                      "loader = mlbench_probe.wrap(loader) (log: {})",
+                      spec.label, exec_->probe_timeout_s, last_lines(report_dir / "probe.log", 3), log.string()));
+    }
   }
   if (const int sig = core::stop_signal()) {
     child->signal_group(sig);
@@ -144,8 +214,16 @@ RunOutcome ProcessExecutor::run(const RunSpec& spec) {
   if (timed_out) status = child->stop(kKillGrace);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (timed_out) throw RunFailed(fmt::format("run {} timed out after {} s (log: {})", spec.label, timeout_s_, log.string()));
-  if (!status->exited) {
+  if (!status->exited && !command) {
     throw RunFailed(fmt::format("run {} died of signal {} (log: {})", spec.label, status->signal, log.string()));
+  }
+  if (command) {
+    RunOutcome out = command_outcome(spec, *status, report_dir, log);
+    out.before = before;
+    out.after = residency(dataset_);
+    out.wall_s = wall;
+    out.log_path = log;
+    return out;
   }
   const int code = status->code;
   if (code == 127) throw RunFailed(fmt::format("cannot execute {}", bench_.string()));

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/process.h"
 #include "page_cache.h"
 #include "plan.h"
 
@@ -44,6 +46,8 @@ class Interrupted : public RunFailed {
   int signal_;
 };
 
+struct ExecConfig;  // stall/exec_target.h
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -56,9 +60,15 @@ class ProcessExecutor : public Executor {
   ProcessExecutor(std::filesystem::path bench_exe, std::filesystem::path out_dir,
                   std::vector<std::filesystem::path> dataset, bool use_drop_caches, int timeout_s);
   RunOutcome run(const RunSpec& spec) override;
+  // --exec: runs with a `command` start it with the probe's environment, and a run with no
+  // report after exec.probe_timeout_s fails (the command iterates no loader).
+  void run_commands(const ExecConfig& exec);
 
  private:
   void prepare_cache(const RunSpec& spec);
+  RunOutcome command_outcome(const RunSpec& spec, const core::ExitStatus& status,
+                             const std::filesystem::path& report_dir, const std::filesystem::path& log);
+  std::shared_ptr<const ExecConfig> exec_;
   std::filesystem::path bench_;
   std::filesystem::path out_;
   std::vector<std::filesystem::path> dataset_;

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <numeric>
 #include <random>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "core/progress.h"
 #include "core/report.h"
 #include "core/sysinfo.h"
+#include "exec_target.h"
 
 namespace fs = std::filesystem;
 using namespace mlbench;
@@ -46,6 +48,16 @@ RawRates measure_raw(const std::vector<fs::path>& files, bool use_drop_caches) {
   return raw;
 }
 
+// python/ of the source tree (mlbench_probe.py): $MLBENCH_PYTHON_DIR, else the one the build
+// was configured from, else next to the build folder.
+fs::path python_dir() {
+  if (const char* d = getenv("MLBENCH_PYTHON_DIR"); d && *d) return d;
+#ifdef MLBENCH_PYTHON_DIR
+  if (fs::exists(fs::path(MLBENCH_PYTHON_DIR) / "mlbench_probe.py")) return MLBENCH_PYTHON_DIR;
+#endif
+  return (self_dir() / ".." / ".." / "python").lexically_normal();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,14 +72,27 @@ int main(int argc, char** argv) {
   std::string data_directory = getenv("DATA_DIRECTORY") ? getenv("DATA_DIRECTORY") : "data";
   config.cpus = {};
   config.cache_fracs = {0, 0.25, 0.5, 0.75, 1};
-  app.add_option("--bench", config.bench, "Benchmark to analyse (an executable in --bench-dir)")->required();
+  bool exec_mode = false;
+  ExecConfig exec;
+  app.add_option("--bench", config.bench, "Benchmark to analyse (an executable in --bench-dir; or --exec)");
+  app.add_flag("--exec", exec_mode,
+               "Analyse the command after -- instead of a benchmark: a training script whose DataLoader the "
+               "probe times (python/mlbench_probe.py; docs/stall.md)");
+  app.add_option("--probe-timeout", exec.probe_timeout_s,
+                 "--exec: seconds a run may go without the probe's first report before it fails")
+      ->check(core::integer_at_least(1))
+      ->capture_default_str();
+  app.add_option("--cache-batches", exec.cache_batches, "--exec: batches the compute-only run loads and then replays")
+      ->check(core::integer_in(1, 1 << 16))
+      ->capture_default_str();
   app.add_option("--bench-dir", bench_dir, "Where benchmark executables are")->capture_default_str();
   app.add_option("--data", config.data, "Dataset root (default: $DATA_DIRECTORY/fake-imagenet-small/train)");
   app.add_option("--cpus", config.cpus, "CPU counts of the prep sweep (default: 1 .. all)")->delimiter(',');
-  app.add_option("--cache-fracs", config.cache_fracs, "Cache fractions to measure against the prediction")
-      ->delimiter(',')
-      ->check(core::number_in(0.0, 1.0))
-      ->capture_default_str();
+  auto* cache_fracs =
+      app.add_option("--cache-fracs", config.cache_fracs, "Cache fractions to measure against the prediction")
+          ->delimiter(',')
+          ->check(core::number_in(0.0, 1.0))
+          ->capture_default_str();
   app.add_option("--iterations", config.iterations, "Timed iterations per run")
       ->check(core::integer_in(1, 1 << 24))
       ->capture_default_str();
@@ -76,19 +101,68 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", timeout_s, "Seconds before one run is killed")
       ->check(core::integer_at_least(1))
       ->capture_default_str();
-  app.add_option("extra", config.extra, "Arguments after -- go to every benchmark run");
+  app.add_option("extra", config.extra, "Arguments after -- go to every benchmark run (with --exec: the command)");
   app.footer("Writes OUT/stall.json, OUT/split.svg, OUT/whatif.svg and OUT/runs/ (every run's report and log).\n"
              "Exit status: 0 done, 1 a run or measurement failed (runs done so far stay in OUT), 2 bad usage,\n"
              "128 + signal when interrupted (Ctrl-C: the running benchmark is stopped with it).");
+  // Everything after the first `--` is the runs' (or --exec's command's) and never parsed here:
+  // CLI11 takes a `--` right after a list option (--cpus 1,2 --) as that list's end and would
+  // then parse the command's own flags as mlbench-stall's.
+  int own_argc = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--") {
+      own_argc = i;
+      break;
+    }
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(own_argc, argv);
+    for (int i = own_argc + 1; i < argc; ++i) config.extra.emplace_back(argv[i]);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     std::cerr << "mlbench-stall: error: " << core::parse_error_line(e) << " (see --help)\n";
     return 2;
   }
+  if (exec_mode) {
+    exec.command = config.extra;
+    config.extra.clear();
+    if (exec.command.empty()) {
+      std::cerr << "mlbench-stall: error: --exec needs the command after --, e.g. mlbench-stall --exec --data DIR -- "
+                   "/usr/bin/python3 train.py\n";
+      return 2;
+    }
+    if (!config.bench.empty()) {
+      std::cerr
+          << "mlbench-stall: error: --bench and --exec exclude each other: --exec analyses the command after --\n";
+      return 2;
+    }
+    if (cache_fracs->count() > 0) {
+      std::cerr << "mlbench-stall: error: --cache-fracs needs mlbench's item cache (--bench); a command run with "
+                   "--exec has none to size, so its what-if is predicted, not measured\n";
+      return 2;
+    }
+    config.cache_fracs.clear();
+    const std::string found = find_executable(exec.command.front(), core::getenv_or("PATH", "/usr/bin:/bin"));
+    if (found.empty() || ::access(found.c_str(), X_OK) != 0) {
+      std::cerr << fmt::format("mlbench-stall: error: cannot execute '{}': {}\n", exec.command.front(),
+                               found.empty() ? "not found on PATH" : "no such executable file");
+      return 2;
+    }
+    exec.python_dir = python_dir();
+    if (!fs::exists(exec.python_dir / "mlbench_probe.py")) {
+      std::cerr << fmt::format(
+          "mlbench-stall: error: the probe is not at {} (set MLBENCH_PYTHON_DIR to the "
+          "repository's python/ folder)\n",
+          (exec.python_dir / "mlbench_probe.py").string());
+      return 2;
+    }
+    config.bench = "exec";
+  } else if (config.bench.empty()) {
+    std::cerr << "mlbench-stall: error: --bench is required (or --exec -- COMMAND) (see --help)\n";
+    return 2;
+  }
   const fs::path bench = fs::path(bench_dir) / config.bench;
-  if (!fs::exists(bench)) {
+  if (!exec_mode && !fs::exists(bench)) {
     std::cerr << fmt::format("mlbench-stall: error: unknown benchmark '{}': no executable {}\n", config.bench,
                              bench.string());
     return 2;
@@ -134,9 +208,10 @@ int main(int argc, char** argv) {
     const RawRates raw = measure_raw(files, use_drop_caches);
     std::cout << fmt::format("storage: {:.1f} MB/s sequential, {:.1f} MB/s random (cold); memory: {:.1f} MB/s\n",
                              raw.seq_cold.mb_per_s, raw.rand_cold.mb_per_s, raw.cached.mb_per_s);
-    ProcessExecutor exec(bench, out, files, use_drop_caches, timeout_s);
+    ProcessExecutor executor(bench, out, files, use_drop_caches, timeout_s);
+    if (exec_mode) executor.run_commands(exec);
     // The synthetic run first: its report gives the batch size the plan needs.
-    const auto first = plan_runs(config, files.size(), 1).front();
+    const auto first = exec_mode ? plan_exec_runs(config, exec).front() : plan_runs(config, files.size(), 1).front();
     std::unique_ptr<core::ProgressPrinter> progress;
     const auto record = [&](const RunSpec& spec, RunOutcome r) {
       std::cout << fmt::format("  {:<14} {:>10.1f} samples/s  (±{:.1f}%, {} cache {:.0f}% resident)\n", spec.label,
@@ -146,7 +221,7 @@ int main(int argc, char** argv) {
       for (const auto& [label, o] : runs) done[label] = {{"rate", o.rate}, {"cv", o.cv}, {"report", o.report_path.string()}};
       core::write_json_atomic(out / "runs.json", done);  // what is measured survives a later failure
     };
-    record(first, exec.run(first));
+    record(first, executor.run(first));
     const nlohmann::json& first_report = runs.at("synthetic").report;
     ctx.batch_size = first_report.value("batch_size", 1);
     int depth = 0;
@@ -155,16 +230,29 @@ int main(int argc, char** argv) {
       const int prefetch = first_report["pipeline"].value("prefetch", 0);
       depth = (prefetch > 0 ? prefetch : 2 * workers) + workers;
     }
-    const auto plan = plan_runs(config, files.size(), ctx.batch_size, depth);
+    const auto plan =
+        exec_mode ? plan_exec_runs(config, exec, depth) : plan_runs(config, files.size(), ctx.batch_size, depth);
     progress = std::make_unique<core::ProgressPrinter>(std::cout, core::is_terminal(1), static_cast<int>(plan.size()),
                                                        "mlbench-stall");
     progress->update(1, std::nullopt, true);
     for (std::size_t i = 1; i < plan.size(); ++i) {
-      record(plan[i], exec.run(plan[i]));
+      record(plan[i], executor.run(plan[i]));
       progress->update(static_cast<int>(i + 1), std::nullopt, true);
     }
     progress->finish();
-    const nlohmann::json result = analyze(ctx, runs, raw);
+    if (exec_mode) {
+      // A command has no fetch-only mode: S and C are the dataset's direct read rates (one file a sample).
+      const double mb = raw.mean_file_bytes / 1e6;
+      runs["fetch-cold"] = direct_read_outcome(raw.rand_cold.mb_per_s / mb, "direct reads, random order, cold");
+      runs["fetch-cached"] = direct_read_outcome(raw.cached.mb_per_s / mb, "direct reads, page cache warm");
+    }
+    nlohmann::json result = analyze(ctx, runs, raw);
+    if (exec_mode) {
+      result["exec"] = {{"command", exec.command},
+                        {"probe", (exec.python_dir / "mlbench_probe.py").string()},
+                        {"cache_batches", exec.cache_batches},
+                        {"fetch_rates", "S and C from direct reads of the dataset's files (storage.S_raw, C_raw)"}};
+    }
     core::write_json_atomic(out / "stall.json", result);
     const Split s{result["split"]["compute_pct"], result["split"]["prep_pct"], result["split"]["fetch_pct"]};
     core::write_file_atomic(out / "split.svg", split_svg(config.bench, s));

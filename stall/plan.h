@@ -2,6 +2,7 @@
 // in which page-cache state and on how many CPUs. Pure: no process, no file.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct RunSpec {
   CacheState cache = CacheState::Any;
   int cpus = 0;            // 0: every CPU of the analyzer; else the first `cpus` of its affinity
   double cache_frac = -1;  // for "cache" runs
+  // --exec (stall/exec_target.h): the user's command, run as given instead of a benchmark with
+  // `args`, and the probe's environment variables for this run.
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
 };
 
 // The timed-iteration flags: `iterations` split into 10 observations, plus

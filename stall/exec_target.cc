@@ -1,0 +1,93 @@
+#include "exec_target.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <deque>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace mlbench::stall {
+namespace fs = std::filesystem;
+
+constexpr int kObservations = 10;  // as plan.cc: 10 timed observations a run
+constexpr int kWarmupObservations = 2;
+
+std::vector<RunSpec> plan_exec_runs(const StallConfig& c, const ExecConfig& exec, int pipeline_depth) {
+  const int number = std::max(1, (c.iterations + kObservations - 1) / kObservations);
+  const int depth_warmup = std::max(kWarmupObservations, (pipeline_depth + number - 1) / number + 1);
+  // The compute-only run loads K batches (through the loader, with its start-up) before replaying.
+  const int replay_warmup = std::max(depth_warmup, (exec.cache_batches + pipeline_depth + number - 1) / number + 1);
+  std::vector<RunSpec> runs;
+  const auto add = [&](std::string label, std::string kind, CacheState cache, int warmup) {
+    RunSpec r;
+    r.label = std::move(label);
+    r.kind = std::move(kind);
+    r.cache = cache;
+    r.command = exec.command;
+    r.env = {{"MLBENCH_PROBE_MODE", "normal"},
+             {"MLBENCH_PROBE_ITERATIONS", std::to_string(number * kObservations)},
+             {"MLBENCH_PROBE_NUMBER", std::to_string(number)},
+             {"MLBENCH_PROBE_WARMUP", std::to_string(warmup)}};
+    runs.push_back(std::move(r));
+    return &runs.back();
+  };
+  RunSpec* g = add("synthetic", "synthetic", CacheState::Any, replay_warmup);
+  g->env["MLBENCH_PROBE_MODE"] = "compute-only";
+  g->env["MLBENCH_PROBE_CACHE_BATCHES"] = std::to_string(exec.cache_batches);
+  add("cached", "cached", CacheState::Warm, depth_warmup);
+  add("cold", "cold", CacheState::Cold, depth_warmup)->env["MLBENCH_PROBE_COLD_DIR"] = c.data;
+  for (int n : c.cpus) add(fmt::format("cpus-{}", n), "cpus", CacheState::Warm, depth_warmup)->cpus = n;
+  return runs;
+}
+
+core::Environment exec_environment(const RunSpec& spec, const ExecConfig& exec, const fs::path& report_dir,
+                                   core::Environment env) {
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  env["MLBENCH_PROBE_REPORT"] = report_dir.string();
+  if (!env.count("MLBENCH_PROBE_NAME")) env["MLBENCH_PROBE_NAME"] = "exec";
+  const std::string own = (exec.python_dir / "autoprobe").string() + ":" + exec.python_dir.string();
+  const auto old = env.find("PYTHONPATH");
+  env["PYTHONPATH"] = old == env.end() || old->second.empty() ? own : own + ":" + old->second;
+  env.erase("OUTPUT_DIRECTORY");  // the report goes to MLBENCH_PROBE_REPORT only
+  return env;
+}
+
+std::string find_executable(const std::string& name, const std::string& path) {
+  if (name.empty()) return "";
+  if (name.find('/') != std::string::npos) return name;
+  std::stringstream dirs(path);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+    if (::access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate)) return candidate.string();
+  }
+  return "";
+}
+
+RunOutcome direct_read_outcome(double samples_per_s, const std::string& what) {
+  RunOutcome out;
+  out.rate = samples_per_s;
+  // Every block the analyzer reads from a run's report is present (a const json's operator[] on a
+  // missing key is undefined): no pipeline of its own, no per-iteration stall.
+  out.report = {{"pipeline", {{"source", what}}}, {"stall", nullptr}, {"completed", true}};
+  return out;
+}
+
+std::string last_lines(const fs::path& file, int lines) {
+  std::ifstream in(file);
+  std::deque<std::string> kept;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    kept.push_back(line);
+    if (static_cast<int>(kept.size()) > lines) kept.pop_front();
+  }
+  std::string out;
+  for (const auto& l : kept) out += (out.empty() ? "" : " | ") + l;
+  return out;
+}
+
+}  // namespace mlbench::stall

@@ -1,0 +1,221 @@
+// mlbench-stall --exec end to end (issue 19): a training command analysed with the differential
+// method through the probe (python/mlbench_probe.py). Ground truth: a script whose fetch, prep
+// and compute are injected sleeps, whose split must come within 3 pp of the truth; a real PyTorch
+// script over an ImageFolder, unmodified (the probe wraps DataLoader itself) and with the
+// one-line wrap; and the errors a user hits: a script that iterates no loader (at its end, and
+// after --probe-timeout), a script that crashes, a script with several loaders.
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/run_command.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using mlbench::testing_support::run_command;
+using mlbench::testing_support::scratch_dir;
+
+const std::string kPython = MLBENCH_TEST_PYTHON;
+const fs::path kScripts = fs::path(MLBENCH_SOURCE_DIR) / "tests" / "stall" / "exec";
+
+std::string error_line(const std::string& output) {
+  const auto at = output.find("mlbench-stall: error:");
+  if (at == std::string::npos) return "";
+  return output.substr(at, output.find('\n', at) - at);
+}
+
+nlohmann::json read_json(const fs::path& file) {
+  std::ifstream in(file);
+  return nlohmann::json::parse(in);
+}
+
+class StallExec : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = scratch_dir("stall_exec");
+    // 100 files of 16 KiB in two classes, written to disk (eviction drops only clean pages).
+    for (int c = 0; c < 2; ++c) {
+      fs::create_directories(dir_ / "data" / fmt::format("c{}", c));
+      for (int i = 0; i < 50; ++i) {
+        std::ofstream(dir_ / "data" / fmt::format("c{}", c) / fmt::format("f{}.bin", i)) << std::string(16384, 'x');
+      }
+    }
+    run_command("sync");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  // mlbench-stall --exec on `command`, results in dir_/out.
+  std::string stall(const std::string& flags, const std::string& command) const {
+    return fmt::format("{} --exec --data {} --out {} {} -- {} 2>&1", MLBENCH_STALL_BIN, (dir_ / "data").string(),
+                       (dir_ / "out").string(), flags, command);
+  }
+  std::string script(const std::string& name) const { return kPython + " " + (kScripts / name).string(); }
+  fs::path dir_;
+};
+
+// Injected costs: 2 samples a batch, prep 20 ms and fetch 30 ms per sample (the fetch only when
+// the file is not in the page cache), compute 60 ms a step, loaded in the loop's own thread.
+// A cold step is 60 + 2 (20 + 30) = 160 ms: compute 37.5%, prep 25%, fetch 37.5%.
+TEST_F(StallExec, GroundTruthSplitWithin3pp) {
+  const auto r =
+      run_command(stall("--iterations 20 --cpus 1", script("sleepy_train.py") + " " + (dir_ / "data").string() +
+                                                        " --batch 2 --prep-ms 20 --fetch-ms 30 --compute-ms 60"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto result = read_json(dir_ / "out" / "stall.json");
+  const auto& s = result["split"];
+  EXPECT_NEAR(s["compute_pct"].get<double>(), 37.5, 3.0) << result.dump(1);
+  EXPECT_NEAR(s["prep_pct"].get<double>(), 25.0, 3.0) << result.dump(1);
+  EXPECT_NEAR(s["fetch_pct"].get<double>(), 37.5, 3.0) << result.dump(1);
+  EXPECT_EQ(result["bench"], "exec");
+  EXPECT_EQ(result["exec"]["command"].size(), 11u);
+  // Every run is the command itself, with a probe report in OUT/runs/<label>/.
+  for (const char* label : {"synthetic", "cached", "cold", "cpus-1"}) {
+    ASSERT_TRUE(result["runs"].contains(label)) << label;
+    EXPECT_TRUE(fs::exists(result["runs"][label]["report"].get<std::string>())) << label;
+  }
+  const auto g = read_json(result["runs"]["synthetic"]["report"].get<std::string>());
+  EXPECT_EQ(g["probe"]["mode"], "compute-only");
+  EXPECT_GT(g["probe"]["replayed_iterations"].get<int>(), 0);
+  // Direct instrumentation agrees: the cold run waited for 100% - 37.5% of its time.
+  // (Looser than the split: a late wake-up from the compute sleep is timed as compute and the
+  // virtual clock then shortens the loading sleeps, which moves time from wait to compute here,
+  // while the rates, and so the split, stay exact.)
+  EXPECT_NEAR(result["direct"]["stall_pct_cold"].get<double>(), 62.5, 10.0) << result.dump(1);
+  EXPECT_NE(r.output.find("recommended cache:"), std::string::npos) << r.output;
+}
+
+TEST_F(StallExec, ACommandThatIteratesNoLoaderSaysSoWithTheProbeLog) {
+  const auto r = run_command(stall("--iterations 10 --cpus 1", kPython + " -c 'print(42)'"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const std::string line = error_line(r.output);
+  EXPECT_NE(line.find("ended without iterating a DataLoader"), std::string::npos) << r.output;
+  EXPECT_NE(line.find("iterated no DataLoader"), std::string::npos) << r.output;  // the probe's log line
+  EXPECT_NE(line.find("mlbench_probe.wrap(loader)"), std::string::npos) << r.output;
+}
+
+TEST_F(StallExec, ACommandStillWithoutALoaderAfterTheProbeTimeoutIsStopped) {
+  const auto r =
+      run_command(stall("--iterations 10 --cpus 1 --probe-timeout 2", kPython + " -c 'import time; time.sleep(60)'"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(error_line(r.output).find("iterated no DataLoader in 2 s"), std::string::npos) << r.output;
+}
+
+TEST_F(StallExec, ACrashGivesTheExitStatusAndTheReportSoFar) {
+  // A script that raises after 31 probed iterations (the first run, compute-only, meets it).
+  const fs::path crash = dir_ / "crash.py";
+  std::ofstream(crash) << "import mlbench_probe, time\n"
+                          "for i, b in enumerate(mlbench_probe.wrap([[1, 2]] * 1000)):\n"
+                          "    time.sleep(0.002)\n"
+                          "    if i == 30: raise RuntimeError('out of memory, say')\n";
+  const auto r = run_command(stall("--iterations 100 --cpus 1", kPython + " " + crash.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const std::string line = error_line(r.output);
+  EXPECT_NE(line.find("run synthetic: the command exited with status 1"), std::string::npos) << r.output;
+  EXPECT_NE(line.find("RuntimeError: out of memory, say"), std::string::npos) << r.output;
+  EXPECT_NE(line.find("report so far: "), std::string::npos) << r.output;
+  EXPECT_NE(line.find(".FAIL."), std::string::npos) << r.output;
+  // The report so far: the 30 iterations completed (the 31st raised), failed, with the exception.
+  fs::path report;
+  for (const auto& e : fs::directory_iterator(dir_ / "out" / "runs" / "synthetic")) {
+    if (e.path().extension() == ".json") report = e.path();
+  }
+  ASSERT_FALSE(report.empty());
+  const auto j = read_json(report);
+  EXPECT_FALSE(j["completed"].get<bool>());
+  EXPECT_EQ(j["iterations"], 30);
+  EXPECT_NE(j["reason"].get<std::string>().find("RuntimeError"), std::string::npos) << j["reason"];
+}
+
+// A list option right before `--` ended at the `--` (CLI11 takes it as the list's end), so the
+// command after it was parsed as mlbench-stall's own flags: "--workers not expected", exit 2.
+TEST_F(StallExec, AListOptionRightBeforeTheDoubleDashLeavesTheCommandAlone) {
+  for (const char* list : {"--cpus 1", "--cache-fracs 0,1"}) {
+    const auto r = run_command(fmt::format("{} --bench no_such_bench --data {} {} -- --workers 2 2>&1",
+                                           MLBENCH_STALL_BIN, (dir_ / "data").string(), list));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(error_line(r.output).find("unknown benchmark 'no_such_bench'"), std::string::npos)
+        << list << ": " << r.output;
+  }
+  const auto r = run_command(stall("--cpus 1", kPython + " -c 'print(42)'"));
+  EXPECT_NE(error_line(r.output).find("ended without iterating a DataLoader"), std::string::npos) << r.output;
+}
+
+// Several loaders: the report is about the one iterated most; MLBENCH_PROBE_LOADER picks another.
+TEST_F(StallExec, SeveralLoadersProbeTheMostIteratedOrTheOneNamed) {
+  const fs::path two = dir_ / "two.py";
+  std::ofstream(two) << "import mlbench_probe\n"
+                        "train = mlbench_probe.wrap([[0] * 4] * 30, name='train')\n"
+                        "val = mlbench_probe.wrap([[0] * 2] * 5, name='val')\n"
+                        "for epoch in range(2):\n"
+                        "    for b in train: pass\n"
+                        "    for b in val: pass\n";
+  const auto probe_run = [&](const std::string& pick) {
+    const fs::path out = dir_ / ("probe" + pick);
+    const auto r = run_command(fmt::format("MLBENCH_PROBE_REPORT={} MLBENCH_PROBE_LOADER={} PYTHONPATH={} {} {} 2>&1",
+                                           out.string(), pick, (fs::path(MLBENCH_SOURCE_DIR) / "python").string(),
+                                           kPython, two.string()));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    for (const auto& e : fs::directory_iterator(out)) {
+      if (e.path().extension() == ".json") return read_json(e.path());
+    }
+    ADD_FAILURE() << "no report in " << out << ": " << r.output;
+    return nlohmann::json();
+  };
+  const auto most = probe_run("");
+  EXPECT_EQ(most["pipeline"]["loader"], "train");
+  EXPECT_EQ(most["iterations"], 60);
+  EXPECT_EQ(most["batch_size"], 4);
+  EXPECT_EQ(most["probe"]["loaders"].size(), 2u);
+  const auto val = probe_run("val");
+  EXPECT_EQ(val["pipeline"]["loader"], "val");
+  EXPECT_EQ(val["iterations"], 10);
+  EXPECT_EQ(val["batch_size"], 2);
+}
+
+// The PyTorch script over mlbench-datagen's fake ImageNet: unmodified, then with the one line.
+class StallExecTorch : public StallExec {
+ protected:
+  void SetUp() override {
+    StallExec::SetUp();
+    const auto probe = run_command(kPython + " -c 'import torch, torchvision' 2>&1");
+    if (probe.exit_code != 0) GTEST_SKIP() << kPython << " cannot import torch and torchvision: " << probe.output;
+    const auto gen =
+        run_command(fmt::format("{} fake-imagenet --out {} --classes 2 --per-class 64 --val-per-class 0 -q -j1 2>&1",
+                                MLBENCH_DATAGEN_BIN, (dir_ / "fi").string()));
+    ASSERT_EQ(gen.exit_code, 0) << gen.output;
+  }
+  void analyse(const std::string& extra) {
+    const auto r = run_command(fmt::format("{} --exec --data {} --out {} --iterations 10 --cpus 1 -- {} {} {} 2>&1",
+                                           MLBENCH_STALL_BIN, (dir_ / "fi" / "train").string(), (dir_ / "out").string(),
+                                           script("train_imagefolder.py"), (dir_ / "fi" / "train").string(), extra));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto result = read_json(dir_ / "out" / "stall.json");
+    const auto& s = result["split"];
+    EXPECT_NEAR(s["compute_pct"].get<double>() + s["prep_pct"].get<double>() + s["fetch_pct"].get<double>(), 100.0,
+                0.01);
+    for (const char* rate : {"G", "P", "F_obs", "C", "S"}) EXPECT_GT(result["rates"][rate].get<double>(), 0) << rate;
+    // Compute-only replays the cached batches: faster than loading them.
+    EXPECT_GT(result["rates"]["G"].get<double>(), result["rates"]["P"].get<double>());
+    const auto cached = read_json(result["runs"]["cached"]["report"].get<std::string>());
+    EXPECT_TRUE(cached["completed"].get<bool>());
+    EXPECT_EQ(cached["batch_size"], 8);
+    EXPECT_EQ(cached["workers"], 1);
+    EXPECT_EQ(cached["machine"]["framework"], "pytorch");
+    EXPECT_TRUE(cached["stall"]["stall_pct"].is_number());
+    EXPECT_TRUE(result["recommendation"]["verdict"].is_string());
+    EXPECT_NE(r.output.find("verdict:"), std::string::npos) << r.output;
+    EXPECT_TRUE(fs::exists(dir_ / "out" / "split.svg"));
+  }
+};
+
+TEST_F(StallExecTorch, UnmodifiedScript) {
+  analyse("");
+}
+TEST_F(StallExecTorch, ScriptWithWrap) {
+  analyse("--wrap");
+}
+
+}  // namespace
