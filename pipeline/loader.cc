@@ -81,6 +81,7 @@ nlohmann::json Loader::to_json() const {
     facts.read_window = dataset_->read_window();
     if (const ReadAhead* ra = dataset_->read_ahead()) {
       facts.reads_issued = ra->reads_issued();
+      facts.inline_reads = ra->inline_reads();
       facts.max_outstanding = ra->max_outstanding();
     }
   }

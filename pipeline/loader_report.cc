@@ -33,6 +33,7 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
         {"io_threads", config.io_depth},
         {"window_per_worker", facts.read_window},
         {"reads", facts.reads_issued},
+        {"inline_reads", facts.inline_reads},
         {"max_outstanding", facts.max_outstanding},
         {"read_busy_s", read_s},
         {"per_read_ms", reads > 0 ? nlohmann::json(read_s * 1e3 / static_cast<double>(reads)) : nlohmann::json()}};

@@ -42,6 +42,11 @@ std::int64_t ReadAhead::reads_issued() const {
   return reads_issued_;
 }
 
+std::int64_t ReadAhead::inline_reads() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return inline_reads_;
+}
+
 int ReadAhead::max_outstanding() const {
   std::lock_guard<std::mutex> lock(mu_);
   return max_outstanding_;
@@ -59,10 +64,22 @@ std::shared_ptr<ReadAhead::Request> ReadAhead::issue(std::size_t index, std::int
       r->state = State::Done;
     }
   }
+  // Then what the source has without waiting (the page cache): read here.
+  bool read_here = false;
+  if (r->state != State::Done) {
+    std::shared_ptr<Bytes> bytes = buffers_.acquire();
+    if (source_->fetch_if_cached(index, *bytes)) {
+      if (cache_) cache_->put(index, bytes);
+      r->data = std::move(bytes);
+      r->state = State::Done;
+      read_here = true;
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++outstanding_;
     max_outstanding_ = std::max(max_outstanding_, outstanding_);
+    if (read_here) ++inline_reads_;
     if (r->state == State::Done) return r;
     if (stopping_) {
       r->state = State::Dropped;

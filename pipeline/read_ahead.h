@@ -6,7 +6,9 @@
 // cache is consulted when a read is issued (a hit issues no read). A read's
 // error travels to the worker that takes the item, which handles it as a
 // serial read's. An I/O-thread pool (not io_uring) so that every source works,
-// the emulated storage of benchmarks/stallsim included.
+// the emulated storage of benchmarks/stallsim included. An item the source can
+// serve without waiting (ItemSource::fetch_if_cached: in the page cache) is read
+// by the worker when it is issued: a hand-off to a thread would cost more than it saves.
 #pragma once
 
 #include <condition_variable>
@@ -54,9 +56,11 @@ class ReadAhead {
   // a worker waiting for a dropped read gets ReadAheadStopped. Idempotent.
   void stop();
 
-  // Reads issued so far (cache hits excluded), and the most ever issued and
+  // Reads handed to the I/O threads, and reads done in the worker when issued
+  // (page-cache hits); item-cache hits are neither. The most ever issued and
   // not yet taken at once.
   std::int64_t reads_issued() const;
+  std::int64_t inline_reads() const;
   int max_outstanding() const;
 
  private:
@@ -89,7 +93,7 @@ class ReadAhead {
   std::deque<std::shared_ptr<Request>> queue_;
   bool stopping_ = false;
   int outstanding_ = 0, max_outstanding_ = 0;
-  std::int64_t reads_issued_ = 0;
+  std::int64_t reads_issued_ = 0, inline_reads_ = 0;
   std::vector<std::thread> threads_;
 };
 
