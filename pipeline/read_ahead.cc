@@ -148,8 +148,7 @@ void ReadAhead::run(int thread) {
   }
 }
 
-ReadStream::ReadStream(ReadAhead& read_ahead, std::vector<std::size_t> items, std::size_t window,
-                       std::int64_t batch)
+ReadStream::ReadStream(ReadAhead& read_ahead, std::vector<std::size_t> items, std::size_t window, std::int64_t batch)
     : read_ahead_(read_ahead), items_(std::move(items)), window_(std::max<std::size_t>(1, window)), batch_(batch) {
   issue_up_to(window_);
 }

@@ -45,8 +45,8 @@ class ReadAhead {
  public:
   // `io_depth` (>= 1) I/O threads. `cache`: null for none. `timed`: read the
   // clock (stats on, or a trace). `stats`, `trace`: null for none.
-  ReadAhead(std::shared_ptr<const ItemSource> source, ItemCache* cache, int io_depth, bool timed,
-            PipelineStats* stats, TraceRecorder* trace);
+  ReadAhead(std::shared_ptr<const ItemSource> source, ItemCache* cache, int io_depth, bool timed, PipelineStats* stats,
+            TraceRecorder* trace);
   ~ReadAhead();
   ReadAhead(const ReadAhead&) = delete;
   ReadAhead& operator=(const ReadAhead&) = delete;

@@ -113,7 +113,8 @@ fs::path make_folder(const fs::path& root, int classes, int per_class) {
 
 // Every batch of one run: labels and pixel bytes, in order.
 std::vector<std::pair<std::vector<std::int64_t>, std::string>> run_loader(std::shared_ptr<const ItemSource> source,
-                                                                          LoaderConfig c, std::int64_t* corrupt = nullptr) {
+                                                                          LoaderConfig c,
+                                                                          std::int64_t* corrupt = nullptr) {
   Loader loader(std::move(source), c);
   std::vector<std::pair<std::vector<std::int64_t>, std::string>> out;
   while (auto b = loader.next()) {
@@ -271,7 +272,7 @@ TEST(ReadAhead, StopWithReadsInFlightWakesWaitersAndEnds) {
   ASSERT_EQ(stopped.wait_for(kHang), std::future_status::ready);
   stopped.get();
   EXPECT_EQ(source->order(), (std::vector<std::size_t>{0}));  // B's reads were dropped, never run
-  EXPECT_EQ(text(a->take()), "item 0");                      // the read under way ended normally
+  EXPECT_EQ(text(a->take()), "item 0");                       // the read under way ended normally
   a.reset();
   ra.reset();
 }
