@@ -44,4 +44,32 @@ HostBuffer BufferPool::allocate(std::size_t bytes) {
   return HostBuffer{data, bytes, std::move(owner)};
 }
 
+ReadBufferPool::ReadBufferPool(std::size_t capacity) { free_->capacity = capacity; }
+
+std::shared_ptr<ReadBufferPool::Buffer> ReadBufferPool::acquire() {
+  std::unique_ptr<Buffer> raw;
+  {
+    std::lock_guard<std::mutex> lock(free_->mu);
+    if (!free_->buffers.empty()) {
+      raw = std::move(free_->buffers.back());
+      free_->buffers.pop_back();
+    }
+  }
+  if (!raw) raw = std::make_unique<Buffer>();
+  raw->clear();
+  std::weak_ptr<Free> weak = free_;
+  return std::shared_ptr<Buffer>(raw.release(), [weak](Buffer* b) {
+    std::unique_ptr<Buffer> owned(b);
+    if (auto pool = weak.lock()) {
+      std::lock_guard<std::mutex> lock(pool->mu);
+      if (pool->buffers.size() < pool->capacity) pool->buffers.push_back(std::move(owned));
+    }
+  });
+}
+
+std::size_t ReadBufferPool::free_buffers() const {
+  std::lock_guard<std::mutex> lock(free_->mu);
+  return free_->buffers.size();
+}
+
 }  // namespace mlbench::pipeline

@@ -1,9 +1,11 @@
 // The host buffer pool: memory for whole batches, handed back to the pool when
 // the consumer lets go of a batch and reused for a later one (a fresh 150 MB
-// allocation per batch would pay its page faults again).
+// allocation per batch would pay its page faults again); and the read buffers
+// that read-ahead (pipeline/read_ahead.h) lands files in, reused the same way.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -41,6 +43,28 @@ class BufferPool {
     std::size_t capacity = 4;
   };
   HostAllocator allocator_;
+  std::shared_ptr<Free> free_ = std::make_shared<Free>();
+};
+
+// Byte buffers for files read ahead of decoding: handed out as shared pointers
+// that come back to the pool, their capacity kept, when the last owner lets go
+// (one the item cache admits stays with it). A buffer reused keeps its pages,
+// so a read lands in memory already faulted in. Thread-safe.
+class ReadBufferPool {
+ public:
+  using Buffer = std::vector<std::uint8_t>;
+  // Keeps at most `capacity` free buffers (more are freed when returned).
+  explicit ReadBufferPool(std::size_t capacity);
+  // An empty buffer (size 0), with the capacity it had when last used.
+  std::shared_ptr<Buffer> acquire();
+  std::size_t free_buffers() const;
+
+ private:
+  struct Free {
+    mutable std::mutex mu;
+    std::vector<std::unique_ptr<Buffer>> buffers;
+    std::size_t capacity = 0;
+  };
   std::shared_ptr<Free> free_ = std::make_shared<Free>();
 };
 

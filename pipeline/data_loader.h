@@ -114,6 +114,7 @@ class DataLoader {
   // Ends the workers (also done by the destructor).
   void stop() {
     queue_->stop();
+    if (started_) dataset_->stop();
     for (auto& t : threads_) t.join();
     threads_.clear();
   }

@@ -49,6 +49,9 @@ class Dataset {
   virtual ~Dataset() = default;
   virtual std::size_t size() const = 0;
   virtual void prepare(const BuildSetup&) {}
+  // The loader is stopping: wake builders blocked inside get_batch (e.g. on
+  // reads in flight) so that they return or throw. Called before joining them.
+  virtual void stop() {}
   // Builds one batch. Called from `builders` threads at once, each with its own
   // `request.worker`, so per-worker state needs no lock.
   virtual B get_batch(const BatchRequest& request) = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -18,9 +19,12 @@ std::unique_ptr<ItemCache> make_cache(const CacheCapacity& capacity, std::size_t
 }  // namespace
 
 ImageDataset::ImageDataset(std::shared_ptr<const ItemSource> source, StageConfig stages, CacheCapacity cache,
-                           HostAllocator allocator, bool stats)
+                           HostAllocator allocator, bool stats, int io_depth)
     : source_(std::move(source)), cache_(make_cache(cache, source_->size())),
-      stages_(source_, std::move(stages), cache_.get()), pool_(std::move(allocator)), stats_(stats) {}
+      stages_(source_, std::move(stages), cache_.get()), pool_(std::move(allocator)), stats_(stats),
+      io_depth_(io_depth) {
+  if (io_depth_ < 0) throw std::invalid_argument("the I/O depth must be >= 0");
+}
 
 void ImageDataset::prepare(const BuildSetup& setup) {
   sink_ = setup.stats;
@@ -34,6 +38,15 @@ void ImageDataset::prepare(const BuildSetup& setup) {
     w->timed = stats_ || w->track;
     workers_.push_back(std::move(w));
   }
+  if (io_depth_ > 0) {
+    // io_depth reads in flight over the loader: each worker keeps its share ahead (at least one).
+    read_window_ = static_cast<std::size_t>(std::max(1, io_depth_ / n));
+    read_ahead_ = std::make_unique<ReadAhead>(source_, cache_.get(), io_depth_, stats_, setup.stats, setup.trace);
+  }
+}
+
+void ImageDataset::stop() {
+  if (read_ahead_) read_ahead_->stop();
 }
 
 Batch ImageDataset::get_batch(const BatchRequest& r) {
@@ -61,7 +74,12 @@ Batch ImageDataset::get_batch(const BatchRequest& r) {
     }
   }
   w.hwc.resize(static_cast<std::size_t>(s) * s * std::max(channels, 4));  // JPEGs resize as RGBX
-  for (int k = 0; k < n; ++k) stages_.load(w, *r.order, r.first + k, r.epoch, b, k);
+  if (read_ahead_) {
+    ReadStream reads(*read_ahead_, r.indices(), read_window_, r.sequence);
+    for (int k = 0; k < n; ++k) stages_.load(w, *r.order, r.first + k, r.epoch, b, k, &reads);
+  } else {
+    for (int k = 0; k < n; ++k) stages_.load(w, *r.order, r.first + k, r.epoch, b, k);
+  }
   if (sink_) sink_->add(w.counters);
   w.counters = BatchCounters{};
   return b;

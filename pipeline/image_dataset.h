@@ -1,7 +1,8 @@
 // The image dataset the loader runs over: items from an ItemSource (an
 // ImageFolder read from storage, or decoded images in memory) through the
 // never-evicting item cache and the per-sample stages, into batch buffers from
-// the host buffer pool. Also the synthetic batch (--synthetic).
+// the host buffer pool; with --io-depth N > 0, items are read ahead of decoding
+// (pipeline/read_ahead.h). Also the synthetic batch (--synthetic).
 #pragma once
 
 #include <memory>
@@ -11,6 +12,7 @@
 #include "pipeline/buffer_pool.h"
 #include "pipeline/dataset.h"
 #include "pipeline/item_cache.h"
+#include "pipeline/read_ahead.h"
 #include "pipeline/sample_stages.h"
 #include "pipeline/source.h"
 
@@ -19,17 +21,23 @@ namespace mlbench::pipeline {
 class ImageDataset : public Dataset<Batch> {
  public:
   // `cache`: the item cache's capacity (disabled: none). `stats`: false
-  // (--no-stats) reads no clock unless a trace asks for it.
+  // (--no-stats) reads no clock unless a trace asks for it. `io_depth`: reads
+  // in flight ahead of decoding (0: each worker reads, then decodes, serially).
   ImageDataset(std::shared_ptr<const ItemSource> source, StageConfig stages, CacheCapacity cache,
-               HostAllocator allocator, bool stats);
+               HostAllocator allocator, bool stats, int io_depth = 0);
 
   std::size_t size() const override { return source_->size(); }
   void prepare(const BuildSetup& setup) override;
   Batch get_batch(const BatchRequest& request) override;
+  void stop() override;
 
   const ItemSource& source() const { return *source_; }
   const ItemCache* cache() const { return cache_.get(); }
   int channels() const { return stages_.channels(); }
+  int io_depth() const { return io_depth_; }
+  // Reads issued ahead of decoding each worker keeps (0: no read-ahead).
+  std::size_t read_window() const { return read_window_; }
+  const ReadAhead* read_ahead() const { return read_ahead_.get(); }
 
  private:
   std::shared_ptr<const ItemSource> source_;
@@ -39,6 +47,9 @@ class ImageDataset : public Dataset<Batch> {
   bool stats_;
   PipelineStats* sink_ = nullptr;
   std::vector<std::unique_ptr<SampleWorker>> workers_;
+  int io_depth_ = 0;
+  std::size_t read_window_ = 0;
+  std::unique_ptr<ReadAhead> read_ahead_;
 };
 
 // One batch of random pixels and labels (seeded), made once and served forever

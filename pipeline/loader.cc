@@ -36,7 +36,7 @@ Loader::Loader(std::shared_ptr<const ItemSource> source, LoaderConfig config)
     return;
   }
   dataset_ = std::make_shared<ImageDataset>(source_, stage_config(config_), config_.cache, config_.allocator,
-                                            config_.stats);
+                                            config_.stats, config_.io_depth);
   const Sampler shard(source_->size(), false, 0, config_.num_shards, config_.shard_id);
   const std::size_t n = shard.shard_size(), bs = static_cast<std::size_t>(config_.batch_size);
   if ((config_.drop_last ? n / bs : (n + bs - 1) / bs) == 0) {
@@ -77,6 +77,14 @@ nlohmann::json Loader::to_json() const {
   facts.items_per_epoch = items_per_epoch();
   facts.batches_per_epoch = batches_per_epoch();
   facts.prefetch = effective_prefetch(config_.prefetch, config_.workers);
+  if (dataset_) {
+    facts.read_window = dataset_->read_window();
+    if (const ReadAhead* ra = dataset_->read_ahead()) {
+      facts.reads_issued = ra->reads_issued();
+      facts.inline_reads = ra->inline_reads();
+      facts.max_outstanding = ra->max_outstanding();
+    }
+  }
   return image_loader_report(config_, stats(), facts);
 }
 

@@ -25,12 +25,19 @@
 
 namespace mlbench::pipeline {
 
+// --io-depth's default: reads in flight ahead of decoding (docs/pipeline.md,
+// docs/performance.md "Issue 14: read-ahead" for the measurements behind it).
+inline constexpr int kDefaultIoDepth = 8;
+
 struct LoaderConfig {
   int batch_size = 256;
   int workers = 0;                // 0: batches are built in the consumer's thread
   // Batches built ahead of the consumer, in flight or ready (docs/pipeline.md):
   // -1: 2 x workers; never fewer than workers; 0: built in the consumer's thread.
   int prefetch = -1;
+  // Reads in flight ahead of decoding, over the loader, on as many I/O threads
+  // (pipeline/read_ahead.h); 0: each worker reads a sample, then decodes it.
+  int io_depth = kDefaultIoDepth;
   bool drop_last = true;
   bool shuffle = true;
   std::uint64_t seed = 0;

@@ -24,6 +24,22 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
   j["batch_size"] = config.batch_size;
   j["workers"] = config.workers;
   j["prefetch"] = facts.prefetch;
+  // 0: serial (a worker reads a sample, then decodes it); absent in older reports means 0.
+  j["io_depth"] = config.synthetic ? 0 : config.io_depth;
+  if (!config.synthetic && config.io_depth > 0) {
+    const double read_s = static_cast<double>(stats.io_read_ns()) * 1e-9;
+    const auto reads = stats.io_reads();
+    j["read_ahead"] = {
+        {"io_threads", config.io_depth},
+        {"window_per_worker", facts.read_window},
+        {"reads", facts.reads_issued},
+        {"inline_reads", facts.inline_reads},
+        {"max_outstanding", facts.max_outstanding},
+        {"read_busy_s", read_s},
+        {"per_read_ms", reads > 0 ? nlohmann::json(read_s * 1e3 / static_cast<double>(reads)) : nlohmann::json()}};
+  } else {
+    j["read_ahead"] = nullptr;
+  }
   j["image_size"] = config.transform.image_size;
   j["transform"] = config.transform.mode == TransformMode::Train ? "train" : "eval";
   j["output"] = config.transform.output == OutputType::Float32 ? "float32" : "uint8";

@@ -23,6 +23,10 @@ struct ImageLoaderFacts {
   std::size_t items_per_epoch = 0;
   std::size_t batches_per_epoch = 0;
   int prefetch = 0;                    // as run
+  std::size_t read_window = 0;         // read-ahead: reads each worker keeps ahead (0: none)
+  long reads_issued = 0;               // read-ahead: reads handed to the I/O threads
+  long inline_reads = 0;               // read-ahead: page-cache hits read by the worker when issued
+  int max_outstanding = 0;             // read-ahead: most reads issued and not yet taken at once
 };
 nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineStats& stats,
                                    const ImageLoaderFacts& facts);

@@ -4,6 +4,12 @@ namespace mlbench::pipeline {
 
 void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
   add_prefetch_flag(cli, o.prefetch, "-1: 2 x workers, at least workers");
+  cli.add_option("--io-depth", o.io_depth,
+                 "Reads in flight ahead of decoding, over the loader, on as many I/O threads "
+                 "(0: each worker reads a sample, then decodes it)",
+                 core::ArgKind::Runtime)
+      ->check(core::integer_in(0, 256))
+      ->capture_default_str();
   cli.add_option("--cache-size", o.cache_size,
                  "Never-evicting item cache: items (1000), share of the dataset (40%) or bytes (2GiB); 0: off",
                  core::ArgKind::Runtime);
@@ -37,6 +43,7 @@ LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineO
   c.batch_size = bench.batch_size;
   c.workers = bench.workers;
   c.prefetch = o.prefetch;
+  c.io_depth = o.io_depth;
   c.drop_last = !o.keep_last;
   c.shuffle = !o.no_shuffle;
   c.seed = static_cast<std::uint64_t>(bench.seed);

@@ -34,7 +34,7 @@ void SampleStages::warn_once(std::size_t index, const std::string& why) {
 }
 
 void SampleStages::load(SampleWorker& w, const std::vector<std::size_t>& order, std::size_t position, long epoch,
-                        Batch& batch, int slot) {
+                        Batch& batch, int slot, ReadStream* reads) {
   const TransformConfig& tc = config_.transform;
   const int s = tc.image_size;
   const bool timed = w.timed;
@@ -63,7 +63,14 @@ void SampleStages::load(SampleWorker& w, const std::vector<std::size_t>& order, 
       const Bytes* data = nullptr;
       std::shared_ptr<const Bytes> cached;
       stage(Stage::Fetch, idx, [&] {
-        if (cache_) {
+        if (reads && attempt == 0) {
+          // Read ahead (or served by the cache when issued): the stage is the wait for it.
+          FetchedItem item = reads->take();
+          (item.from_cache ? w.counters.bytes_cached : w.counters.bytes_read) +=
+              static_cast<std::int64_t>(item.data->size());
+          cached = std::move(item.data);
+          data = cached.get();
+        } else if (cache_) {
           cached = cache_->get(idx);
           if (cached) {
             w.counters.bytes_cached += static_cast<std::int64_t>(cached->size());

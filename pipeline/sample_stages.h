@@ -17,6 +17,7 @@
 #include "pipeline/batch.h"
 #include "pipeline/item_cache.h"
 #include "pipeline/jpeg_decoder.h"
+#include "pipeline/read_ahead.h"
 #include "pipeline/source.h"
 #include "pipeline/stats.h"
 #include "pipeline/trace.h"
@@ -58,8 +59,10 @@ class SampleStages {
   // Loads order[position] (or, when it is bad, a deterministic replacement of
   // the same epoch) into slot `slot` of `batch`; counts into w.counters.
   // Throws DataError under --strict-data, or after 17 bad samples in a row.
+  // `reads`: the batch's read-ahead stream (null: read here, serially); its
+  // next item must be order[position]. A replacement is read here either way.
   void load(SampleWorker& w, const std::vector<std::size_t>& order, std::size_t position, long epoch, Batch& batch,
-            int slot);
+            int slot, ReadStream* reads = nullptr);
 
  private:
   void warn_once(std::size_t index, const std::string& why);

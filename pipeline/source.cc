@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -151,6 +152,40 @@ void read_at(int dir_fd, const char* name, const fs::path& file, Bytes& out, boo
 }
 
 }  // namespace
+
+bool ImageFolderReader::fetch_if_cached(std::size_t index, Bytes& out) const {
+  if (drop_after_read_) return false;  // every read is to come from storage
+  const fs::path& file = files_[index];
+  const int fd = root_fd_ ? ::openat(root_fd_->fd, file.c_str() + root_prefix_, O_RDONLY | O_CLOEXEC)
+                          : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  // As read_at with the scan's size hint: one byte more than expected is asked for, so a
+  // file that grew is read to its end; a short read before the expected end means a page
+  // that is not cached (RWF_NOWAIT stops there) or a file that shrank: fetch() decides.
+  const std::size_t expect = sizes_[index];
+  std::size_t done = 0;
+  out.resize(expect + 1);
+  bool ok = true;
+  while (true) {
+    iovec iov{out.data() + done, out.size() - done};
+    const ssize_t n = ::preadv2(fd, &iov, 1, static_cast<off_t>(done), RWF_NOWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ok = false;  // EAGAIN: not cached; EOPNOTSUPP: no RWF_NOWAIT here
+      break;
+    }
+    done += static_cast<std::size_t>(n);
+    if (done == out.size()) {
+      out.resize(out.size() * 2);
+      continue;
+    }
+    if (done < expect) ok = false;
+    break;
+  }
+  ::close(fd);
+  if (ok) out.resize(done);
+  return ok;
+}
 
 void ImageFolderReader::fetch(std::size_t index, Bytes& out) const {
   const fs::path& file = files_[index];

@@ -35,6 +35,11 @@ class ItemSource {
   virtual std::int64_t label(std::size_t index) const = 0;
   // The item's bytes into `out` (resized); throws DataError naming the item.
   virtual void fetch(std::size_t index, Bytes& out) const = 0;
+  // The item's bytes when they can be had without waiting for storage (all in the
+  // page cache); false when not, or on any error (fetch() then reads it and reports
+  // the error). Read-ahead reads such items in the worker instead of handing them to
+  // an I/O thread (a hand-off per cached item cost ~6% CPU on a fully cached set).
+  virtual bool fetch_if_cached(std::size_t /*index*/, Bytes& /*out*/) const { return false; }
   virtual Encoding encoding() const = 0;
   // For RawHwc sources: every item is height x width x channels uint8.
   virtual int raw_width() const { return 0; }
@@ -55,6 +60,8 @@ class ImageFolderReader : public ItemSource {
   std::size_t size() const override { return files_.size(); }
   std::int64_t label(std::size_t index) const override { return labels_[index]; }
   void fetch(std::size_t index, Bytes& out) const override;
+  // preadv2(RWF_NOWAIT): fails fast when a page is not in the page cache.
+  bool fetch_if_cached(std::size_t index, Bytes& out) const override;
   Encoding encoding() const override { return Encoding::Jpeg; }
   std::string describe(std::size_t index) const override { return files_[index].string(); }
 

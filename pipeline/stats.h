@@ -38,6 +38,13 @@ class PipelineStats {
   // The consumer: seconds blocked for a batch, and how many batches were ready when it asked.
   void record_wait(double seconds, int ready_batches);
   void add_batch() { batches_.fetch_add(1, std::memory_order_relaxed); }
+  // Read-ahead's I/O side (pipeline/read_ahead.h): one read of `ns` on an I/O
+  // thread, overlapping the workers' decode (the workers' fetch stage is then
+  // the time they waited for their reads).
+  void add_io_read(std::int64_t ns) {
+    io_read_ns_.fetch_add(ns, std::memory_order_relaxed);
+    io_reads_.fetch_add(1, std::memory_order_relaxed);
+  }
 
   std::int64_t busy_ns(Stage s) const { return busy_ns_[static_cast<int>(s)].load(); }
   std::int64_t items(Stage s) const { return items_[static_cast<int>(s)].load(); }
@@ -45,6 +52,8 @@ class PipelineStats {
   std::int64_t corrupt() const { return corrupt_.load(); }
   std::int64_t batches() const { return batches_.load(); }
   const core::StatAccumulator& wait() const { return wait_; }
+  std::int64_t io_read_ns() const { return io_read_ns_.load(); }
+  std::int64_t io_reads() const { return io_reads_.load(); }
 
   // The report's "pipeline" block (docs/pipeline.md). Extra context (source,
   // cache hits, workers, ...) is merged in by the Loader.
@@ -55,6 +64,7 @@ class PipelineStats {
   std::atomic<std::int64_t> busy_ns_[kStages] = {};
   std::atomic<std::int64_t> items_[kStages] = {};
   std::atomic<std::int64_t> bytes_read_{0}, bytes_cached_{0}, corrupt_{0}, batches_{0};
+  std::atomic<std::int64_t> io_read_ns_{0}, io_reads_{0};
   // Consumer-side: written by the one consumer thread only.
   core::StatAccumulator wait_{0};
   double queue_depth_sum_ = 0;

@@ -1,0 +1,125 @@
+// Read-ahead (--io-depth N, docs/pipeline.md): a small pool of I/O threads
+// reads items through the ItemSource ahead of the workers that decode them, so
+// a worker's decode of one sample overlaps the reads of the next ones. Each
+// worker reads its batch through a ReadStream: items are issued in the
+// sampler's order, at most `window` of them issued and not yet taken; the item
+// cache is consulted when a read is issued (a hit issues no read). A read's
+// error travels to the worker that takes the item, which handles it as a
+// serial read's. An I/O-thread pool (not io_uring) so that every source works,
+// the emulated storage of benchmarks/stallsim included. An item the source can
+// serve without waiting (ItemSource::fetch_if_cached: in the page cache) is read
+// by the worker when it is issued: a hand-off to a thread would cost more than it saves.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "pipeline/buffer_pool.h"
+#include "pipeline/item_cache.h"
+#include "pipeline/source.h"
+#include "pipeline/stats.h"
+#include "pipeline/trace.h"
+
+namespace mlbench::pipeline {
+
+// Thrown to a worker waiting for a read when the loader stops.
+class ReadAheadStopped : public std::runtime_error {
+ public:
+  ReadAheadStopped() : std::runtime_error("the loader was stopped while reads were in flight") {}
+};
+
+// One item's bytes, as a worker takes them.
+struct FetchedItem {
+  std::shared_ptr<const Bytes> data;
+  bool from_cache = false;  // served by the item cache (no read issued)
+};
+
+class ReadAhead {
+ public:
+  // `io_depth` (>= 1) I/O threads. `cache`: null for none. `timed`: read the
+  // clock (stats on, or a trace). `stats`, `trace`: null for none.
+  ReadAhead(std::shared_ptr<const ItemSource> source, ItemCache* cache, int io_depth, bool timed, PipelineStats* stats,
+            TraceRecorder* trace);
+  ~ReadAhead();
+  ReadAhead(const ReadAhead&) = delete;
+  ReadAhead& operator=(const ReadAhead&) = delete;
+
+  int io_depth() const { return static_cast<int>(threads_.size()); }
+  // Drops the reads not started, lets those under way end, ends the threads;
+  // a worker waiting for a dropped read gets ReadAheadStopped. Idempotent.
+  void stop();
+
+  // Reads handed to the I/O threads, and reads done in the worker when issued
+  // (page-cache hits); item-cache hits are neither. The most ever issued and
+  // not yet taken at once.
+  std::int64_t reads_issued() const;
+  std::int64_t inline_reads() const;
+  int max_outstanding() const;
+
+ private:
+  friend class ReadStream;
+  enum class State { Queued, Running, Done, Dropped };
+  struct Request {
+    std::size_t index = 0;
+    std::int64_t batch = -1;
+    State state = State::Queued;
+    std::shared_ptr<const Bytes> data;
+    bool from_cache = false;
+    std::exception_ptr error;
+  };
+
+  std::shared_ptr<Request> issue(std::size_t index, std::int64_t batch);
+  // Blocks until `r` is read; rethrows its error (or ReadAheadStopped).
+  FetchedItem take(const std::shared_ptr<Request>& r);
+  // Withdraws `r` (issued, never to be taken): drops it when not started, else waits for its end.
+  void withdraw(const std::shared_ptr<Request>& r);
+  void run(int thread);
+
+  std::shared_ptr<const ItemSource> source_;
+  ItemCache* cache_;
+  bool timed_;
+  PipelineStats* stats_;
+  ReadBufferPool buffers_;
+  std::vector<TraceRecorder::Track*> tracks_;
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  std::deque<std::shared_ptr<Request>> queue_;
+  bool stopping_ = false;
+  int outstanding_ = 0, max_outstanding_ = 0;
+  std::int64_t reads_issued_ = 0, inline_reads_ = 0;
+  std::vector<std::thread> threads_;
+};
+
+// One worker's reads over one batch: items[0], items[1], ... taken in order,
+// at most `window` issued and not yet taken. The destructor withdraws what was
+// issued and not taken (a batch that ended early, e.g. on an error).
+class ReadStream {
+ public:
+  ReadStream(ReadAhead& read_ahead, std::vector<std::size_t> items, std::size_t window, std::int64_t batch);
+  ~ReadStream();
+  ReadStream(const ReadStream&) = delete;
+  ReadStream& operator=(const ReadStream&) = delete;
+
+  // The next item's bytes (the k-th call: items[k]); rethrows its read's error.
+  FetchedItem take();
+  std::size_t taken() const { return taken_; }
+
+ private:
+  void issue_up_to(std::size_t end);
+
+  ReadAhead& read_ahead_;
+  std::vector<std::size_t> items_;
+  std::size_t window_;
+  std::int64_t batch_;
+  std::vector<std::shared_ptr<ReadAhead::Request>> issued_;
+  std::size_t taken_ = 0;
+};
+
+}  // namespace mlbench::pipeline

@@ -1,0 +1,414 @@
+// Unit tests of read-ahead (pipeline/read_ahead.h, --io-depth): reads in the
+// sampler's order, bounded depth, item-cache hits issue no read, a read's error
+// reaches the worker that takes the item, a stop with reads in flight ends
+// without a hang; and the loader gives the same batches with and without it.
+// No test depends on speed: gates, not sleeps, decide what is in flight.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "datasets/fake_imagenet.h"
+#include "pipeline/loader.h"
+#include "pipeline/read_ahead.h"
+#include "tests/support/temp_dir.h"
+
+namespace fs = std::filesystem;
+using namespace mlbench::pipeline;
+using mlbench::testing_support::TempDir;
+
+namespace {
+
+// Long enough that only a hang reaches it (a loaded CI box included).
+constexpr auto kHang = std::chrono::seconds(60);
+
+// An in-memory source whose item i is the bytes "item i". Records the order of
+// fetches, how many run at once, and can hold reads at a gate or fail one item.
+class RecordingSource : public ItemSource {
+ public:
+  explicit RecordingSource(std::size_t n) : n_(n) {}
+  std::size_t size() const override { return n_; }
+  std::int64_t label(std::size_t i) const override { return static_cast<std::int64_t>(i % 2); }
+  Encoding encoding() const override { return Encoding::Jpeg; }
+  std::string describe(std::size_t i) const override { return "item " + std::to_string(i); }
+  void fetch(std::size_t i, Bytes& out) const override {
+    std::unique_lock<std::mutex> lock(mu_);
+    order_.push_back(i);
+    max_running_ = std::max(max_running_, ++running_);
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return open_; });
+    --running_;
+    if (i == fail_) throw DataError("cannot read " + describe(i) + ": injected failure");
+    const std::string s = "item " + std::to_string(i);
+    out.assign(s.begin(), s.end());
+  }
+
+  void close_gate() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = false;
+  }
+  void open_gate() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  void fail(std::size_t i) { fail_ = i; }
+  // Even items are "in the page cache": fetch_if_cached serves them.
+  void cache_even() { cache_even_ = true; }
+  bool fetch_if_cached(std::size_t i, Bytes& out) const override {
+    if (!cache_even_ || i % 2 != 0) return false;
+    const std::string s = "item " + std::to_string(i);
+    out.assign(s.begin(), s.end());
+    return true;
+  }
+  // Waits until `n` fetches have started; false on a hang.
+  bool wait_started(std::size_t n) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kHang, [&] { return order_.size() >= n; });
+  }
+  std::vector<std::size_t> order() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return order_;
+  }
+  int max_running() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return max_running_;
+  }
+
+ private:
+  std::size_t n_;
+  std::size_t fail_ = static_cast<std::size_t>(-1);
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable std::vector<std::size_t> order_;
+  mutable int running_ = 0, max_running_ = 0;
+  bool open_ = true;
+  bool cache_even_ = false;
+};
+
+std::string text(const FetchedItem& f) { return std::string(f.data->begin(), f.data->end()); }
+
+fs::path make_folder(const fs::path& root, int classes, int per_class) {
+  for (int c = 0; c < classes; ++c) {
+    fs::create_directories(root / ("c" + std::to_string(c)));
+    for (int i = 0; i < per_class; ++i) {
+      const auto rgb = mlbench::datasets::synthesize_photo_like(c * 100 + i, 64, 48);
+      const auto jpeg = mlbench::datasets::encode_jpeg_rgb(rgb.data(), 64, 48, 90);
+      std::ofstream(root / ("c" + std::to_string(c)) / (std::to_string(i) + ".jpg"), std::ios::binary)
+          .write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
+    }
+  }
+  return root;
+}
+
+// Every batch of one run: labels and pixel bytes, in order.
+std::vector<std::pair<std::vector<std::int64_t>, std::string>> run_loader(std::shared_ptr<const ItemSource> source,
+                                                                          LoaderConfig c,
+                                                                          std::int64_t* corrupt = nullptr) {
+  Loader loader(std::move(source), c);
+  std::vector<std::pair<std::vector<std::int64_t>, std::string>> out;
+  while (auto b = loader.next()) {
+    out.emplace_back(b->labels, std::string(static_cast<const char*>(b->data.data), b->data.bytes));
+  }
+  if (corrupt) *corrupt = loader.stats().corrupt();
+  return out;
+}
+
+}  // namespace
+
+TEST(ReadAhead, ReadsInTheSamplersOrderAndHandsItemsOutInOrder) {
+  const std::vector<std::size_t> items{7, 3, 9, 0, 5, 1, 8, 2};
+  {
+    // One I/O thread: the reads themselves happen in the stream's order.
+    auto source = std::make_shared<RecordingSource>(10);
+    ReadAhead ra(source, nullptr, 1, true, nullptr, nullptr);
+    ReadStream stream(ra, items, 4, 0);
+    for (std::size_t k = 0; k < items.size(); ++k) EXPECT_EQ(text(stream.take()), "item " + std::to_string(items[k]));
+    EXPECT_EQ(source->order(), items);
+  }
+  {
+    // Several: reads finish in any order, the worker still takes them in order.
+    auto source = std::make_shared<RecordingSource>(10);
+    ReadAhead ra(source, nullptr, 4, true, nullptr, nullptr);
+    ReadStream stream(ra, items, 4, 0);
+    for (std::size_t k = 0; k < items.size(); ++k) EXPECT_EQ(text(stream.take()), "item " + std::to_string(items[k]));
+    EXPECT_THROW(stream.take(), std::logic_error);
+    EXPECT_EQ(ra.reads_issued(), static_cast<std::int64_t>(items.size()));
+  }
+}
+
+TEST(ReadAhead, KeepsAtMostTheWindowIssuedAndIoDepthRunning) {
+  auto source = std::make_shared<RecordingSource>(20);
+  source->close_gate();
+  ReadAhead ra(source, nullptr, 3, true, nullptr, nullptr);
+  std::vector<std::size_t> items(12);
+  for (std::size_t i = 0; i < items.size(); ++i) items[i] = i;
+  ReadStream stream(ra, items, 3, 0);
+  ASSERT_TRUE(source->wait_started(3));
+  // Three reads are held at the gate; nothing more was issued.
+  EXPECT_EQ(ra.reads_issued(), 3);
+  EXPECT_EQ(ra.max_outstanding(), 3);
+  source->open_gate();
+  for (std::size_t k = 0; k < items.size(); ++k) EXPECT_EQ(text(stream.take()), "item " + std::to_string(k));
+  EXPECT_LE(ra.max_outstanding(), 3);
+  EXPECT_LE(source->max_running(), 3);
+  // Two workers' streams share the I/O threads: never more than io_depth reads run at once.
+  auto shared = std::make_shared<RecordingSource>(40);
+  ReadAhead two(shared, nullptr, 2, true, nullptr, nullptr);
+  std::vector<std::size_t> a(20), b(20);
+  for (std::size_t i = 0; i < 20; ++i) a[i] = i, b[i] = 20 + i;
+  auto worker = [&](const std::vector<std::size_t>& v) {
+    ReadStream s(two, v, 1, 0);
+    for (std::size_t k = 0; k < v.size(); ++k) EXPECT_EQ(text(s.take()), "item " + std::to_string(v[k]));
+  };
+  std::thread t1(worker, a), t2(worker, b);
+  t1.join();
+  t2.join();
+  EXPECT_LE(shared->max_running(), 2);
+  EXPECT_LE(two.max_outstanding(), 2);
+}
+
+TEST(ReadAhead, ItemCacheHitsIssueNoRead) {
+  auto source = std::make_shared<RecordingSource>(10);
+  ItemCache cache(5, UINT64_MAX);
+  for (std::size_t i : {1, 3, 5, 7, 9}) {
+    const std::string s = "cached " + std::to_string(i);
+    cache.put(i, std::make_shared<const Bytes>(s.begin(), s.end()));
+  }
+  ReadAhead ra(source, &cache, 2, true, nullptr, nullptr);
+  ReadStream stream(ra, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 4, 0);
+  for (std::size_t k = 0; k < 10; ++k) {
+    const FetchedItem f = stream.take();
+    EXPECT_EQ(f.from_cache, k % 2 == 1) << k;
+    EXPECT_EQ(text(f), (k % 2 ? "cached " : "item ") + std::to_string(k));
+  }
+  // Two I/O threads may start their reads in either order (the order test uses one).
+  auto read = source->order();
+  std::sort(read.begin(), read.end());
+  EXPECT_EQ(read, (std::vector<std::size_t>{0, 2, 4, 6, 8}));
+  EXPECT_EQ(ra.reads_issued(), 5);
+  EXPECT_EQ(cache.hits(), 5u);
+  EXPECT_EQ(cache.misses(), 5u);
+}
+
+TEST(ReadAhead, ItemsTheSourceHasWithoutWaitingAreReadInTheWorker) {
+  auto source = std::make_shared<RecordingSource>(10);
+  source->cache_even();
+  source->close_gate();  // the I/O threads' reads wait; the worker's own do not
+  ReadAhead ra(source, nullptr, 2, true, nullptr, nullptr);
+  ReadStream stream(ra, {0, 2, 4, 1, 3}, 5, 0);
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(text(stream.take()), "item " + std::to_string(2 * k));
+  source->open_gate();
+  EXPECT_EQ(text(stream.take()), "item 1");
+  EXPECT_EQ(text(stream.take()), "item 3");
+  EXPECT_EQ(ra.inline_reads(), 3);
+  EXPECT_EQ(ra.reads_issued(), 2);
+  auto read = source->order();
+  std::sort(read.begin(), read.end());
+  EXPECT_EQ(read, (std::vector<std::size_t>{1, 3}));
+}
+
+TEST(ReadAhead, ImageFolderServesPageCachedFilesWithoutWaiting) {
+  const TempDir tmp("read_ahead_nowait");
+  const fs::path root = make_folder(tmp.path(), 1, 3);
+  ImageFolderReader reader(root);
+  for (std::size_t i = 0; i < reader.size(); ++i) {
+    Bytes a, b;
+    reader.fetch(i, a);  // now in the page cache
+    ASSERT_TRUE(reader.fetch_if_cached(i, b)) << i;
+    EXPECT_EQ(a, b) << i;
+  }
+  fs::remove(reader.path(1));
+  Bytes none;
+  EXPECT_FALSE(reader.fetch_if_cached(1, none));  // fetch() reports the error
+  EXPECT_THROW(reader.fetch(1, none), DataError);
+  reader.set_drop_after_read(true);
+  EXPECT_FALSE(reader.fetch_if_cached(0, none));  // every read from storage
+}
+
+TEST(ReadAhead, AReadsErrorReachesTheWorkerThatTakesTheItem) {
+  auto source = std::make_shared<RecordingSource>(10);
+  source->fail(3);
+  ReadAhead ra(source, nullptr, 2, true, nullptr, nullptr);
+  ReadStream stream(ra, {0, 1, 2, 3, 4, 5}, 2, 0);
+  for (int k = 0; k < 3; ++k) EXPECT_NO_THROW(stream.take());
+  try {
+    stream.take();
+    FAIL() << "expected the read's DataError";
+  } catch (const DataError& e) {
+    EXPECT_STREQ(e.what(), "cannot read item 3: injected failure");
+  }
+  // The stream goes on after the error (the loader then reads a replacement).
+  EXPECT_EQ(text(stream.take()), "item 4");
+  EXPECT_EQ(text(stream.take()), "item 5");
+}
+
+TEST(ReadAhead, StopWithReadsInFlightWakesWaitersAndEnds) {
+  auto source = std::make_shared<RecordingSource>(10);
+  source->close_gate();
+  auto ra = std::make_unique<ReadAhead>(source, nullptr, 1, true, nullptr, nullptr);
+  // Worker A's read runs (held at the gate); worker B's waits in the queue behind it.
+  auto a = std::make_unique<ReadStream>(*ra, std::vector<std::size_t>{0}, 1, 0);
+  ASSERT_TRUE(source->wait_started(1));
+  auto b_taken = std::async(std::launch::async, [&] {
+    ReadStream b(*ra, {1, 2, 3}, 3, 1);
+    b.take();
+  });
+  auto stopped = std::async(std::launch::async, [&] { ra->stop(); });
+  // B is woken by the stop while A's read is still under way.
+  ASSERT_EQ(b_taken.wait_for(kHang), std::future_status::ready);
+  EXPECT_THROW(b_taken.get(), ReadAheadStopped);
+  source->open_gate();
+  ASSERT_EQ(stopped.wait_for(kHang), std::future_status::ready);
+  stopped.get();
+  EXPECT_EQ(source->order(), (std::vector<std::size_t>{0}));  // B's reads were dropped, never run
+  EXPECT_EQ(text(a->take()), "item 0");                       // the read under way ended normally
+  a.reset();
+  ra.reset();
+}
+
+TEST(ReadAhead, AStreamLeftEarlyWithdrawsItsReads) {
+  auto source = std::make_shared<RecordingSource>(10);
+  ReadAhead ra(source, nullptr, 2, true, nullptr, nullptr);
+  {
+    ReadStream s(ra, {0, 1, 2, 3, 4, 5}, 4, 0);
+    s.take();  // then the batch ends early (an error under --strict-data)
+  }
+  ReadStream next(ra, {6}, 4, 1);
+  EXPECT_EQ(text(next.take()), "item 6");
+  EXPECT_LE(ra.max_outstanding(), 4);
+}
+
+TEST(ReadAhead, LoaderGivesTheSameBatchesWithAndWithoutReadAhead) {
+  const TempDir tmp("read_ahead_same");
+  const fs::path root = make_folder(tmp.path(), 3, 8);
+  // A corrupt file: its replacement must be the same too.
+  std::ofstream(root / "c1" / "4.jpg", std::ios::trunc) << "not a jpeg";
+  auto source = std::make_shared<ImageFolderReader>(root);
+  for (int workers : {0, 2}) {
+    LoaderConfig c;
+    c.batch_size = 5;
+    c.workers = workers;
+    c.transform.image_size = 16;
+    c.max_epochs = 2;
+    c.seed = 11;
+    std::ostringstream quiet;
+    c.warnings = &quiet;
+    c.io_depth = 0;
+    std::int64_t corrupt_serial = 0, corrupt_ahead = 0;
+    const auto serial = run_loader(source, c, &corrupt_serial);
+    for (int depth : {1, 3, 8}) {
+      c.io_depth = depth;
+      EXPECT_EQ(run_loader(source, c, &corrupt_ahead), serial) << workers << " workers, io depth " << depth;
+      EXPECT_EQ(corrupt_ahead, corrupt_serial);
+    }
+    EXPECT_EQ(serial.size(), 8u);  // 24 items, batches of 5 (4 dropped per epoch), 2 epochs
+    EXPECT_GE(corrupt_serial, 1);  // the corrupt file was met (unless dropped in both epochs)
+    // With the item cache too.
+    c.cache = parse_cache_size("50%");
+    c.io_depth = 0;
+    const auto cached_serial = run_loader(source, c);
+    c.io_depth = 4;
+    EXPECT_EQ(run_loader(source, c), cached_serial);
+    EXPECT_EQ(cached_serial, serial);
+  }
+}
+
+TEST(ReadAhead, LoaderReportsReadsAndFailsUnderStrictAsSerial) {
+  const TempDir tmp("read_ahead_strict");
+  const fs::path root = make_folder(tmp.path(), 2, 6);
+  std::ofstream(root / "c0" / "2.jpg", std::ios::trunc) << "not a jpeg";
+  auto source = std::make_shared<ImageFolderReader>(root);
+  fs::remove(root / "c1" / "3.jpg");  // unreadable after the scan
+  std::string serial_error;
+  for (int depth : {0, 4}) {
+    LoaderConfig c;
+    c.batch_size = 4;
+    c.workers = 2;
+    c.transform.image_size = 16;
+    c.max_epochs = 1;
+    c.io_depth = depth;
+    c.shuffle = false;
+    std::ostringstream warnings;
+    c.warnings = &warnings;
+    {
+      Loader loader(source, c);
+      while (loader.next()) {
+      }
+      EXPECT_EQ(loader.stats().corrupt(), 2) << depth;
+      EXPECT_NE(warnings.str().find("3.jpg: cannot open"), std::string::npos) << warnings.str();
+      const nlohmann::json j = loader.to_json();
+      EXPECT_EQ(j["io_depth"], depth);
+      if (depth > 0) {
+        EXPECT_EQ(j["read_ahead"]["io_threads"], depth);
+        EXPECT_EQ(j["read_ahead"]["window_per_worker"], 2);
+        // The missing file goes to an I/O thread; the others, in the page cache, may be read inline.
+        EXPECT_EQ(j["read_ahead"]["reads"].get<int>() + j["read_ahead"]["inline_reads"].get<int>(), 12);
+        EXPECT_GE(j["read_ahead"]["reads"].get<int>(), 1);
+        EXPECT_LE(j["read_ahead"]["max_outstanding"].get<int>(), depth);
+        EXPECT_GT(j["read_ahead"]["read_busy_s"].get<double>(), 0.0);
+        EXPECT_GT(loader.stats().io_reads(), 0);
+      } else {
+        EXPECT_TRUE(j["read_ahead"].is_null());
+      }
+    }
+    c.strict = true;
+    Loader strict(source, c);
+    try {
+      while (strict.next()) {
+      }
+      FAIL() << "expected a DataError at io depth " << depth;
+    } catch (const DataError& e) {
+      // The same first bad sample, the same message, with or without read-ahead.
+      if (depth == 0) serial_error = e.what();
+      EXPECT_EQ(e.what(), serial_error);
+    }
+  }
+}
+
+// A source slow enough that reads are in flight whenever the loader stops.
+class SlowSource : public RecordingSource {
+ public:
+  using RecordingSource::RecordingSource;
+  void fetch(std::size_t i, Bytes& out) const override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    RecordingSource::fetch(i, out);
+    fetched_.fetch_add(1);
+  }
+  long fetched() const { return fetched_.load(); }
+
+ private:
+  mutable std::atomic<long> fetched_{0};
+};
+
+TEST(ReadAhead, LoaderStopMidEpochEndsWithoutHangOrLeftoverReads) {
+  auto source = std::make_shared<SlowSource>(400);
+  LoaderConfig c;
+  c.batch_size = 16;
+  c.workers = 2;
+  c.io_depth = 6;
+  c.max_epochs = 0;  // endless: only the stop ends it
+  c.prep = [](const Bytes&, std::size_t) {};
+  auto done = std::async(std::launch::async, [&] {
+    auto loader = std::make_unique<Loader>(source, c);
+    EXPECT_TRUE(loader->next().has_value());
+    loader->stop();  // as on Ctrl-C: workers are mid-batch, reads in flight
+    loader.reset();
+  });
+  ASSERT_EQ(done.wait_for(kHang), std::future_status::ready) << "the loader's stop hung";
+  done.get();
+  // No thread is left reading once the loader is gone.
+  const long after = source->fetched();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(source->fetched(), after);
+}
