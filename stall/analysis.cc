@@ -222,11 +222,11 @@ std::string pct_list(const std::vector<CheckPoint>& points) {
   return out;
 }
 
-Cause cause_of(const CheckPoint& p, double need) {
+Cause cause_of(const CheckPoint& p, double need, bool serial_model) {
   if (p.cached_fraction >= 0 && std::abs(p.cached_fraction - p.x) > kCachedFractionTolerance) return Cause::CachedFraction;
   if (p.page_cache_fraction > kPageCacheTolerance) return Cause::PageCache;
   const double ratio = std::max(p.fetch, need) / std::min(p.fetch, need);
-  if (p.measured < p.predicted && ratio <= kComparableRates) return Cause::Serial;
+  if (!serial_model && p.measured < p.predicted && ratio <= kComparableRates) return Cause::Serial;
   return Cause::Unknown;
 }
 
@@ -270,7 +270,8 @@ std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double ne
 
 double CheckPoint::error_pct() const { return 100 * relative_error(predicted, measured); }
 
-SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G, double threshold_pct) {
+SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G, double threshold_pct,
+                     bool serial_model) {
   SelfCheck c;
   c.threshold_pct = threshold_pct;
   for (const CheckPoint& p : points) {
@@ -297,7 +298,7 @@ SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G, 
   }
   const double need = std::min(P, G);
   std::map<Cause, std::vector<CheckPoint>> by_cause;
-  for (const CheckPoint& p : c.off) by_cause[cause_of(p, need)].push_back(p);
+  for (const CheckPoint& p : c.off) by_cause[cause_of(p, need, serial_model)].push_back(p);
   for (const auto& [cause, pts] : by_cause) {
     c.cause += (c.cause.empty() ? "" : "; ") + cause_text(cause, pts, need);
   }
