@@ -230,7 +230,7 @@ Cause cause_of(const CheckPoint& p, double need, bool serial_model) {
   return Cause::Unknown;
 }
 
-std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double need) {
+std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double need, bool serial_model) {
   std::string values;
   switch (c) {
     case Cause::CachedFraction:
@@ -261,9 +261,11 @@ std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double ne
     case Cause::Unknown: break;
   }
   return fmt::format("none the analyzer can tell at {} (the item cache and the page cache held what they should, "
-                     "intended, and fetch and prep are not comparable): the machine's speed may have changed "
-                     "between runs; rerun, or raise --iterations",
-                     pct_list(points));
+                     "intended, and {}): the machine's speed may have changed between runs; rerun, or raise "
+                     "--iterations",
+                     pct_list(points),
+                     serial_model ? "the serial model already simulates workers that fetch and then prep"
+                                  : "fetch and prep are not comparable");
 }
 
 }  // namespace
@@ -300,7 +302,7 @@ SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G, 
   std::map<Cause, std::vector<CheckPoint>> by_cause;
   for (const CheckPoint& p : c.off) by_cause[cause_of(p, need, serial_model)].push_back(p);
   for (const auto& [cause, pts] : by_cause) {
-    c.cause += (c.cause.empty() ? "" : "; ") + cause_text(cause, pts, need);
+    c.cause += (c.cause.empty() ? "" : "; ") + cause_text(cause, pts, need, serial_model);
   }
   std::string listed;
   for (const CheckPoint& p : c.off) {

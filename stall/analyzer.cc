@@ -121,6 +121,7 @@ nlohmann::json serial_json(const SerialModel& m, double F_obs) {
   const double cold = serial_speed_storage(m, 1.0);
   return {{"prep_us", 1e6 * m.prep_s},
           {"storage_us", 1e6 * m.storage_s},
+          {"miss_us", 1e6 * m.miss_s},
           {"page_hit_us", 1e6 * m.page_hit_s},
           {"item_hit_us", 1e6 * m.item_hit_s},
           {"prep_hidden", m.prep_hidden},
@@ -166,7 +167,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   const MeasuredLoader loader = measured_loader(cached, ctx.batch_size, ctx.cores_now);
   const bool serial = loader.known && loader.io_depth == 0;
   std::optional<SerialModel> sm;
-  if (serial) sm = calibrate_serial(loader.shape, G, P, S, C, loader.prep_busy_s);
+  if (serial) sm = calibrate_serial(loader.shape, G, P, S, C, loader.prep_busy_s, F_obs);
   const auto predict = [&](double x, CacheKind cache) {
     return sm ? serial_speed(*sm, x, cache) : predicted_speed(x, P, G, C, S, exposed);
   };

@@ -49,7 +49,7 @@ class Simulation {
           double end = t + costs_.hit_s;
           if (uniform_(rng_) >= x_) {
             storage_free_ = std::max(t, storage_free_) + costs_.storage_s;
-            end = storage_free_;
+            end = storage_free_ + costs_.miss_s;
           }
           push(end, Event::Prep, w);
           break;
@@ -154,7 +154,7 @@ double simulate_serial(const LoaderShape& shape, const SampleCosts& costs, doubl
 }
 
 SerialModel calibrate_serial(const LoaderShape& shape, double G, double P, double S, double C,
-                             std::optional<double> prep_busy_s) {
+                             std::optional<double> prep_busy_s, double F_obs) {
   check_shape(shape);
   require_positive(G, "G");
   require_positive(P, "P");
@@ -169,7 +169,7 @@ SerialModel calibrate_serial(const LoaderShape& shape, double G, double P, doubl
   // The cached run is every sample a page-cache hit, then prep: the prep time
   // that makes it simulate at P. The speed falls as prep_s grows: bisection.
   const auto cached = [&](double prep_s) {
-    return simulate_serial(shape, {m.storage_s, m.page_hit_s, prep_s, shape.batch_size / G}, 1.0, 1, 10000);
+    return simulate_serial(shape, {m.storage_s, 0, m.page_hit_s, prep_s, shape.batch_size / G}, 1.0, 1, 10000);
   };
   double lo = 0, hi = shape.cpus / P;
   while (cached(hi) > P && hi < 1e3) hi *= 2;
@@ -182,6 +182,19 @@ SerialModel calibrate_serial(const LoaderShape& shape, double G, double P, doubl
   // prep_s, maybe much less; the stage timers measured it directly.
   m.prep_hidden = P >= 0.97 * G;
   if (m.prep_hidden && prep_busy_s && *prep_busy_s >= 0) m.prep_s = std::min(m.prep_s, *prep_busy_s);
+  if (std::isfinite(F_obs) && F_obs > 0) {
+    const auto cold = [&](double miss_s) {
+      return simulate_serial(shape, {m.storage_s, miss_s, 0, m.prep_s, shape.batch_size / G}, 0.0, 1, 10000);
+    };
+    if (cold(0) > F_obs) {
+      double lo_m = 0, hi_m = shape.workers / F_obs;  // at that much per miss alone, W workers run at F_obs
+      for (int i = 0; i < 40; ++i) {
+        const double mid = 0.5 * (lo_m + hi_m);
+        (cold(mid) >= F_obs ? lo_m : hi_m) = mid;
+      }
+      m.miss_s = lo_m;
+    }
+  }
   return m;
 }
 
@@ -189,11 +202,12 @@ const char* to_string(CacheKind k) { return k == CacheKind::Item ? "item cache" 
 
 double serial_speed(const SerialModel& m, double x, CacheKind cache) {
   const double hit = cache == CacheKind::Item ? m.item_hit_s : m.page_hit_s;
-  return simulate_serial(m.shape, {m.storage_s, hit, m.prep_s, m.shape.batch_size / m.G}, x);
+  return simulate_serial(m.shape, {m.storage_s, m.miss_s, hit, m.prep_s, m.shape.batch_size / m.G}, x);
 }
 
 double serial_speed_storage(const SerialModel& m, double factor) {
-  return simulate_serial(m.shape, {m.storage_s / factor, m.page_hit_s, m.prep_s, m.shape.batch_size / m.G}, 0.0);
+  return simulate_serial(m.shape, {m.storage_s / factor, m.miss_s, m.page_hit_s, m.prep_s, m.shape.batch_size / m.G},
+                         0.0);
 }
 
 double serial_recommended_cache(const SerialModel& m, CacheKind cache) {

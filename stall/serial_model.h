@@ -6,6 +6,7 @@
 // rates out, deterministic for a seed.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -25,6 +26,7 @@ struct LoaderShape {
 // Per-sample service times, seconds.
 struct SampleCosts {
   double storage_s = 0;  // a miss: queued first come, first served on one storage device
+  double miss_s = 0;     // a miss: then this long in its worker (syscalls, wake-up), off the device
   double hit_s = 0;      // a cache hit: time in its worker (no shared resource)
   double prep_s = 0;     // on the first free of `cpus` CPUs, first come, first served
   double batch_s = 0;    // the consumer's time per batch (compute), after it takes one
@@ -41,11 +43,13 @@ double simulate_serial(const LoaderShape& shape, const SampleCosts& costs, doubl
 // The serial model calibrated on the analyzer's measured rates (samples/s),
 // never on anything injected: G synthetic, P cached (every sample a page-cache
 // read, then prep), S fetch-cold (every sample from storage), C fetch-cached
-// (every sample a page-cache read, no prep).
+// (every sample a page-cache read, no prep), F_obs cold (every sample from
+// storage, then prep).
 struct SerialModel {
   LoaderShape shape;
   double G = 0;
   double storage_s = 0;     // 1 / S: storage serves one request at a time
+  double miss_s = 0;        // solved so that the cold run simulates at F_obs (0 when it does without)
   double page_hit_s = 0;    // workers / C: a page-cache read (open + read) in its worker
   double item_hit_s = 0;    // an item-cache hit: a lookup in memory, not measured, taken as 0
   double prep_s = 0;        // solved so that the cached run simulates at P
@@ -56,8 +60,12 @@ struct SerialModel {
 // (decode + augment + collate), used as an upper bound on prep_s when that
 // run ran at G (then P says only that prep is at least that fast); nullopt
 // when not reported. Throws std::invalid_argument on a non-positive rate or shape.
+// `F_obs`: the cold run; a worker's miss costs more than its turn on storage
+// (the read's syscalls, the wake-up after it) when the cold run is slower than
+// the simulation without that cost; fetch-cold's workers hid it by queueing.
+// NaN: not calibrated (miss_s 0).
 SerialModel calibrate_serial(const LoaderShape& shape, double G, double P, double S, double C,
-                             std::optional<double> prep_busy_s = std::nullopt);
+                             std::optional<double> prep_busy_s = std::nullopt, double F_obs = std::nan(""));
 
 enum class CacheKind { Item, Page };
 const char* to_string(CacheKind k);  // "item cache", "page cache"

@@ -149,8 +149,10 @@ TEST(Analyzer, SerialWorkersGetTheSerialModelForBothCaches) {
   const auto& points = r["self_check"]["points"];
   ASSERT_EQ(points.size(), 3u);
   EXPECT_LT(points[1]["predicted"].get<double>(), 0.9 * 3777);
-  // The model reproduces the cold run it was not calibrated on (F_obs 1905) within 5%.
-  EXPECT_LT(w["serial"]["cold_error_pct"].get<double>(), 5.0) << w["serial"];
+  // The cold run (1905/s) is within 1% of storage alone (S 1919/s): a miss
+  // costs its worker next to nothing beyond its turn on storage.
+  EXPECT_LT(w["serial"]["cold_error_pct"].get<double>(), 1.0) << w["serial"];
+  EXPECT_LT(w["serial"]["miss_us"].get<double>(), 0.3 * w["serial"]["storage_us"].get<double>()) << w["serial"];
   // Both caches, the page cache's hits costing a page-cache read (2 / C) each.
   ASSERT_EQ(w["page_cache"]["curve"].size(), 21u);
   EXPECT_NEAR(w["page_cache"]["hit_us"].get<double>(), 1e6 * 2 / 118700, 1e-6);

@@ -71,6 +71,18 @@ TEST(SerialModel, CalibrationReproducesTheMeasuredRates) {
   EXPECT_LT(serial_speed(m, 0.5, CacheKind::Item), 0.9 * std::min(fetch_rate(0.5, C, S), P));
 }
 
+TEST(SerialModel, TheColdRunCalibratesAWorkersTimePerMissBeyondStorage) {
+  // Two workers on two CPUs, storage 2 ms, prep 4 ms: without extra cost per
+  // miss the cold run is 2 / 6 ms = 333/s; measured 2 / 6.5 ms = 308/s means
+  // each miss kept its worker 0.5 ms beyond its turn on storage.
+  const LoaderShape s{.workers = 2, .cpus = 2, .batch_size = 4, .prefetch = 8};
+  const SerialModel m = calibrate_serial(s, 1e6, 500, 500, 1e9, std::nullopt, 2 / 6.5e-3);
+  EXPECT_NEAR(m.miss_s, 0.5e-3, 0.02e-3);
+  EXPECT_NEAR(serial_speed(m, 0.0, CacheKind::Item), 2 / 6.5e-3, 1.0);
+  // A cold run as fast as the simulation without it: no extra cost.
+  EXPECT_EQ(calibrate_serial(s, 1e6, 500, 500, 1e9, std::nullopt, 340).miss_s, 0.0);
+}
+
 TEST(SerialModel, ACachedRunAtComputeSpeedTakesPrepFromTheStageTimers) {
   // The cached run ran at G: P says only that prep is at least that fast.
   const LoaderShape s{.workers = 4, .cpus = 2, .batch_size = 4, .prefetch = 16};
