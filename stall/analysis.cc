@@ -212,7 +212,7 @@ SplitNoise split_noise(double G, double P, double F_obs, double cv_G, double cv_
 namespace mlbench::stall {
 namespace {
 
-enum class Cause { CachedFraction, PageCache, Serial, Unknown };
+enum class Cause { CachedFraction, PageCache, Serial, SparseMisses, Unknown };
 
 std::string pct_list(const std::vector<CheckPoint>& points) {
   std::string out;
@@ -227,6 +227,7 @@ Cause cause_of(const CheckPoint& p, double need, bool serial_model) {
   if (p.page_cache_fraction > kPageCacheTolerance) return Cause::PageCache;
   const double ratio = std::max(p.fetch, need) / std::min(p.fetch, need);
   if (!serial_model && p.measured < p.predicted && ratio <= kComparableRates) return Cause::Serial;
+  if (serial_model && p.measured > p.predicted) return Cause::SparseMisses;
   return Cause::Unknown;
 }
 
@@ -258,6 +259,12 @@ std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double ne
                          "overlapped, but workers that fetch and then prep each sample in turn add the two times "
                          "(serial workers), so the overlap model does not hold for this loader here",
                          values, need, kComparableRates);
+    case Cause::SparseMisses:
+      return fmt::format("faster than the serial model at {}: it queues every miss on one storage device at S, but "
+                         "storage that serves sparse requests faster than its average rate (a throttle with a "
+                         "burst allowance, such as cgroup blkio, or a device with parallel queues) lets a worker's "
+                         "miss cost less than 1/S when the cache thins the misses out",
+                         pct_list(points));
     case Cause::Unknown: break;
   }
   return fmt::format("none the analyzer can tell at {} (the item cache and the page cache held what they should, "

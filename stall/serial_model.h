@@ -62,7 +62,8 @@ struct SerialModel {
 // when not reported. Throws std::invalid_argument on a non-positive rate or shape.
 // `F_obs`: the cold run; a worker's miss costs more than its turn on storage
 // (the read's syscalls, the wake-up after it) when the cold run is slower than
-// the simulation without that cost; fetch-cold's workers hid it by queueing.
+// the simulation without that cost by more than 2% (the smallest such cost);
+// fetch-cold's workers hid it by queueing.
 // NaN: not calibrated (miss_s 0).
 SerialModel calibrate_serial(const LoaderShape& shape, double G, double P, double S, double C,
                              std::optional<double> prep_busy_s = std::nullopt, double F_obs = std::nan(""));

@@ -30,18 +30,21 @@ constexpr int kCpus = 2;  // virtual prep CPUs (stallsim --cpu-cores)
 struct Config {
   const char* name;
   double G, P, F;    // injected rates, samples/s
-  int workers = 4;   // loader workers, each fetching and then prepping its samples (--io-depth 0)
+  int workers = 4;   // loader workers
+  int io_depth = 0;  // 0: each worker fetches and then preps its samples; > 0: reads issued that far ahead
 };
 
 // How gtest prints a Config in failure messages and --gtest_list_tests (by
 // default it would dump the struct's bytes).
 void PrintTo(const Config& c, std::ostream* os) {
-  *os << fmt::format("{} (G {} P {} F {} samples/s, {} workers)", c.name, c.G, c.P, c.F, c.workers);
+  *os << fmt::format("{} (G {} P {} F {} samples/s, {} workers, io depth {})", c.name, c.G, c.P, c.F, c.workers,
+                     c.io_depth);
 }
 
 // The injected truth: with T = 1 / rate, a pipelined loader runs at min(G, P, F).
-// With as many workers as prep CPUs, each worker fetches a sample (1 / F on the
-// one storage device) and then preps it (kCpus / P on its own CPU): when
+// With as many serial workers (io depth 0) as prep CPUs, each worker fetches
+// a sample (1 / F on the one storage device) and then preps it (kCpus / P on
+// its own CPU): when
 // prep takes at least as long as a fetch, the workers settle into turns that
 // never queue on storage, and the cold loader runs at
 // workers / (1 / F + kCpus / P), below min(P, F).
@@ -49,7 +52,7 @@ Split truth(const Config& c) {
   const double G = c.G;
   const double P = std::min(c.P, G);
   double F = std::min(c.F, P);
-  if (c.workers == kCpus) F = std::min(F, c.workers / (1 / c.F + kCpus / c.P));
+  if (c.workers == kCpus && c.io_depth == 0) F = std::min(F, c.workers / (1 / c.F + kCpus / c.P));
   return split(G, P, F);
 }
 
@@ -88,9 +91,9 @@ TEST_P(GroundTruth, SplitAndWhatIfMatchTheInjectedCosts) {
   const std::string cmd = fmt::format(
       "{} --bench stallsim --bench-dir {} --data {} --cpus {} --cache-fracs 0.25,0.5,0.75 --iterations 60 "
       "--out {} -- --batch-size {} --workers {} --prefetch 16 --cpu-cores {} --compute-ms {} --prep-ms {} "
-      "--storage-mbps {}",
+      "--storage-mbps {}{}",
       MLBENCH_STALL_BIN, MLBENCH_BENCH_DIR, (dir_ / "data").string(), kCpus, out.string(), kBatch, c.workers, kCpus,
-      compute_ms, prep_ms, storage_mbps);
+      compute_ms, prep_ms, storage_mbps, c.io_depth > 0 ? fmt::format(" --io-depth {}", c.io_depth) : "");
   const auto r = testing_support::run_command(cmd);
   ASSERT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
   std::ifstream in(out / "stall.json");

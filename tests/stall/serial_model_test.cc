@@ -81,6 +81,10 @@ TEST(SerialModel, TheColdRunCalibratesAWorkersTimePerMissBeyondStorage) {
   EXPECT_NEAR(serial_speed(m, 0.0, CacheKind::Item), 2 / 6.5e-3, 1.0);
   // A cold run as fast as the simulation without it: no extra cost.
   EXPECT_EQ(calibrate_serial(s, 1e6, 500, 500, 1e9, std::nullopt, 340).miss_s, 0.0);
+  // Storage-bound (4 workers, storage 6.7 ms, prep 2 ms): the workers hide a
+  // cost per miss up to a point, so a cold run at S shows none.
+  const LoaderShape four{.workers = 4, .cpus = 2, .batch_size = 4, .prefetch = 16};
+  EXPECT_EQ(calibrate_serial(four, 1000, 1000, 150, 2e4, std::nullopt, 149.9).miss_s, 0.0);
 }
 
 TEST(SerialModel, ACachedRunAtComputeSpeedTakesPrepFromTheStageTimers) {
