@@ -53,7 +53,7 @@ struct SerialModel {
   double page_hit_s = 0;    // workers / C: a page-cache read (open + read) in its worker
   double item_hit_s = 0;    // an item-cache hit: a lookup in memory, not measured, taken as 0
   double prep_s = 0;        // solved so that the cached run simulates at P
-  bool prep_hidden = false; // the cached run ran at G: prep's own time was hidden by compute
+  bool prep_hidden = false; // the cached run ran within 5% of G: compute hid prep's own time
 };
 
 // `prep_busy_s`: seconds per sample the cached run's stage timers saw in prep
