@@ -212,7 +212,7 @@ SplitNoise split_noise(double G, double P, double F_obs, double cv_G, double cv_
 namespace mlbench::stall {
 namespace {
 
-enum class Cause { CachedFraction, PageCache, Serial, Unknown };
+enum class Cause { CachedFraction, PageCache, Serial, SparseMisses, Unknown };
 
 std::string pct_list(const std::vector<CheckPoint>& points) {
   std::string out;
@@ -222,15 +222,16 @@ std::string pct_list(const std::vector<CheckPoint>& points) {
   return out;
 }
 
-Cause cause_of(const CheckPoint& p, double need) {
+Cause cause_of(const CheckPoint& p, double need, bool serial_model) {
   if (p.cached_fraction >= 0 && std::abs(p.cached_fraction - p.x) > kCachedFractionTolerance) return Cause::CachedFraction;
   if (p.page_cache_fraction > kPageCacheTolerance) return Cause::PageCache;
   const double ratio = std::max(p.fetch, need) / std::min(p.fetch, need);
-  if (p.measured < p.predicted && ratio <= kComparableRates) return Cause::Serial;
+  if (!serial_model && p.measured < p.predicted && ratio <= kComparableRates) return Cause::Serial;
+  if (serial_model && p.measured > p.predicted) return Cause::SparseMisses;
   return Cause::Unknown;
 }
 
-std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double need) {
+std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double need, bool serial_model) {
   std::string values;
   switch (c) {
     case Cause::CachedFraction:
@@ -258,19 +259,28 @@ std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double ne
                          "overlapped, but workers that fetch and then prep each sample in turn add the two times "
                          "(serial workers), so the overlap model does not hold for this loader here",
                          values, need, kComparableRates);
+    case Cause::SparseMisses:
+      return fmt::format("faster than the serial model at {}: it queues every miss on one storage device at S, but "
+                         "storage that serves sparse requests faster than its average rate (a throttle with a "
+                         "burst allowance, such as cgroup blkio, or a device with parallel queues) lets a worker's "
+                         "miss cost less than 1/S when the cache thins the misses out",
+                         pct_list(points));
     case Cause::Unknown: break;
   }
   return fmt::format("none the analyzer can tell at {} (the item cache and the page cache held what they should, "
-                     "intended, and fetch and prep are not comparable): the machine's speed may have changed "
-                     "between runs; rerun, or raise --iterations",
-                     pct_list(points));
+                     "intended, and {}): the machine's speed may have changed between runs; rerun, or raise "
+                     "--iterations",
+                     pct_list(points),
+                     serial_model ? "the serial model already simulates workers that fetch and then prep"
+                                  : "fetch and prep are not comparable");
 }
 
 }  // namespace
 
 double CheckPoint::error_pct() const { return 100 * relative_error(predicted, measured); }
 
-SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G, double threshold_pct) {
+SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G, double threshold_pct,
+                     bool serial_model) {
   SelfCheck c;
   c.threshold_pct = threshold_pct;
   for (const CheckPoint& p : points) {
@@ -297,9 +307,9 @@ SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G, 
   }
   const double need = std::min(P, G);
   std::map<Cause, std::vector<CheckPoint>> by_cause;
-  for (const CheckPoint& p : c.off) by_cause[cause_of(p, need)].push_back(p);
+  for (const CheckPoint& p : c.off) by_cause[cause_of(p, need, serial_model)].push_back(p);
   for (const auto& [cause, pts] : by_cause) {
-    c.cause += (c.cause.empty() ? "" : "; ") + cause_text(cause, pts, need);
+    c.cause += (c.cause.empty() ? "" : "; ") + cause_text(cause, pts, need, serial_model);
   }
   std::string listed;
   for (const CheckPoint& p : c.off) {

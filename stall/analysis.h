@@ -145,8 +145,10 @@ struct SelfCheck {
 // factor of kComparableRates with the speed below the prediction (workers that
 // fetch and then prep each sample add the two times, the overlap model takes
 // the smaller rate); else none that the analyzer can tell.
+// `serial_model`: the what-if already simulates serial workers, so that cause
+// is not named.
 SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G,
-                     double threshold_pct = kSelfCheckThresholdPct);
+                     double threshold_pct = kSelfCheckThresholdPct, bool serial_model = false);
 
 // The verdict after the self-check: unchanged when it passed or did not run;
 // else the bound, the points off and the cause, and no recommendation.

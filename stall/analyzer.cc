@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "analysis.h"
+#include "serial_model.h"
 
 namespace mlbench::stall {
 namespace {
@@ -64,6 +66,69 @@ double item_cache_fraction(const RunOutcome& r, std::size_t items) {
   return c["items"].get<double>() / static_cast<double>(items);
 }
 
+// The loader the runs measured, from the cached run's report: its workers,
+// prefetch and --io-depth (absent: 0, workers that fetch and then prep each
+// sample in turn), its prep CPUs (the workers, at most the CPUs the run had
+// and its --cpu-cores), and the prep time per sample its stage timers saw.
+struct MeasuredLoader {
+  bool known = false;  // the report says how many workers built batches
+  int io_depth = 0;
+  LoaderShape shape;
+  std::optional<double> prep_busy_s;
+};
+
+MeasuredLoader measured_loader(const RunOutcome& cached, int batch_size, int cores_now) {
+  MeasuredLoader l;
+  const nlohmann::json& p = cached.report.contains("pipeline") ? cached.report["pipeline"] : nlohmann::json();
+  if (!p.is_object()) return l;
+  if (p.contains("io_depth") && p["io_depth"].is_number_integer()) l.io_depth = p["io_depth"].get<int>();
+  if (!p.contains("workers") || !p["workers"].is_number_integer() || p["workers"].get<int>() < 1) return l;
+  l.known = true;
+  l.shape.workers = p["workers"].get<int>();
+  l.shape.batch_size = std::max(1, batch_size);
+  l.shape.prefetch = std::max(l.shape.workers, p.value("prefetch", 2 * l.shape.workers));
+  int cpus = std::min(l.shape.workers, std::max(1, cores_now));
+  if (cached.report.contains("cpu_cores") && cached.report["cpu_cores"].is_number_integer()) {
+    cpus = std::min(cpus, std::max(1, cached.report["cpu_cores"].get<int>()));
+  }
+  l.shape.cpus = cpus;
+  if (p.contains("stages") && p["stages"].is_object()) {
+    double busy = 0;
+    bool any = false;
+    for (const char* stage : {"decode", "augment"}) {
+      const auto& st = p["stages"].value(stage, nlohmann::json());
+      if (st.is_object() && st.value("per_item_ms", nlohmann::json()).is_number()) {
+        busy += st["per_item_ms"].get<double>() / 1e3;
+        any = true;
+      }
+    }
+    if (any) l.prep_busy_s = busy;
+  }
+  return l;
+}
+
+std::string whatif_formula(bool serial, double exposed) {
+  if (serial) {
+    return "serial: a simulation of the workers, each fetching a sample (a hit in its worker, a miss queued on "
+           "storage at S) and then prepping it (on the first free CPU), the consumer at G behind the prefetch queue";
+  }
+  return exposed > 0 ? "1 / (max(1/F(x), 1/P, 1/G) + (1 - x) e): fetch overlaps prep and compute, "
+                       "e = fetch time per miss the cold run did not hide"
+                     : "min(F(x), P, G): fetch overlaps prep and compute";
+}
+
+nlohmann::json serial_json(const SerialModel& m, double F_obs) {
+  const double cold = serial_speed_storage(m, 1.0);
+  return {{"prep_us", 1e6 * m.prep_s},
+          {"storage_us", 1e6 * m.storage_s},
+          {"miss_us", 1e6 * m.miss_s},
+          {"page_hit_us", 1e6 * m.page_hit_s},
+          {"item_hit_us", 1e6 * m.item_hit_s},
+          {"prep_hidden", m.prep_hidden},
+          {"predicted_cold", cold},
+          {"cold_error_pct", 100 * relative_error(cold, F_obs)}};
+}
+
 }  // namespace
 
 nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, RunOutcome>& runs, const RawRates& raw) {
@@ -94,15 +159,31 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   // Fetch time the cold run's pipeline did not hide (workers that fetch and
   // prep in turn); the what-if charges it to every cache miss.
   const double exposed = exposed_fetch_s(G, P, S, F_obs);
-  const auto cache_rec = recommended_cache(P, G, C, S, exposed);
+  // The model of the loader measured: with --io-depth 0 its workers fetch and
+  // then prep each sample in turn (the serial model, simulated); with reads
+  // issued ahead of decode, fetch overlaps prep (the overlap model, which
+  // charges the fetch time the cold run did not hide to each miss). A report
+  // that does not say how many workers built batches gets the overlap model.
+  const MeasuredLoader loader = measured_loader(cached, ctx.batch_size, ctx.cores_now);
+  const bool serial = loader.known && loader.io_depth == 0;
+  std::optional<SerialModel> sm;
+  if (serial) sm = calibrate_serial(loader.shape, G, P, S, C, loader.prep_busy_s, F_obs);
+  const auto predict = [&](double x, CacheKind cache) {
+    return sm ? serial_speed(*sm, x, cache) : predicted_speed(x, P, G, C, S, exposed);
+  };
+  const auto cache_rec = sm ? std::optional<double>(serial_recommended_cache(*sm, CacheKind::Item))
+                            : recommended_cache(P, G, C, S, exposed);
+  const auto page_cache_rec = sm ? std::optional<double>(serial_recommended_cache(*sm, CacheKind::Page)) : cache_rec;
   const double need_rate = std::min(fetch_rate(cache_rec.value_or(1.0), C, S), G);
   const auto cores_rec = recommended_cores(p_by_cores, need_rate * 0.98);  // 2%: within run-to-run noise
 
   std::vector<double> xs;
   for (int i = 0; i <= 20; ++i) xs.push_back(i / 20.0);
   nlohmann::json curve = nlohmann::json::array();
-  for (const auto& c : whatif_curve(xs, P, G, C, S, exposed)) {
-    curve.push_back({{"x", c.x}, {"fetch", c.fetch}, {"predicted", c.predicted}});
+  nlohmann::json page_curve = nlohmann::json::array();
+  for (double x : xs) {
+    curve.push_back({{"x", x}, {"fetch", fetch_rate(x, C, S)}, {"predicted", predict(x, CacheKind::Item)}});
+    page_curve.push_back({{"x", x}, {"predicted", predict(x, CacheKind::Page)}});
   }
   double cache_full = std::numeric_limits<double>::quiet_NaN();
   if (auto it = runs.find("cache-1.00"); it != runs.end()) cache_full = it->second.rate;
@@ -114,7 +195,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   for (const auto& [label, r] : runs) {
     if (label.rfind("cache-", 0) != 0) continue;
     const double x = std::stod(label.substr(6));
-    const double pred = predicted_speed(x, P, G, C, S, exposed);
+    const double pred = predict(x, CacheKind::Item);
     const double err = 100 * relative_error(pred, r.rate);
     max_err = std::max(max_err, err);
     sum_err += err;
@@ -122,11 +203,17 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     check_points.push_back({x, r.rate, pred, fetch_rate(x, C, S), item_cache_fraction(r, ctx.items),
                             r.after.pages ? r.after.fraction() : -1.0});
   }
-  const SelfCheck check = self_check(check_points, P, G);
+  const SelfCheck check = self_check(check_points, P, G, kSelfCheckThresholdPct, serial);
   // A curve that misses the measured speed recommends nothing: the cache
   // fraction comes from it, and the CPU count from the speed it promises.
   const bool withheld = !check.passed;
-  const Verdict v = checked_verdict(verdict(s, cache_rec, cores_rec, ctx.cores_now), check);
+  Verdict plain = verdict(s, cache_rec, cores_rec, ctx.cores_now);
+  if (cache_rec && *cache_rec > 0.0 && page_cache_rec) {
+    plain.text += fmt::format(" (the cache is mlbench's item cache, --cache-size; in the OS page cache instead: {:.0f}% "
+                              "cached)",
+                              100 * *page_cache_rec);
+  }
+  const Verdict v = checked_verdict(plain, check);
   nlohmann::json check_json = nlohmann::json::array();
   for (const CheckPoint& p : check.points) {
     check_json.push_back({{"x", p.x},
@@ -145,7 +232,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     storage_whatif.push_back({{"S_factor", factor},
                               {"S", S * factor},
                               // Faster storage also shortens the exposed fetch time.
-                              {"speed_uncached", predicted_speed(0.0, P, G, C, S * factor, exposed / factor)}});
+                              {"speed_uncached", sm ? serial_speed_storage(*sm, factor)
+                                                    : predicted_speed(0.0, P, G, C, S * factor, exposed / factor)}});
   }
 
   const double direct_cold = stall_pct_of(cold);
@@ -163,6 +251,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   }
   const double mb = raw.mean_file_bytes / 1e6;
   return {
+      // 2: the what-if names its model (serial or overlap) and predicts for the page cache too (issue 14).
+      {"schema_version", kStallSchemaVersion},
       {"bench", ctx.config.bench},
       {"data", ctx.config.data},
       {"items", ctx.items},
@@ -193,6 +283,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
       {"prep_by_cores", sweep},
       {"recommendation",
        {{"cache_fraction", cache_rec && !withheld ? nlohmann::json(*cache_rec) : nlohmann::json()},
+        {"cache", "item cache"},
+        {"page_cache_fraction", page_cache_rec && !withheld ? nlohmann::json(*page_cache_rec) : nlohmann::json()},
         {"cores", cores_rec && !withheld ? nlohmann::json(*cores_rec) : nlohmann::json()},
         {"withheld", withheld},
         {"bound", to_string(v.bound)},
@@ -205,11 +297,21 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         {"cause", check.cause.empty() ? nlohmann::json() : nlohmann::json(check.cause)},
         {"text", check.text}}},
       {"whatif",
-       {{"model", "overlap"},
-        {"model_formula", exposed > 0 ? "1 / (max(1/F(x), 1/P, 1/G) + (1 - x) e): fetch overlaps prep and compute, "
-                                        "e = fetch time per miss the cold run did not hide"
-                                      : "min(F(x), P, G): fetch overlaps prep and compute"},
+       {{"model", serial ? "serial" : "overlap"},
+        {"model_formula", whatif_formula(serial, exposed)},
         {"cache", "item cache"},
+        {"io_depth", loader.io_depth},
+        {"loader", loader.known ? nlohmann::json{{"workers", loader.shape.workers},
+                                                 {"prep_cpus", loader.shape.cpus},
+                                                 {"batch_size", loader.shape.batch_size},
+                                                 {"prefetch", loader.shape.prefetch}}
+                                : nlohmann::json()},
+        {"serial", sm ? serial_json(*sm, F_obs) : nlohmann::json()},
+        {"page_cache",
+         {{"cache", "page cache"},
+          {"hit_us", sm ? nlohmann::json(1e6 * sm->page_hit_s) : nlohmann::json(1e6 / C)},
+          {"recommended_fraction", page_cache_rec && !withheld ? nlohmann::json(*page_cache_rec) : nlohmann::json()},
+          {"curve", page_curve}}},
         {"curve", curve},
         {"measured", measured},
         {"exposed_fetch_us", 1e6 * exposed},
@@ -249,7 +351,8 @@ std::string console_summary(const nlohmann::json& r) {
     for (const auto& [k, v] : r["prep_by_cores"].items()) out += fmt::format(" {}: {:.1f}", k, v.get<double>());
     out += "\n";
   }
-  if (const auto& e = r["whatif"]["exposed_fetch_us"]; e.is_number() && e.get<double>() > 0) {
+  if (const auto& e = r["whatif"]["exposed_fetch_us"];
+      r["whatif"].value("model", std::string("overlap")) == "overlap" && e.is_number() && e.get<double>() > 0) {
     out += fmt::format("fetch not hidden by the pipeline (cold run): {:.1f} us per sample, {:.0f}% of its time; "
                        "the what-if charges it to each cache miss\n",
                        e.get<double>(), 1e-4 * e.get<double>() * r["rates"]["F_obs"].get<double>());
@@ -263,15 +366,26 @@ std::string console_summary(const nlohmann::json& r) {
     out += fmt::format("what-if model: {} ({}), for the {}\n", w["model"].get<std::string>(),
                        w.value("model_formula", std::string()), w.value("cache", std::string()));
   }
+  if (const auto& sj = r["whatif"].value("serial", nlohmann::json()); sj.is_object()) {
+    out += fmt::format("serial model: prep {:.0f} us per sample, storage {:.0f} us, page-cache hit {:.0f} us; "
+                       "predicts the cold run at {:.1f}/s ({:.1f}% off)\n",
+                       sj["prep_us"].get<double>(), sj["storage_us"].get<double>(), sj["page_hit_us"].get<double>(),
+                       sj["predicted_cold"].get<double>(), sj["cold_error_pct"].get<double>());
+  }
   const auto& rec = r["recommendation"];
   if (rec.value("withheld", false)) {
     out += fmt::format("\nrecommended cache: none (the what-if failed its self-check)\nrecommended CPUs:  none (from the same curve)\n"
                        "verdict: {}\n",
                        rec["verdict"].get<std::string>());
   } else {
-    out += fmt::format("\nrecommended cache: {}\nrecommended CPUs:  {}\nverdict: {}\n",
+    std::string page;
+    if (rec.value("page_cache_fraction", nlohmann::json()).is_number()) {
+      page = fmt::format(" (item cache; in the OS page cache: {:.0f}%)", 100 * rec["page_cache_fraction"].get<double>());
+    }
+    out += fmt::format("\nrecommended cache: {}{}\nrecommended CPUs:  {}\nverdict: {}\n",
                        rec["cache_fraction"].is_number() ? fmt::format("{:.0f}% of the dataset", 100 * rec["cache_fraction"].get<double>())
                                                          : std::string("none is enough"),
+                       page,
                        rec["cores"].is_number() ? std::to_string(rec["cores"].get<int>()) : std::string("more than measured"),
                        rec["verdict"].get<std::string>());
   }

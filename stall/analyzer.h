@@ -29,6 +29,11 @@ struct AnalysisContext {
   int cores_now = 1;   // CPUs the main runs had
 };
 
+// stall.json's schema: 1 (no field) before issue 14; 2 adds schema_version,
+// whatif.{io_depth, loader, serial, page_cache} and recommendation.{cache,
+// page_cache_fraction}. Every change adds fields: readers of 1 read 2.
+constexpr int kStallSchemaVersion = 2;
+
 // The stall.json object (documented in docs/stall.md). Needs the runs
 // synthetic, cached, cold, fetch-cold and fetch-cached; throws naming a missing one.
 nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, RunOutcome>& runs, const RawRates& raw);
