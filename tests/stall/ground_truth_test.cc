@@ -142,9 +142,11 @@ INSTANTIATE_TEST_SUITE_P(Grid, GroundTruth,
                                          Config{"serial_even", 500, 125, 125, 2},
                                          Config{"serial_fetch_slower", 500, 125, 90, 2},
                                          // Read-ahead (the loader's default): reads overlap prep,
-                                         // the overlap model min(F(x), P, G) applies.
-                                         Config{"readahead_prep_fetch", 1000, 500, 180, 4, 4},
-                                         Config{"readahead_even", 500, 125, 125, 2, 4}),
+                                         // the overlap model min(F(x), P, G) applies. (Not at a tie
+                                         // F = P with batches of 4: a worker reads ahead only within
+                                         // the batch it builds, so 1 read in 4 is not overlapped and
+                                         // the cold run lost 12% to fetch; docs/pipeline.md.)
+                                         Config{"readahead_prep_fetch", 1000, 500, 180, 4, 4}),
                          [](const testing::TestParamInfo<Config>& info) { return std::string(info.param.name); });
 
 }  // namespace
