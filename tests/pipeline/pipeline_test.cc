@@ -18,6 +18,7 @@
 #include "pipeline/sampler.h"
 #include "pipeline/source.h"
 #include "pipeline/transforms.h"
+#include "tests/support/jpeg_folder.h"
 #include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -504,20 +505,6 @@ TEST(JpegDecoder, EndOfImageMarker) {
 
 namespace {
 
-// root/<class>/<i>.jpg with `per_class` small photo-like JPEGs per class.
-fs::path make_folder(const fs::path& root, int classes, int per_class) {
-  for (int c = 0; c < classes; ++c) {
-    fs::create_directories(root / ("c" + std::to_string(c)));
-    for (int i = 0; i < per_class; ++i) {
-      const auto rgb = mlbench::datasets::synthesize_photo_like(c * 100 + i, 64, 48);
-      const auto jpeg = mlbench::datasets::encode_jpeg_rgb(rgb.data(), 64, 48, 90);
-      std::ofstream(root / ("c" + std::to_string(c)) / (std::to_string(i) + ".jpg"), std::ios::binary)
-          .write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
-    }
-  }
-  return root;
-}
-
 LoaderConfig small_config(int workers) {
   LoaderConfig c;
   c.batch_size = 4;
@@ -531,7 +518,7 @@ LoaderConfig small_config(int workers) {
 
 TEST(ImageFolderReader, SortedClassesAndLabels) {
   const TempDir tmp("pipeline_reader");
-  const fs::path root = make_folder(tmp.path(), 3, 2);
+  const fs::path root = mlbench::testing_support::make_jpeg_folder(tmp.path(), 3, 2);
   fs::create_directories(root / "d_empty");
   ImageFolderReader r(root);
   EXPECT_EQ(r.classes(), (std::vector<std::string>{"c0", "c1", "c2", "d_empty"}));
@@ -568,7 +555,7 @@ TEST(ReadFile, SizeHintReadsTheWholeFileEvenWhenItChangedSinceTheScan) {
     EXPECT_EQ(plain, expect);
   }
   // Through the reader: the file is rewritten larger, then smaller, after the scan.
-  const fs::path root = make_folder(tmp.path(), 1, 2);
+  const fs::path root = mlbench::testing_support::make_jpeg_folder(tmp.path(), 1, 2);
   ImageFolderReader r(root);
   const fs::path f1 = r.path(1);
   for (std::size_t n : {fs::file_size(f1) + 3000, std::size_t{10}}) {
@@ -596,7 +583,7 @@ TEST(ReadFile, SizeHintReadsTheWholeFileEvenWhenItChangedSinceTheScan) {
 
 TEST(Loader, CollatesFullBatchesInOrderWithLabels) {
   const TempDir tmp("pipeline_collate");
-  const fs::path root = make_folder(tmp.path(), 2, 6);
+  const fs::path root = mlbench::testing_support::make_jpeg_folder(tmp.path(), 2, 6);
   auto source = std::make_shared<ImageFolderReader>(root);
   for (int workers : {0, 3}) {
     LoaderConfig c = small_config(workers);
@@ -621,7 +608,7 @@ TEST(Loader, CollatesFullBatchesInOrderWithLabels) {
 
 TEST(Loader, SkipsCorruptFilesByDefaultAndFailsUnderStrict) {
   const TempDir tmp("pipeline_corrupt");
-  const fs::path root = make_folder(tmp.path(), 2, 6);
+  const fs::path root = mlbench::testing_support::make_jpeg_folder(tmp.path(), 2, 6);
   {
     std::ofstream(root / "c0" / "2.jpg", std::ios::trunc) << "this is not a jpeg";
     const auto size = fs::file_size(root / "c1" / "3.jpg");
@@ -659,7 +646,7 @@ TEST(Loader, SkipsCorruptFilesByDefaultAndFailsUnderStrict) {
 
 TEST(Loader, CacheCountsHitsAcrossEpochs) {
   const TempDir tmp("pipeline_cache");
-  const fs::path root = make_folder(tmp.path(), 2, 4);
+  const fs::path root = mlbench::testing_support::make_jpeg_folder(tmp.path(), 2, 4);
   auto source = std::make_shared<ImageFolderReader>(root);
   LoaderConfig c = small_config(2);
   c.max_epochs = 3;

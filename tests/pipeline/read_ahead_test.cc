@@ -19,6 +19,7 @@
 #include "datasets/fake_imagenet.h"
 #include "pipeline/loader.h"
 #include "pipeline/read_ahead.h"
+#include "tests/support/jpeg_folder.h"
 #include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -97,19 +98,6 @@ class RecordingSource : public ItemSource {
 };
 
 std::string text(const FetchedItem& f) { return std::string(f.data->begin(), f.data->end()); }
-
-fs::path make_folder(const fs::path& root, int classes, int per_class) {
-  for (int c = 0; c < classes; ++c) {
-    fs::create_directories(root / ("c" + std::to_string(c)));
-    for (int i = 0; i < per_class; ++i) {
-      const auto rgb = mlbench::datasets::synthesize_photo_like(c * 100 + i, 64, 48);
-      const auto jpeg = mlbench::datasets::encode_jpeg_rgb(rgb.data(), 64, 48, 90);
-      std::ofstream(root / ("c" + std::to_string(c)) / (std::to_string(i) + ".jpg"), std::ios::binary)
-          .write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
-    }
-  }
-  return root;
-}
 
 // Every batch of one run: labels and pixel bytes, in order.
 std::vector<std::pair<std::vector<std::int64_t>, std::string>> run_loader(std::shared_ptr<const ItemSource> source,
@@ -220,7 +208,7 @@ TEST(ReadAhead, ItemsTheSourceHasWithoutWaitingAreReadInTheWorker) {
 
 TEST(ReadAhead, ImageFolderServesPageCachedFilesWithoutWaiting) {
   const TempDir tmp("read_ahead_nowait");
-  const fs::path root = make_folder(tmp.path(), 1, 3);
+  const fs::path root = mlbench::testing_support::make_jpeg_folder(tmp.path(), 1, 3);
   ImageFolderReader reader(root);
   for (std::size_t i = 0; i < reader.size(); ++i) {
     Bytes a, b;
@@ -291,7 +279,7 @@ TEST(ReadAhead, AStreamLeftEarlyWithdrawsItsReads) {
 
 TEST(ReadAhead, LoaderGivesTheSameBatchesWithAndWithoutReadAhead) {
   const TempDir tmp("read_ahead_same");
-  const fs::path root = make_folder(tmp.path(), 3, 8);
+  const fs::path root = mlbench::testing_support::make_jpeg_folder(tmp.path(), 3, 8);
   // A corrupt file: its replacement must be the same too.
   std::ofstream(root / "c1" / "4.jpg", std::ios::trunc) << "not a jpeg";
   auto source = std::make_shared<ImageFolderReader>(root);
@@ -326,7 +314,7 @@ TEST(ReadAhead, LoaderGivesTheSameBatchesWithAndWithoutReadAhead) {
 
 TEST(ReadAhead, LoaderReportsReadsAndFailsUnderStrictAsSerial) {
   const TempDir tmp("read_ahead_strict");
-  const fs::path root = make_folder(tmp.path(), 2, 6);
+  const fs::path root = mlbench::testing_support::make_jpeg_folder(tmp.path(), 2, 6);
   std::ofstream(root / "c0" / "2.jpg", std::ios::trunc) << "not a jpeg";
   auto source = std::make_shared<ImageFolderReader>(root);
   fs::remove(root / "c1" / "3.jpg");  // unreadable after the scan
