@@ -42,6 +42,33 @@ bool largest(const BenchInput& input, F value, std::string& at, double& best) {
   }
   return found;
 }
+// The smallest and the largest positive `value` over the non-failed instances, and
+// where each was measured; false when no instance has one.
+template <typename F>
+bool extremes(const BenchInput& input, F value, double& lo, std::string& lo_at, double& hi, std::string& hi_at) {
+  lo_at.clear();
+  hi_at.clear();
+  for (const RunInstances& run : input.runs) {
+    for (const Instance& i : run.instances) {
+      if (i.failed) continue;
+      const double p = value(i);
+      if (!(p > 0.0)) continue;
+      if (lo_at.empty() || p < lo) lo = p, lo_at = where(run.run, i);
+      if (hi_at.empty() || p > hi) hi = p, hi_at = where(run.run, i);
+    }
+  }
+  return !lo_at.empty();
+}
+
+// The interference block of the non-failed instance named `at` (R<k>/D<slot>).
+const Interference* interference_at(const BenchInput& input, const std::string& at) {
+  for (const RunInstances& run : input.runs) {
+    for (const Instance& i : run.instances) {
+      if (!i.failed && i.interference && where(run.run, i) == at) return &*i.interference;
+    }
+  }
+  return nullptr;
+}
 }  // namespace
 
 Instability explain_instability(const BenchInput& input, double sd_pct, double limit_pct) {
@@ -101,30 +128,17 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
           input, [](const Instance& i) { return i.interference ? std::abs(i.interference->probe_drift_pct) : kNaN; },
           at, v) &&
       v > kProbeDriftPct) {
-    double signed_drift = kNaN;
-    for (const RunInstances& run : input.runs) {
-      for (const Instance& i : run.instances) {
-        if (!i.failed && i.interference && where(run.run, i) == at) signed_drift = i.interference->probe_drift_pct;
-      }
-    }
     r.cause = "machine drift";
     r.evidence = fmt::format(
         "machine drift: the fixed CPU probe's time changed by {:+.0f}% from before the job to after it in {}",
-        signed_drift, at);
+        interference_at(input, at)->probe_drift_pct, at);
     return r;
   }
   // The probe before each job, across passes: the machine itself got slower or faster.
   std::string lo_at, hi_at;
   double lo = kNaN, hi = kNaN;
-  for (const RunInstances& run : input.runs) {
-    for (const Instance& i : run.instances) {
-      if (i.failed || !i.interference || !(i.interference->probe_before_s > 0.0)) continue;
-      const double p = i.interference->probe_before_s;
-      if (lo_at.empty() || p < lo) lo = p, lo_at = where(run.run, i);
-      if (hi_at.empty() || p > hi) hi = p, hi_at = where(run.run, i);
-    }
-  }
-  if (!lo_at.empty() && (hi / lo - 1.0) * 100.0 > kProbeSpreadPct) {
+  auto probe_before = [](const Instance& i) { return i.interference ? i.interference->probe_before_s : kNaN; };
+  if (extremes(input, probe_before, lo, lo_at, hi, hi_at) && (hi / lo - 1.0) * 100.0 > kProbeSpreadPct) {
     r.cause = "machine drift";
     r.evidence = fmt::format("machine drift: the fixed CPU probe before the job took {} in {} and {} in {} (+{:.0f}%)",
                              seconds(lo), lo_at, seconds(hi), hi_at, (hi / lo - 1.0) * 100.0);
@@ -140,30 +154,18 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
           },
           at, v) &&
       v > kProbeDriftPct) {
-    for (const RunInstances& run : input.runs) {
-      for (const Instance& i : run.instances) {
-        if (i.failed || !i.interference || where(run.run, i) != at) continue;
-        const Interference& f = *i.interference;
-        r.cause = "machine drift";
-        r.evidence = fmt::format(
-            "machine drift: the probe on all of the slot's CPUs at once changed by {:+.0f}% from before the job to "
-            "after it in {}",
-            100.0 * (f.parallel_probe_after_s / f.parallel_probe_before_s - 1.0), at);
-        return r;
-      }
-    }
+    const Interference& f = *interference_at(input, at);
+    r.cause = "machine drift";
+    r.evidence = fmt::format(
+        "machine drift: the probe on all of the slot's CPUs at once changed by {:+.0f}% from before the job to "
+        "after it in {}",
+        100.0 * (f.parallel_probe_after_s / f.parallel_probe_before_s - 1.0), at);
+    return r;
   }
-  lo_at.clear();
-  hi_at.clear();
-  for (const RunInstances& run : input.runs) {
-    for (const Instance& i : run.instances) {
-      if (i.failed || !i.interference || !(i.interference->parallel_probe_before_s > 0.0)) continue;
-      const double p = i.interference->parallel_probe_before_s;
-      if (lo_at.empty() || p < lo) lo = p, lo_at = where(run.run, i);
-      if (hi_at.empty() || p > hi) hi = p, hi_at = where(run.run, i);
-    }
-  }
-  if (!lo_at.empty() && (hi / lo - 1.0) * 100.0 > kProbeSpreadPct) {
+  auto parallel_before = [](const Instance& i) {
+    return i.interference ? i.interference->parallel_probe_before_s : kNaN;
+  };
+  if (extremes(input, parallel_before, lo, lo_at, hi, hi_at) && (hi / lo - 1.0) * 100.0 > kProbeSpreadPct) {
     r.cause = "machine drift";
     r.evidence = fmt::format(
         "machine drift: the probe on all of the slot's CPUs at once before the job took {} in {} and {} in {} "
