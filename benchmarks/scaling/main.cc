@@ -318,7 +318,6 @@ core::Workload make_workload(const core::BenchOptions& o, const pipeline::Pipeli
         m["allreduce_bytes_per_iteration"] = reducer ? nlohmann::json(reducer->bytes_per_iteration()) : nlohmann::json();
       });
   work.items_per_iteration = static_cast<double>(o.batch_size) * world;  // the global batch
-  work.on_iteration = nullptr;
   auto finish = work.finish;
   const long skip = static_cast<long>(o.warmup) * o.number;
   const long total = static_cast<long>(o.repeat) * o.number;
