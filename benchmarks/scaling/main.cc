@@ -10,13 +10,14 @@
 // Ranks come from the environment (MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE, or a
 // Slurm step: rendezvous.h); without one, rank 0 starts --ranks - 1 copies of
 // itself on this machine, which share the slot's CPUs (--cpu-cores / N threads each).
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <list>
 #include <map>
 #include <memory>
 #include <thread>
@@ -31,6 +32,9 @@
 #include "benchmarks/support/image_stream.h"
 #include "benchmarks/support/torch_runtime.h"
 #include "core/blas.h"
+#include "core/environment.h"
+#include "core/process.h"
+#include "core/stop_signals.h"
 #include "reducer.h"
 #include "rendezvous.h"
 #include "source_hash.h"
@@ -40,6 +44,7 @@ namespace {
 using namespace mlbench;
 
 constexpr const char* kLocalEnv = "MLBENCH_SCALING_LOCAL";  // set in the copies rank 0 starts
+constexpr double kStopGraceS = 3.0;  // a copy's time to end after SIGTERM when rank 0 did not complete
 
 // Items rank, rank + world, rank + 2 world, ... of a source: each rank's own shard.
 class ShardSource : public pipeline::ItemSource {
@@ -64,28 +69,41 @@ class ShardSource : public pipeline::ItemSource {
   int rank_, world_;
 };
 
-// The copies of this program that rank 0 starts in local mode.
+// The copies of this program that rank 0 starts in local mode, through
+// core::Process (their own process group, killed with rank 0). Each copy's
+// output goes to a log file of its own (one progress display: rank 0's); the
+// log is removed when the copy succeeded and named in the failure otherwise.
 struct Children {
-  std::map<pid_t, int> rank_of;
-  std::map<int, int> status;  // by rank, once reaped
+  struct Child {
+    int rank = 0;
+    std::string log;
+    core::Process process;
+  };
+  std::list<Child> running;  // a list: Process cannot be move-assigned
+  std::map<int, core::ExitStatus> status;  // by rank, once reaped
 
   // Reaps those that ended (blocking: all of them); returns "" or why one failed.
   std::string reap(bool block) {
     std::string failed;
-    for (auto it = rank_of.begin(); it != rank_of.end();) {
-      int st = 0;
-      const pid_t r = waitpid(it->first, &st, block ? 0 : WNOHANG);
-      if (r == it->first) {
-        status[it->second] = st;
-        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && failed.empty()) {
-          failed = WIFEXITED(st) ? fmt::format("rank {} exited with status {}", it->second, WEXITSTATUS(st))
-                                 : fmt::format("rank {} was killed by signal {} ({})", it->second, WTERMSIG(st),
-                                               strsignal(WTERMSIG(st)));
-        }
-        it = rank_of.erase(it);
-      } else {
+    for (auto it = running.begin(); it != running.end();) {
+      const auto st = block ? std::optional<core::ExitStatus>(it->process.wait()) : it->process.try_wait();
+      if (!st) {
         ++it;
+        continue;
       }
+      status[it->rank] = *st;
+      std::error_code ec;
+      if (st->exited && st->code == 0) {
+        std::filesystem::remove(it->log, ec);
+      } else if (failed.empty()) {
+        failed = st->exited ? fmt::format("rank {} exited with status {}", it->rank, st->code)
+                            : fmt::format("rank {} was killed by signal {} ({})", it->rank, st->signal,
+                                          strsignal(st->signal));
+        const std::string last = last_line(it->log);
+        failed += last.empty() ? fmt::format(" (its output: {})", it->log)
+                               : fmt::format(": {} (its output: {})", last, it->log);
+      }
+      it = running.erase(it);
     }
     return failed;
   }
@@ -94,41 +112,70 @@ struct Children {
   std::string reap_failed_within(double seconds) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     std::string failed;
-    while ((failed = reap(false)).empty() && !rank_of.empty() && std::chrono::steady_clock::now() < end) {
+    while ((failed = reap(false)).empty() && !running.empty() && std::chrono::steady_clock::now() < end) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return failed;
   }
   void kill_all() {
-    for (const auto& [pid, rank] : rank_of) ::kill(pid, SIGTERM);
+    for (const auto& c : running) c.process.signal_group(SIGTERM);
+  }
+  // Rank 0 is ending without completing (a failure, Ctrl-C): the others may be
+  // blocked in a collective that will never end, where their own SIGTERM
+  // handling cannot act, so each gets SIGTERM and then SIGKILL after `grace`
+  // seconds. Returns why one that had already ended on its own failed, or "".
+  std::string stop_all(double grace) {
+    const std::string failed = reap(false);
+    for (auto& c : running) {
+      status[c.rank] = c.process.stop(grace);
+      std::error_code ec;
+      std::filesystem::remove(c.log, ec);  // stopped by us: its output says nothing of the cause
+    }
+    running.clear();
+    return failed;
+  }
+
+ private:
+  // The last non-empty line of a file ("" when none).
+  static std::string last_line(const std::string& path) {
+    std::ifstream in(path);
+    std::string line, last;
+    while (std::getline(in, line)) {
+      if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+    }
+    return last;
   }
 };
 
-char** g_argv = nullptr;  // this program's argv: the copies run with the same flags
+std::vector<std::string> g_args;  // this program's arguments: the copies run with the same flags
 pid_t g_main_pid = 0;
 
 // Starts ranks 1 .. world-1 as copies of this program (same flags), with the
 // rendezvous in their environment.
 std::shared_ptr<Children> spawn_ranks(int world, int port) {
   auto children = std::make_shared<Children>();
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw std::runtime_error("cannot start ranks: cannot read /proc/self/exe: " + ec.message());
   for (int rank = 1; rank < world; ++rank) {
-    const pid_t pid = fork();
-    if (pid < 0) {
+    core::ProcessSpec spec;
+    spec.executable = self.string();
+    spec.args = g_args;
+    spec.env = core::current_environment();
+    (*spec.env)["RANK"] = std::to_string(rank);
+    (*spec.env)["WORLD_SIZE"] = std::to_string(world);
+    (*spec.env)["MASTER_ADDR"] = "127.0.0.1";
+    (*spec.env)["MASTER_PORT"] = std::to_string(port);
+    (*spec.env)[kLocalEnv] = "1";
+    spec.output = core::Output::File;
+    spec.log_path = (std::filesystem::temp_directory_path() /
+                     fmt::format("mlbench-scaling-{}-rank{}.log", g_main_pid, rank)).string();
+    try {
+      children->running.push_back({rank, spec.log_path, core::Process(spec)});
+    } catch (const core::ProcessError& e) {
       children->kill_all();
-      throw std::runtime_error(std::string("cannot start rank: fork: ") + std::strerror(errno));
+      throw std::runtime_error(fmt::format("cannot start rank {}: {}", rank, e.what()));
     }
-    if (pid == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGTERM);  // rank 0 gone (crash, Ctrl-C): the copies go too
-      setenv("RANK", std::to_string(rank).c_str(), 1);
-      setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
-      setenv("MASTER_ADDR", "127.0.0.1", 1);
-      setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      setenv(kLocalEnv, "1", 1);
-      if (!std::freopen("/dev/null", "w", stdout)) _exit(126);  // one progress display: rank 0's
-      execv("/proc/self/exe", g_argv);
-      _exit(127);
-    }
-    children->rank_of[pid] = rank;
   }
   return children;
 }
@@ -297,10 +344,15 @@ core::Workload make_workload(const core::BenchOptions& o, const pipeline::Pipeli
       l.backward();
       alone_opt->step();
     };
+    std::cout << fmt::format("scaling: baseline: rank 0 alone for {} iterations, the other ranks wait\n", base_iters)
+              << std::flush;
     core::Iteration warm;
     alone_step(stream->next(warm));  // first iteration: allocations, not timed
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < base_iters; ++i) {
+      // Outside the training loop, so its own check does not run yet: Ctrl-C here
+      // ends the run with a FAIL report (the copies are killed as rank 0 unwinds).
+      if (const int sig = core::stop_signal()) throw core::Interrupted(sig);
       core::Iteration it;
       alone_step(stream->next(it));
     }
@@ -335,7 +387,7 @@ core::Workload make_workload(const core::BenchOptions& o, const pipeline::Pipeli
 }  // namespace
 
 int main(int argc, char** argv) {
-  g_argv = argv;
+  g_args.assign(argv + 1, argv + argc);
   g_main_pid = getpid();
   core::BenchCli cli("scaling",
                      "scaling: data-parallel ResNet training over c10d (Gloo), efficiency against one rank",
@@ -453,8 +505,7 @@ int main(int argc, char** argv) {
         m["scaling_efficiency"] = world == 1 ? nlohmann::json(1.0) : nlohmann::json();
       }
       if (rank->children) {
-        if (!completed) rank->children->kill_all();
-        const std::string failed = rank->children->reap(true);
+        const std::string failed = completed ? rank->children->reap(true) : rank->children->stop_all(kStopGraceS);
         if (!failed.empty()) m["rank_failure"] = failed;
       }
     };

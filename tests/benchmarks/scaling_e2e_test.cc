@@ -4,13 +4,20 @@
 // that dies ends the run with a FAIL report naming it, not a hang.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "core/process.h"
 #include "tests/support/bench_run.h"
+#include "tests/support/processes.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
@@ -102,6 +109,73 @@ TEST_F(ScalingE2E, ACrashedRankEndsTheRunWithAFailRecordNamingIt) {
   const std::string reason = r.reports[0]["reason"].get<std::string>();
   EXPECT_NE(reason.find("rank 1 exited with status 3"), std::string::npos) << reason;
   EXPECT_NE(r.output.find("scaling: error: rank 1 exited with status 3"), std::string::npos) << r.output;
+  // The rank's own last words, and where the rest of its output is.
+  EXPECT_NE(reason.find("failing on purpose"), std::string::npos) << reason;
+  const auto at = reason.find("(its output: ");
+  ASSERT_NE(at, std::string::npos) << reason;
+  const std::string log = reason.substr(at + 13, reason.find(')', at) - at - 13);
+  EXPECT_TRUE(std::filesystem::exists(log)) << log;
+  std::filesystem::remove(log);
+}
+
+// SIGTERM to a local rank 0 once its log has a line starting with `line`;
+// checks that it ends within 60 s with a FAIL report and takes rank 1 with it.
+// Returns the report.
+nlohmann::json terminate_rank0_at(const fs::path& dir, const std::vector<std::string>& args, const std::string& line) {
+  const fs::path reports = dir / "reports";
+  fs::create_directories(reports);
+  const fs::path log = dir / "scaling.log";
+  mlbench::core::ProcessSpec spec;
+  spec.executable = std::string(MLBENCH_BENCH_DIR) + "/scaling";
+  spec.args = {"--no-cuda", "--synthetic", "--cpu-cores", "2", "--arch", "resnet18", "--image-size", "32",
+               "--classes", "4", "--batch-size", "4", "--number", "2", "--warmup", "1", "--timeout", "300",
+               "--ranks", "2", "--report", reports.string()};
+  spec.args.insert(spec.args.end(), args.begin(), args.end());
+  spec.output = mlbench::core::Output::File;
+  spec.log_path = log.string();
+  mlbench::core::Process rank0(spec);
+  // Signal once the line is there, not after a fixed sleep.
+  const auto started = std::chrono::steady_clock::now();
+  while (!mlbench::testing_support::log_has_line(log, line)) {
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::minutes(3)) << "no '" << line << "': " << log;
+    EXPECT_FALSE(rank0.try_wait()) << "scaling ended before it was signalled: " << log;
+    if (testing::Test::HasFailure()) return {};
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const auto kids = mlbench::testing_support::children_of(rank0.pid());
+  EXPECT_EQ(kids.size(), 1u) << "rank 0 should have started one copy";
+  kill(rank0.pid(), SIGTERM);
+  const auto st = rank0.wait_for(60);
+  EXPECT_TRUE(st) << "rank 0 did not end within 60 s of SIGTERM (waiting for rank 1?)";
+  if (!st) return {};
+  EXPECT_EQ(st->shell_code(), 128 + SIGTERM);
+  for (int k : kids) EXPECT_FALSE(mlbench::testing_support::alive(k)) << "rank 1 (pid " << k << ") outlived rank 0";
+  std::vector<nlohmann::json> found;
+  for (const auto& e : fs::directory_iterator(reports)) {
+    std::ifstream in(e.path());
+    found.push_back(nlohmann::json::parse(in));
+  }
+  EXPECT_EQ(found.size(), 1u);
+  return found.empty() ? nlohmann::json() : found[0];
+}
+
+// SIGTERM (or Ctrl-C) to rank 0 while the ranks train: rank 0 writes its FAIL
+// report and ends, and so does rank 1. Rank 1 is then blocked in an allreduce
+// that rank 0 will never join, where its own SIGTERM handling cannot act: rank 0
+// used to wait for it until Gloo's --timeout (300 s here) ran out.
+TEST_F(ScalingE2E, TerminatingRankZeroEndsEveryRankWithoutWaitingForTheTimeout) {
+  const auto report = terminate_rank0_at(dir_, {"--repeat", "100000"}, "[  2/");
+  EXPECT_EQ(report.value("completed", true), false) << report.dump();
+}
+
+// SIGTERM during the baseline (rank 0 trains alone, rank 1 waits at a barrier):
+// the baseline loop is not the training loop, whose check of the stop signals
+// had not started, so rank 0 trained on through all of --baseline-iterations.
+TEST_F(ScalingE2E, TerminatingDuringTheBaselineEndsTheRunWithAFailRecord) {
+  const auto report =
+      terminate_rank0_at(dir_, {"--repeat", "3", "--baseline-iterations", "1000000"}, "scaling: baseline:");
+  EXPECT_EQ(report.value("completed", true), false) << report.dump();
+  EXPECT_EQ(report.value("reason", ""), "terminated") << report.dump();
 }
 
 TEST_F(ScalingE2E, MinTimeIsRefused) {

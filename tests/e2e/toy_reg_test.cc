@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/processes.h"
 #include "tests/support/run_command.h"
 
 namespace {
@@ -149,14 +150,7 @@ TEST(ToyRegE2E, InterruptWritesFailReportAndExits130) {
   spec.log_path = log.string();
   mlbench::core::Process toy(spec);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
-  auto loop_started = [&] {
-    std::ifstream in(log);
-    for (std::string line; std::getline(in, line);) {
-      if (line.rfind("[  1/", 0) == 0) return true;
-    }
-    return false;
-  };
-  while (!loop_started()) {
+  while (!mlbench::testing_support::log_has_line(log, "[  1/")) {
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "toy_reg printed no progress line in 2 minutes: " << log;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

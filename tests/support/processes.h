@@ -1,5 +1,6 @@
 // Test support: what /proc says of processes, for tests that check that children
-// die with their parent or are stopped (runner, mlbench-stall).
+// die with their parent or are stopped (runner, mlbench-stall, scaling), and
+// whether a child's log has reached a line (to signal it at a known point).
 #pragma once
 
 #include <sys/types.h>
@@ -39,6 +40,15 @@ inline bool alive(int pid) {
   if (!std::getline(st, s)) return false;
   const auto close = s.rfind(')');
   return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
+}
+
+// Whether the file `log` has a line that starts with `prefix` (false while it does not exist).
+inline bool log_has_line(const std::filesystem::path& log, const std::string& prefix) {
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
 }
 
 }  // namespace mlbench::testing_support
