@@ -53,9 +53,24 @@ void EmulatedStorage::fetch(std::size_t index, pipeline::Bytes& out) const {
   ::fstat(fd, &st);
   const auto size = static_cast<std::size_t>(st.st_size);
   const bool cached = resident(fd, size);
-  // The real read happens while the request waits its turn on the emulated
-  // device, so the real device's own latency stays hidden behind it.
   const auto device_done = cached ? std::chrono::steady_clock::time_point{} : reserve(size);
+  if (!cached && bytes_per_s_ > 0 && files_->drop_after_read()) {
+    // A read that goes to the emulated device and leaves nothing in the page
+    // cache never touches the real one: its content does not matter (stallsim's
+    // prep does not look at it), and a real read may take longer than the
+    // emulated one whenever the real disk is busy (a CI machine's neighbours),
+    // which made cold runs slower than the injected rate: a prep-bound grid
+    // config measured 20% fetch stall under a concurrent dd (docs/stall.md).
+    ::close(fd);
+    out.assign(size, 0);
+    std::this_thread::sleep_until(device_done);
+    std::lock_guard<std::mutex> lock(mu_);
+    ++device_reads_;
+    return;
+  }
+  // Otherwise the read must fill the page cache as a real one would: it
+  // happens while the request waits its turn on the emulated device, so the
+  // real device's own latency is hidden behind it while it is the shorter.
   out.resize(size);
   std::size_t done = 0;
   while (done < size) {

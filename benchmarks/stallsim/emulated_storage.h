@@ -3,6 +3,9 @@
 // device is delayed as if a device of `mb_per_s` served requests one after
 // another (a token bucket shared by every worker). So the page cache,
 // posix_fadvise(DONTNEED) and --drop-after-read behave as with a slow disk.
+// With --drop-after-read and a set bandwidth, a read that misses the page cache
+// is emulated whole: zeros of the file's size, no real I/O, so a busy real disk
+// cannot slow the emulated one.
 #pragma once
 
 #include <chrono>
