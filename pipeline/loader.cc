@@ -1,5 +1,6 @@
 #include "pipeline/loader.h"
 
+#include <cstdlib>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -42,13 +43,18 @@ Loader::Loader(std::shared_ptr<const ItemSource> source, LoaderConfig config)
   if ((config_.drop_last ? n / bs : (n + bs - 1) / bs) == 0) {
     throw DataError(fmt::format("the dataset has {} items, fewer than one batch of {} (drop_last)", n, bs));
   }
-  loader_ = std::make_unique<DataLoader<Batch>>(dataset_, loader_options(config_));
+  std::shared_ptr<Dataset<Batch>> built = dataset_;
+  if (config_.coordinated.enabled() && !std::getenv(kNoCoordinationEnv)) {
+    built = coordinated_ = coordinated_dataset(dataset_, config_);
+  }
+  loader_ = std::make_unique<DataLoader<Batch>>(built, loader_options(config_));
 }
 
 Loader::~Loader() { stop(); }
 
 void Loader::stop() {
   if (loader_) loader_->stop();
+  if (coordinated_) coordinated_->leave();  // the others take over this member's share at once
 }
 
 void Loader::start() {
@@ -85,6 +91,7 @@ nlohmann::json Loader::to_json() const {
       facts.max_outstanding = ra->max_outstanding();
     }
   }
+  if (coordinated_) facts.coordinated = coordinated_->to_json();
   return image_loader_report(config_, stats(), facts);
 }
 

@@ -15,6 +15,7 @@
 
 #include "pipeline/batch.h"
 #include "pipeline/buffer_pool.h"
+#include "pipeline/coordinated.h"
 #include "pipeline/data_loader.h"
 #include "pipeline/image_dataset.h"
 #include "pipeline/item_cache.h"
@@ -59,6 +60,8 @@ struct LoaderConfig {
   // simulators with a known prep cost (benchmarks/stallsim).
   std::function<void(const Bytes& data, std::size_t index)> prep;
   std::ostream* warnings = nullptr;  // where "skipping ..." lines go (default std::cerr)
+  // --coordinated K --group NAME: K processes share the prep (pipeline/coordinated.h).
+  CoordinatedConfig coordinated;
 };
 
 // Compiled once, in loader.cc.
@@ -91,6 +94,7 @@ class Loader {
   std::shared_ptr<const ItemSource> source_;
   std::shared_ptr<ImageDataset> dataset_;       // null under --synthetic
   std::unique_ptr<DataLoader<Batch>> loader_;   // null under --synthetic
+  std::shared_ptr<CoordinatedDataset> coordinated_;  // null unless --coordinated
   std::unique_ptr<PipelineStats> synthetic_stats_;
   std::optional<Batch> synthetic_;
   long synthetic_served_ = 0;

@@ -58,6 +58,8 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
   } else {
     j["cache"] = nullptr;
   }
+  // Absent in older reports: read it as null (not coordinated).
+  j["coordinated"] = facts.coordinated;
   return j;
 }
 

@@ -27,6 +27,24 @@ void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
                "Drop each file from the page cache after reading it: every read comes from storage");
   cli.add_flag("--fetch-only", o.fetch_only,
                "Run the pipeline's fetch stage alone (no decode, augment, or model step): measures fetch rates");
+  cli.add_option("--coordinated", o.coordinated,
+                 "Coordinated prep: K processes started together with the same --group, --seed and data share "
+                 "one epoch order; each preps 1/K of the batches and all consume every batch (0: off)",
+                 core::ArgKind::Runtime)
+      ->check(core::integer_in(0, kMaxCoordinatedMembers));
+  cli.add_option("--group", o.group, "Coordinated prep: the group's name (its shared memory: /dev/shm/mlbench-coord-NAME)",
+                 core::ArgKind::Runtime);
+  cli.add_option("--coordinated-timeout", o.coordinated_timeout,
+                 "Coordinated prep: seconds without a heartbeat after which a member is dropped and its share "
+                 "built by the others",
+                 core::ArgKind::Runtime)
+      ->check(CLI::Range(0.01, 86400.0))
+      ->capture_default_str();
+  cli.add_option("--coordinated-join-timeout", o.coordinated_join_timeout,
+                 "Coordinated prep: seconds the first member waits for the others to start",
+                 core::ArgKind::Runtime)
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
 }
 
 void add_prefetch_flag(core::BenchCli& cli, int& prefetch, const std::string& default_note) {
@@ -54,6 +72,16 @@ LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineO
   c.synthetic = bench.synthetic;
   c.stats = !o.no_stats;
   c.fetch_only = o.fetch_only;
+  if (o.coordinated > 0 && o.group.empty()) throw std::invalid_argument("--coordinated needs --group NAME");
+  if (o.coordinated == 0 && !o.group.empty()) throw std::invalid_argument("--group needs --coordinated K");
+  if (o.coordinated > 0 && bench.synthetic) {
+    throw std::invalid_argument("--coordinated shares the prep of real data: it cannot run with --synthetic");
+  }
+  if (o.coordinated > 0) coordinated_segment_name(o.group);  // throws for a bad name
+  c.coordinated.members = o.coordinated;
+  c.coordinated.group = o.group;
+  c.coordinated.timeout_s = o.coordinated_timeout;
+  c.coordinated.join_timeout_s = o.coordinated_join_timeout;
   return c;
 }
 

@@ -21,6 +21,10 @@ struct PipelineOptions {
   bool keep_last = false;           // --keep-last (drop_last off)
   bool drop_after_read = false;     // --drop-after-read (every read from storage)
   bool fetch_only = false;          // --fetch-only (fetch stage alone, no model step)
+  int coordinated = 0;              // --coordinated K (0: off; pipeline/coordinated.h)
+  std::string group;                // --group NAME
+  double coordinated_timeout = 10;  // --coordinated-timeout S
+  double coordinated_join_timeout = 60;  // --coordinated-join-timeout S
 };
 
 void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& options);

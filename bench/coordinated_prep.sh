@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Coordinated prep (issue 18; docs/performance.md "Issue 18: coordinated prep"):
+# K concurrent jobs of one benchmark on this machine, all reading the same data
+# with the same seed, each job prepping everything itself ("plain") against the
+# same K jobs under --coordinated K ("coord"), alternating plain, coord in every
+# round, over --rounds rounds. Reports per-job img/s (each job's
+# train_item.avg), the group's total CPU seconds (/usr/bin/time user + sys,
+# summed over the K jobs) and wall seconds: medians and min-max over rounds
+# (img/s: over every job of every round).
+# With --predict it first runs mlbench-stall once on one job with the same flags
+# (--cpus 1,N, so that P(1 CPU) is measured) and prints its whatif.coordinated
+# predictions beside the measured medians, with the error.
+# Usage: bench/coordinated_prep.sh [--bench loader] [--dataset fake-imagenet-small] [--data-root /tmp/coordprep-data]
+#          [--jobs 2,4] [--rounds 3] [--predict] [-- benchmark flags]
+#   benchmark flags default: -b 16 --workers 1 --image-size 64 --repeat 10 --number 10 --no-cuda --io-depth 0
+# Env: MLBENCH_BUILD_DIR (default build), MLBENCH_NO_BUILD=1 (use the built binaries).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${MLBENCH_BUILD_DIR:-$root/build}"
+bench=loader; dataset=fake-imagenet-small; data_root=/tmp/coordprep-data; jobs=2,4; rounds=3; predict=0
+flags=(-b 16 --workers 1 --image-size 64 --repeat 10 --number 10 --no-cuda --io-depth 0)
+while (($#)); do
+  case "$1" in
+    --bench) bench="$2"; shift 2 ;;
+    --dataset) dataset="$2"; shift 2 ;;
+    --data-root) data_root="$2"; shift 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --predict) predict=1; shift ;;
+    --) shift; flags=("$@"); break ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "coordinated_prep.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "coordinated_prep.sh: error: --rounds must be a positive integer" >&2; exit 2; }
+[[ "$jobs" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "coordinated_prep.sh: error: --jobs must be like 2,4" >&2; exit 2; }
+[[ -n "${MLBENCH_NO_BUILD:-}" ]] || nice -n 19 cmake --build "$build" -j1 --target "$bench" mlbench-datagen mlbench-stall >/dev/null
+"$build/bin/mlbench-datagen" ensure "$dataset" --root "$data_root" -q
+train="$data_root/$dataset/train"
+bin="$build/benchmarks/$bench"
+out=$(mktemp -d /tmp/coordinated_prep.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+echo "# $(date -u +%FT%TZ) $(uptime)"
+echo "# $bench ${flags[*]} on $train; out: $out"
+# Pages of the dataset in memory for every run: the jobs measure prep, not the disk.
+cat "$train"/*/* >/dev/null
+
+# run_group DIR K MODE: K jobs at once; MODE plain or coord.
+run_group() {
+  local dir="$1" k="$2" mode="$3" i extra=()
+  mkdir -p "$dir"
+  [[ "$mode" == coord ]] && extra=(--coordinated "$k" --group "cp-$$-$(basename "$dir")")
+  local t0 t1
+  t0=$(date +%s.%N)
+  pids=()
+  for ((i = 0; i < k; i++)); do
+    /usr/bin/time -f "%U %S" -o "$dir/time.$i" "$bin" --data "$train" "${flags[@]}" "${extra[@]}" \
+      --report "$dir/r$i" >"$dir/log.$i" 2>&1 &
+    pids+=($!)
+  done
+  local rc=0
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  pids=()
+  t1=$(date +%s.%N)
+  echo "$t0 $t1" >"$dir/wall"
+  if ((rc)); then echo "coordinated_prep.sh: error: a job failed; logs in $dir" >&2; exit 1; fi
+}
+
+if ((predict)); then
+  echo "# mlbench-stall on one job (the what-if's inputs) ..."
+  stall_flags=()
+  skip=0
+  for f in "${flags[@]}"; do  # mlbench-stall sets the iteration counts itself
+    if ((skip)); then skip=0; continue; fi
+    case "$f" in --repeat|--number) skip=1 ;; *) stall_flags+=("$f") ;; esac
+  done
+  "$build/bin/mlbench-stall" --bench "$bench" --bench-dir "$build/benchmarks" --data "$train" --cpus "1,$(nproc)" \
+    --cache-fracs 0 --iterations 60 --out "$out/stall" -- "${stall_flags[@]}" >"$out/stall.log" 2>&1 ||
+    { echo "coordinated_prep.sh: error: mlbench-stall failed; see $out/stall.log" >&2; exit 1; }
+fi
+
+IFS=, read -ra ks <<<"$jobs"
+for ((r = 0; r < rounds; r++)); do
+  for k in "${ks[@]}"; do
+    for mode in plain coord; do
+      run_group "$out/k$k.$mode.$r" "$k" "$mode"
+    done
+  done
+done
+
+/usr/bin/python3 - "$out" "$jobs" "$rounds" "$predict" <<'EOF'
+import glob, json, statistics, sys
+out, jobs, rounds, predict = sys.argv[1], [int(k) for k in sys.argv[2].split(",")], int(sys.argv[3]), sys.argv[4] == "1"
+
+def spread(xs):
+    return f"{statistics.median(xs):8.1f} [{min(xs):.1f}-{max(xs):.1f}]"
+
+pred = {}
+if predict:
+    s = json.load(open(f"{out}/stall/stall.json"))
+    c = s["whatif"]["coordinated"]
+    print(f"# what-if inputs: prep {c['prep_cpu_us']:.0f} us/sample, host compute {c['host_compute_cpu_us']:.0f} us, "
+          f"copy {c['copy_cpu_us']:.1f} us, {c['cores']} cores, {c['workers']} workers/job; "
+          f"P={s['rates']['P']:.1f} G={s['rates']['G']:.1f} P(cpus)={s['prep_by_cores']}")
+    for p in c["predictions"]:
+        pred[p["jobs"]] = p
+print(f"{'K':>2} {'mode':<6} {'img/s per job, median [min-max]':>34} {'CPU s (all jobs)':>26} {'wall s':>22}"
+      + ("  predicted  error" if predict else ""))
+medians = {}
+for k in jobs:
+    for mode in ("plain", "coord"):
+        rates, cpu, wall = [], [], []
+        for r in range(rounds):
+            d = f"{out}/k{k}.{mode}.{r}"
+            for i in range(k):
+                rep = json.load(open(glob.glob(f"{d}/r{i}/*.json")[0]))
+                assert rep["completed"], rep.get("reason")
+                rates.append(rep["train_item"]["avg"])
+            cpu.append(sum(sum(map(float, open(f"{d}/time.{i}").read().split()[-2:])) for i in range(k)))
+            t0, t1 = map(float, open(f"{d}/wall").read().split())
+            wall.append(t1 - t0)
+        medians[(k, mode)] = statistics.median(rates)
+        line = f"{k:>2} {mode:<6} {spread(rates):>34} {spread(cpu):>26} {spread(wall):>22}"
+        if k in pred:
+            p = pred[k]["coordinated" if mode == "coord" else "uncoordinated"]
+            line += f"  {p:9.1f}  {100 * (p - medians[(k, mode)]) / medians[(k, mode)]:+5.1f}%"
+        print(line)
+    print(f"   gain (coord / plain, medians): x{medians[(k, 'coord')] / medians[(k, 'plain')]:.2f}"
+          + (f"; predicted x{pred[k]['gain']:.2f}" if k in pred else ""))
+EOF

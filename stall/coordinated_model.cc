@@ -1,0 +1,109 @@
+#include "coordinated_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+namespace mlbench::stall {
+
+namespace {
+
+// The smallest of the ceilings and its name.
+std::pair<double, std::string> tightest(const std::vector<std::pair<double, std::string>>& limits) {
+  std::pair<double, std::string> best{std::numeric_limits<double>::infinity(), ""};
+  for (const auto& l : limits) {
+    if (l.first < best.first) best = l;
+  }
+  return best;
+}
+
+double ratio(double budget, double cost) {
+  return cost > 0 ? budget / cost : std::numeric_limits<double>::infinity();
+}
+
+}  // namespace
+
+CoordinatedPrediction predict_coordinated(const CoordinatedJobs& in) {
+  if (in.jobs < 1) throw std::invalid_argument("coordinated what-if: at least one job");
+  if (!(in.cores > 0)) throw std::invalid_argument("coordinated what-if: cores must be > 0");
+  if (in.prep_cpu_s < 0 || in.host_compute_cpu_s < 0 || in.copy_cpu_s < 0 || in.workers < 0 || !(in.device_rate > 0) ||
+      !(in.fetch_rate > 0)) {
+    throw std::invalid_argument("coordinated what-if: a negative cost or a non-positive rate");
+  }
+  const double k = in.jobs, p = in.prep_cpu_s, h = in.host_compute_cpu_s, c = in.copy_cpu_s;
+  const double w = in.workers > 0 ? in.workers : std::numeric_limits<double>::infinity();
+  auto solve = [&](double jobs_prepping, double fetchers, double copies, double prep_threads) {
+    return tightest({{in.device_rate, "device"},
+                     {in.fetch_rate / fetchers, "fetch"},
+                     {ratio(in.cores, jobs_prepping * p + k * (h + copies * c)), "cpu"},
+                     {ratio(prep_threads, p), "workers"}});
+  };
+  CoordinatedPrediction r;
+  // Alone: one job, the whole machine, no ring.
+  {
+    const auto a = tightest({{in.device_rate, "device"},
+                             {in.fetch_rate, "fetch"},
+                             {ratio(in.cores, p + h), "cpu"},
+                             {ratio(w, p), "workers"}});
+    r.alone = a.first;
+  }
+  // Each of K jobs preps and fetches every sample: K x p CPU per group sample.
+  const auto u = solve(k, k, 0.0, w);
+  // Each sample prepped once (p), copied into the ring once and out K - 1
+  // times (K copies over K jobs: one each), fetched once.
+  const auto co = solve(1.0, 1.0, in.jobs > 1 ? 1.0 : 0.0, k * w);
+  r.uncoordinated = u.first;
+  r.coordinated = co.first;
+  r.bound_uncoordinated = u.second;
+  r.bound_coordinated = co.second;
+  if (!std::isfinite(r.alone) || !std::isfinite(r.uncoordinated) || !std::isfinite(r.coordinated)) {
+    throw std::invalid_argument("coordinated what-if: no cost and no ceiling (an unbounded speed)");
+  }
+  r.gain = r.coordinated / r.uncoordinated;
+  return r;
+}
+
+CoordinatedJobs coordinated_inputs(int cores, double p1, double P, int prep_cpus, double G, bool device,
+                                   double sample_bytes, double copy_bytes_per_s, int workers, int compute_cpus) {
+  CoordinatedJobs in;
+  in.cores = std::max(1, cores);
+  const double per_sample = p1 > 0 ? 1.0 / p1 : static_cast<double>(std::max(1, prep_cpus)) / P;
+  in.device_rate = G;
+  const double threads = compute_cpus > 0 ? std::min<double>(compute_cpus, in.cores) : in.cores;
+  in.host_compute_cpu_s = device ? 0.0 : std::min(per_sample, threads / G);
+  in.prep_cpu_s = per_sample - in.host_compute_cpu_s;
+  in.copy_cpu_s = copy_bytes_per_s > 0 ? sample_bytes / copy_bytes_per_s : 0.0;
+  in.workers = workers;
+  return in;
+}
+
+nlohmann::json coordinated_whatif_json(const CoordinatedJobs& base, const std::vector<int>& jobs) {
+  auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+  nlohmann::json predictions = nlohmann::json::array();
+  for (int k : jobs) {
+    CoordinatedJobs in = base;
+    in.jobs = k;
+    const CoordinatedPrediction p = predict_coordinated(in);
+    predictions.push_back({{"jobs", k},
+                           {"alone", p.alone},
+                           {"uncoordinated", p.uncoordinated},
+                           {"coordinated", p.coordinated},
+                           {"gain", p.gain},
+                           {"bound_uncoordinated", p.bound_uncoordinated},
+                           {"bound_coordinated", p.bound_coordinated}});
+  }
+  return {{"model_formula", kCoordinatedFormula},
+          {"cores", base.cores},
+          {"prep_cpu_us", 1e6 * base.prep_cpu_s},
+          {"host_compute_cpu_us", 1e6 * base.host_compute_cpu_s},
+          {"copy_cpu_us", 1e6 * base.copy_cpu_s},
+          {"G", num(base.device_rate)},
+          {"workers", base.workers},
+          {"data", "in the page cache (fetch CPU counted in prep)"},
+          {"predictions", predictions},
+          {"unit", "samples/s per job"}};
+}
+
+}  // namespace mlbench::stall

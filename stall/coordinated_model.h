@@ -1,0 +1,68 @@
+// The coordinated-prep what-if (issue 18): the per-job speed of K jobs on one
+// machine that read the same dataset, each fetching and preparing everything
+// itself, against the same K jobs under --coordinated K (pipeline/coordinated.h:
+// every batch fetched and prepped once, by one job, and copied to the others
+// through shared memory). A CPU budget model: each sample a job trains on costs
+// its prep CPU time (once per group when coordinated, once per job when not),
+// the training step's host CPU time (every job), and when coordinated the copy
+// into or out of the ring (every job); the jobs share `cores` CPUs. Ceilings:
+// the job's own device (G, when compute has one), the shared fetch rate (each
+// item fetched once per group when coordinated, once per job when not), and the
+// prep threads (a job's `workers`; the group's K x workers when coordinated).
+// Pure: rates in, rates out.
+#pragma once
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mlbench::stall {
+
+struct CoordinatedJobs {
+  int jobs = 2;                   // K
+  double cores = 1;               // CPUs the K jobs share
+  double prep_cpu_s = 0;          // CPU seconds to fetch (page cache) and prep one sample: 1 / P(1 CPU)
+  double host_compute_cpu_s = 0;  // CPU seconds of the training step per sample (compute on the CPU; 0 on a GPU)
+  double copy_cpu_s = 0;          // CPU seconds to copy one sample into or out of the shared ring
+  double device_rate = std::numeric_limits<double>::infinity();  // per-job compute ceiling G (its own device)
+  double fetch_rate = std::numeric_limits<double>::infinity();   // the machine's fetch rate, shared (samples/s)
+  int workers = 0;                                               // prep threads per job (0: no limit)
+};
+
+struct CoordinatedPrediction {
+  double alone = 0;                 // one job by itself (samples/s)
+  double uncoordinated = 0;         // per job, K jobs each prepping everything
+  double coordinated = 0;           // per job, K jobs under --coordinated K
+  double gain = 0;                  // coordinated / uncoordinated
+  std::string bound_uncoordinated;  // what limits it: "cpu", "device", "fetch", "workers"
+  std::string bound_coordinated;
+};
+
+// Throws std::invalid_argument for K < 1, cores <= 0, a negative cost, or no
+// cost and no ceiling at all (an unbounded speed).
+CoordinatedPrediction predict_coordinated(const CoordinatedJobs& in);
+
+// The model's inputs from what mlbench-stall measured on one job: `cores` it
+// had; P(1 CPU) (`p1`, the cpus-1 run: prep and, on a CPU, compute on one CPU;
+// 0: not measured, then P / `prep_cpus`); G (synthetic); whether compute ran on
+// a device of its own; a sample's bytes in a batch and the page cache's copy
+// rate (bytes/s) for the ring's copies (0: not known, copies cost nothing);
+// the job's workers; the CPUs its compute used (its --cpu-cores, at most
+// `cores`; 0: `cores`). On a CPU the training step's CPU time per sample is
+// compute CPUs / G (the synthetic run keeps them busy), at most 1 / P(1).
+CoordinatedJobs coordinated_inputs(int cores, double p1, double P, int prep_cpus, double G, bool device,
+                                   double sample_bytes, double copy_bytes_per_s, int workers, int compute_cpus = 0);
+
+// stall.json's whatif.coordinated: inputs, formula and, for each K of `jobs`,
+// the prediction.
+nlohmann::json coordinated_whatif_json(const CoordinatedJobs& base, const std::vector<int>& jobs);
+
+// One line for stall.json and the docs.
+inline constexpr const char* kCoordinatedFormula =
+    "per job: uncoordinated = min(G, F/K, cores / (K (p + h)), W/p); "
+    "coordinated = min(G, F, cores / (p + K (h + c)), K W/p); p = 1/P(1 CPU), h = host compute CPU s/sample, "
+    "c = copy CPU s/sample";
+
+}  // namespace mlbench::stall

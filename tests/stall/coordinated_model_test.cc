@@ -1,0 +1,120 @@
+// The coordinated-prep what-if (stall/coordinated_model.h): numbers in, numbers out.
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "stall/coordinated_model.h"
+
+namespace mlbench::stall {
+namespace {
+
+CoordinatedJobs prep_only(int jobs) {
+  CoordinatedJobs in;
+  in.jobs = jobs;
+  in.cores = 2;
+  in.prep_cpu_s = 0.01;  // 100 samples/s per CPU
+  in.workers = 1;
+  return in;
+}
+
+TEST(CoordinatedModel, PrepBoundJobsGainKTimesUpToTheCpus) {
+  const CoordinatedPrediction two = predict_coordinated(prep_only(2));
+  EXPECT_DOUBLE_EQ(two.alone, 100);          // one worker
+  EXPECT_DOUBLE_EQ(two.uncoordinated, 100);  // 2 CPUs / (2 jobs x 10 ms)
+  EXPECT_DOUBLE_EQ(two.coordinated, 200);    // each sample prepped once: 2 CPUs / 10 ms
+  EXPECT_DOUBLE_EQ(two.gain, 2);
+  const CoordinatedPrediction four = predict_coordinated(prep_only(4));
+  EXPECT_DOUBLE_EQ(four.uncoordinated, 50);
+  EXPECT_DOUBLE_EQ(four.coordinated, 200);
+  EXPECT_EQ(four.bound_uncoordinated, "cpu");
+  EXPECT_EQ(four.bound_coordinated, "cpu");
+  EXPECT_DOUBLE_EQ(four.gain, 4);
+}
+
+TEST(CoordinatedModel, CopiesAndHostComputeCostEveryJob) {
+  CoordinatedJobs in = prep_only(2);
+  in.copy_cpu_s = 0.002;
+  in.host_compute_cpu_s = 0.003;
+  const CoordinatedPrediction p = predict_coordinated(in);
+  EXPECT_DOUBLE_EQ(p.uncoordinated, 2 / (2 * (0.01 + 0.003)));
+  EXPECT_DOUBLE_EQ(p.coordinated, 2 / (0.01 + 2 * (0.003 + 0.002)));
+  EXPECT_DOUBLE_EQ(p.alone, 1 / 0.01);  // its one worker, not the CPUs (2 / 13 ms)
+}
+
+TEST(CoordinatedModel, ADeviceBoundJobGainsNothing) {
+  CoordinatedJobs in = prep_only(4);
+  in.cores = 16;
+  in.workers = 8;
+  in.device_rate = 150;
+  const CoordinatedPrediction p = predict_coordinated(in);
+  EXPECT_DOUBLE_EQ(p.uncoordinated, 150);
+  EXPECT_DOUBLE_EQ(p.coordinated, 150);
+  EXPECT_EQ(p.bound_coordinated, "device");
+  EXPECT_DOUBLE_EQ(p.gain, 1);
+}
+
+TEST(CoordinatedModel, SharedFetchIsReadOncePerGroup) {
+  CoordinatedJobs in = prep_only(2);
+  in.cores = 64;
+  in.workers = 64;
+  in.fetch_rate = 100;
+  const CoordinatedPrediction p = predict_coordinated(in);
+  EXPECT_DOUBLE_EQ(p.uncoordinated, 50);
+  EXPECT_EQ(p.bound_uncoordinated, "fetch");
+  EXPECT_DOUBLE_EQ(p.coordinated, 100);
+}
+
+TEST(CoordinatedModel, WorkersCapTheGroupsPrep) {
+  CoordinatedJobs in = prep_only(2);
+  in.cores = 8;
+  const CoordinatedPrediction p = predict_coordinated(in);
+  EXPECT_DOUBLE_EQ(p.coordinated, 200);  // 2 jobs x 1 worker x 100/s
+  EXPECT_EQ(p.bound_coordinated, "workers");
+}
+
+TEST(CoordinatedModel, OneJobIsItsOwnGroup) {
+  const CoordinatedPrediction p = predict_coordinated(prep_only(1));
+  EXPECT_DOUBLE_EQ(p.uncoordinated, p.coordinated);
+  EXPECT_DOUBLE_EQ(p.alone, p.uncoordinated);
+}
+
+TEST(CoordinatedModel, BadInputsThrow) {
+  CoordinatedJobs in = prep_only(0);
+  EXPECT_THROW(predict_coordinated(in), std::invalid_argument);
+  in = prep_only(2);
+  in.cores = 0;
+  EXPECT_THROW(predict_coordinated(in), std::invalid_argument);
+  in = prep_only(2);
+  in.prep_cpu_s = -1;
+  EXPECT_THROW(predict_coordinated(in), std::invalid_argument);
+  in = CoordinatedJobs{};  // no cost, no ceiling
+  EXPECT_THROW(predict_coordinated(in), std::invalid_argument);
+}
+
+TEST(CoordinatedModel, InputsFromTheAnalyzersRates) {
+  // On a CPU: P(1) = 50/s is 20 ms per sample, of which compute is 2 cores / G = 200/s: 10 ms.
+  CoordinatedJobs in = coordinated_inputs(2, 50, 80, 2, 200, false, 3 * 32 * 32 * 4, 1.2288e9, 1);
+  EXPECT_DOUBLE_EQ(in.cores, 2);
+  EXPECT_NEAR(in.host_compute_cpu_s, 0.01, 1e-12);
+  EXPECT_NEAR(in.prep_cpu_s, 0.01, 1e-12);
+  EXPECT_NEAR(in.copy_cpu_s, 1e-5, 1e-12);
+  EXPECT_EQ(in.workers, 1);
+  // Compute on one thread (--cpu-cores 1): 1 / G of CPU per sample, not cores / G.
+  in = coordinated_inputs(2, 50, 80, 2, 200, false, 0, 0, 1, 1);
+  EXPECT_NEAR(in.host_compute_cpu_s, 0.005, 1e-12);
+  EXPECT_NEAR(in.prep_cpu_s, 0.015, 1e-12);
+  // On a device: compute costs the host nothing; without a cpus-1 run, P over its prep CPUs.
+  in = coordinated_inputs(8, 0, 400, 4, 1000, true, 0, 0, 4);
+  EXPECT_DOUBLE_EQ(in.host_compute_cpu_s, 0);
+  EXPECT_DOUBLE_EQ(in.prep_cpu_s, 4.0 / 400);
+  EXPECT_DOUBLE_EQ(in.copy_cpu_s, 0);
+  EXPECT_DOUBLE_EQ(in.device_rate, 1000);
+  const nlohmann::json j = coordinated_whatif_json(in, {2, 4});
+  ASSERT_EQ(j["predictions"].size(), 2u);
+  EXPECT_EQ(j["predictions"][1]["jobs"], 4);
+  EXPECT_GT(j["predictions"][1]["gain"].get<double>(), 1.0);
+}
+
+}  // namespace
+}  // namespace mlbench::stall
