@@ -31,8 +31,9 @@ struct AnalysisContext {
 
 // stall.json's schema: 1 (no field) before issue 14; 2 adds schema_version,
 // whatif.{io_depth, loader, serial, page_cache} and recommendation.{cache,
-// page_cache_fraction}. Every change adds fields: readers of 1 read 2.
-constexpr int kStallSchemaVersion = 2;
+// page_cache_fraction}; 3 adds whatif.coordinated (issue 18). Every change
+// adds fields: readers of 1 read 2 and 3.
+constexpr int kStallSchemaVersion = 3;
 
 // The stall.json object (documented in docs/stall.md). Needs the runs
 // synthetic, cached, cold, fetch-cold and fetch-cached; throws naming a missing one.

@@ -1,0 +1,117 @@
+// mlbench-stall on real files behind a real throttled disk (issue 14): the test
+// makes a cgroup v1 blkio group, throttles reads from the disk that holds its
+// scratch folder to 0.5 MB/s, runs the analyzer on the loader inside it and
+// removes the group. The loader is then fetch-bound; the split, the storage
+// rate and the what-if at half the dataset cached must match the throttle.
+// Skips, saying why, without root, a cgroup v1 blkio controller or a block
+// device under the scratch folder (tmpfs).
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/jpeg_folder.h"
+#include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kThrottleBytesPerS = 500e3;
+const fs::path kBlkio = "/sys/fs/cgroup/blkio";
+
+// "major:minor" of the whole disk under `path` ("" when it is not on a block device).
+std::string disk_of(const fs::path& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 || major(st.st_dev) == 0) return "";
+  std::string dev = fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
+  const fs::path sys = fs::path("/sys/dev/block") / dev;
+  if (!fs::exists(sys)) return "";
+  if (fs::exists(sys / "partition")) {  // a partition's throttle goes on its disk
+    std::ifstream in(fs::canonical(sys).parent_path() / "dev");
+    std::getline(in, dev);
+  }
+  return dev;
+}
+
+class BlkioStall : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "not root: cannot make a blkio cgroup";
+    if (!fs::exists(kBlkio / "blkio.throttle.read_bps_device")) {
+      GTEST_SKIP() << "no cgroup v1 blkio controller at " << kBlkio << ": no throttled disk here";
+    }
+    dir_ = mlbench::testing_support::scratch_dir("stall_blkio");
+    disk_ = disk_of(dir_);
+    if (disk_.empty()) GTEST_SKIP() << dir_ << " is not on a block device (tmpfs?): nothing to throttle";
+    mlbench::testing_support::make_jpeg_folder(dir_ / "data", 2, 100);
+    group_ = kBlkio / fmt::format("mlbench-test-blkio-{}", getpid());
+    fs::create_directory(group_);
+    std::ofstream(group_ / "blkio.throttle.read_bps_device")
+        << fmt::format("{} {}\n", disk_, static_cast<long>(kThrottleBytesPerS));
+  }
+  void TearDown() override {
+    if (!group_.empty() && fs::exists(group_)) {
+      // Anything left (nothing, normally) goes back to the root group first.
+      std::ifstream procs(group_ / "cgroup.procs");
+      for (std::string pid; std::getline(procs, pid);) std::ofstream(kBlkio / "cgroup.procs") << pid << "\n";
+      std::error_code ec;
+      fs::remove(group_, ec);
+      EXPECT_FALSE(fs::exists(group_)) << "could not remove " << group_ << ": " << ec.message();
+    }
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  fs::path dir_, group_;
+  std::string disk_;
+};
+
+TEST_F(BlkioStall, AThrottledDiskIsFoundFetchBoundAndTheWhatIfHolds) {
+  const fs::path out = dir_ / "out";
+  const std::string cmd = fmt::format(
+      "sh -c 'echo $$ > {}/cgroup.procs && exec {} --bench loader --bench-dir {} --data {} --cpus 2 "
+      "--cache-fracs 0.5 --iterations 60 --out {} -- --batch-size 16 --workers 2 --image-size 32'",
+      group_.string(), MLBENCH_STALL_BIN, MLBENCH_BENCH_DIR, (dir_ / "data").string(), out.string());
+  const auto r = mlbench::testing_support::run_command(cmd);
+  ASSERT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
+  std::ifstream in(out / "stall.json");
+  const auto j = nlohmann::json::parse(in);
+
+  // Storage as the throttle allows: its rate in files per second, within 25%
+  // (the throttle's burst allowance lets a little more through). The throttle
+  // counts the device's reads, whole 4 KiB pages: a 2.5 KB file costs 4 KiB.
+  std::uintmax_t bytes = 0, files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir_ / "data")) {
+    if (e.is_regular_file()) bytes += (e.file_size() + 4095) / 4096 * 4096, ++files;
+  }
+  const double throttle_rate = kThrottleBytesPerS / (static_cast<double>(bytes) / static_cast<double>(files));
+  EXPECT_NEAR(j["rates"]["S_model"].get<double>(), throttle_rate, 0.25 * throttle_rate) << r.output;
+  // Decoding 64x48 JPEGs is far faster than 0.5 MB/s of them: the cold epoch waits on fetch.
+  EXPECT_GT(j["split"]["fetch_pct"].get<double>(), 80.0) << r.output;
+  EXPECT_EQ(j["recommendation"]["bound"], "fetch-bound") << r.output;
+  // The what-if at half the dataset in the item cache, against the speed measured
+  // with it. The analyzer's goal is 5%; here, on a loaded 2-CPU machine, five runs
+  // were 0.5-4.2% off, the measured speed 2.7% below the prediction on average
+  // (with half the reads hits, fewer misses are in flight per worker's window than
+  // in the cold run that measured storage, and the throttle's wait adds to each):
+  // 7.5% leaves that bias and the spread room, and still fails a model that is
+  // wrong (S alone, before it was pooled with the cold run, missed by 9.2% here).
+  ASSERT_EQ(j["whatif"]["measured"].size(), 1u) << r.output;
+  EXPECT_LT(j["whatif"]["measured"][0]["error_pct"].get<double>(), 7.5) << r.output;
+  std::cout << fmt::format("[blkio {:.1f} MB/s] throttle {:.1f} files/s; S {:.1f}, cold F {:.1f}, S for the what-if "
+                           "{:.1f}; fetch stall {:.1f}%; 50% cached: measured {:.1f}/s, predicted {:.1f}/s ({:.1f}% off)\n",
+                           kThrottleBytesPerS / 1e6, throttle_rate, j["rates"]["S"].get<double>(),
+                           j["rates"]["F_obs"].get<double>(), j["rates"]["S_model"].get<double>(),
+                           j["split"]["fetch_pct"].get<double>(), j["whatif"]["measured"][0]["measured"].get<double>(),
+                           j["whatif"]["measured"][0]["predicted"].get<double>(),
+                           j["whatif"]["measured"][0]["error_pct"].get<double>());
+}
+
+}  // namespace
