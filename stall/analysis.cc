@@ -143,6 +143,31 @@ Verdict verdict(const Split& s, std::optional<double> cache_rec, std::optional<i
   return Verdict{b, text};
 }
 
+std::vector<Remedy> rank_remedies(std::vector<Remedy> candidates) {
+  std::erase_if(candidates, [](const Remedy& r) {
+    return !(std::isfinite(r.from) && std::isfinite(r.to) && r.from > 0 && r.to > 0);
+  });
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Remedy& a, const Remedy& b) { return a.gain() > b.gain(); });
+  return candidates;
+}
+
+std::optional<Remedy> best_remedy(const std::vector<Remedy>& ranked) {
+  if (ranked.empty() || ranked.front().gain() < kMinRemedyGain) return std::nullopt;
+  return ranked.front();
+}
+
+std::string remedy_text(const std::vector<Remedy>& ranked) {
+  if (const auto best = best_remedy(ranked)) {
+    return fmt::format("{} helps most: x{:.2f} ({}: {:.1f} -> {:.1f} samples/s)", best->name, best->gain(),
+                       best->detail, best->from, best->to);
+  }
+  if (ranked.empty()) return "no remedy predicted";
+  std::string names;
+  for (const Remedy& r : ranked) names += (names.empty() ? "" : ", ") + fmt::format("{} x{:.2f}", r.name, r.gain());
+  return fmt::format("no remedy predicts a gain of {:.0f}% or more ({})", 100 * (kMinRemedyGain - 1), names);
+}
+
 std::string disagreement_note(double direct_pct, double differential_pct, double noise_pp) {
   const double margin = std::max(5.0, 2.0 * noise_pp);
   if (direct_pct < differential_pct - margin) {

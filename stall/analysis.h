@@ -70,6 +70,28 @@ struct Verdict {
 // E.g. "fetch-bound: more DRAM helps up to 48% cached, more CPUs do not".
 Verdict verdict(const Split& s, std::optional<double> cache_rec, std::optional<int> cores_rec, int cores_now);
 
+// A remedy the what-if predicts (issue 18): its setting and the speed without
+// and with it, per job, in samples/s. `from` is the remedy's own baseline: the
+// cold run's predicted speed for a cache or CPUs, K jobs each prepping
+// everything for coordinated prep.
+struct Remedy {
+  std::string name;    // "item cache", "more CPUs", "coordinated prep"
+  std::string detail;  // the setting in words, e.g. "48% of the dataset in the item cache"
+  double from = 0;
+  double to = 0;
+  double gain() const { return from > 0 ? to / from : 0.0; }
+};
+// A predicted gain below this is within run-to-run noise: not recommended.
+constexpr double kMinRemedyGain = 1.02;
+// The candidates with finite, positive speeds, largest gain first (ties keep
+// their order, so list the simpler remedy first).
+std::vector<Remedy> rank_remedies(std::vector<Remedy> candidates);
+// The first ranked remedy when its gain reaches kMinRemedyGain, else nullopt.
+std::optional<Remedy> best_remedy(const std::vector<Remedy>& ranked);
+// One line: "coordinated prep helps most: x1.85 per job (2 jobs ...: 410 -> 760 samples/s)",
+// or, with no remedy reaching kMinRemedyGain, which were predicted and that none helps.
+std::string remedy_text(const std::vector<Remedy>& ranked);
+
 // Why direct instrumentation (share of iteration time the loop waited for a
 // batch) and the differential stall disagree, in words; "" when they agree
 // within max(5, 2 x noise) points. A loop that waited less than the split

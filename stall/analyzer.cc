@@ -276,6 +276,37 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
       ctx.cores_now, p_by_cores.count(1) ? p_by_cores.at(1) : 0.0, P, loader.known ? loader.shape.cpus : ctx.cores_now,
       G, cached.report.value("device", "cpu") != "cpu", sample_bytes, raw.cached.mb_per_s * 1e6,
       loader.known ? loader.shape.workers : 0, synthetic.report.value("cpu_cores", 0));
+  // The remedies the what-if predicts, ranked by gain (issue 18): the item cache and,
+  // with compute on a device of its own, twice the CPUs from this curve (none when it
+  // failed its self-check); coordinated prep for 2 jobs from its own model.
+  const bool own_device = cached.report.value("device", "cpu") != "cpu";
+  std::vector<Remedy> candidates;
+  if (!withheld) {
+    const double uncached = predict(0.0, CacheKind::Item);
+    candidates.push_back({"item cache",
+                          cache_rec ? fmt::format("{:.0f}% of the dataset in the item cache (--cache-size)", 100 * *cache_rec)
+                                    : std::string("the whole dataset in the item cache (memory reads still limit it)"),
+                          uncached, predict(cache_rec.value_or(1.0), CacheKind::Item)});
+    if (own_device && !sm) {
+      candidates.push_back({"more CPUs",
+                            fmt::format("{} CPUs instead of {}, prep scaled linearly, no cache", 2 * ctx.cores_now,
+                                        ctx.cores_now),
+                            uncached, predicted_speed(0.0, 2 * P, G, C, S_model, exposed)});
+    }
+  }
+  {
+    CoordinatedJobs two = coordinated;
+    two.jobs = 2;
+    const CoordinatedPrediction cp2 = predict_coordinated(two);
+    candidates.push_back({"coordinated prep", "2 jobs on this machine under --coordinated 2, per job", cp2.uncoordinated,
+                          cp2.coordinated});
+  }
+  const std::vector<Remedy> remedies = rank_remedies(std::move(candidates));
+  const std::optional<Remedy> best = best_remedy(remedies);
+  nlohmann::json remedies_json = nlohmann::json::array();
+  for (const Remedy& r : remedies) {
+    remedies_json.push_back({{"name", r.name}, {"detail", r.detail}, {"from", r.from}, {"to", r.to}, {"gain", r.gain()}});
+  }
   const double mb = raw.mean_file_bytes / 1e6;
   return {
       // 2: the what-if names its model (serial or overlap) and predicts for the page cache too (issue 14).
@@ -315,7 +346,10 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         {"cores", cores_rec && !withheld ? nlohmann::json(*cores_rec) : nlohmann::json()},
         {"withheld", withheld},
         {"bound", to_string(v.bound)},
-        {"verdict", v.text}}},
+        {"verdict", v.text},
+        {"remedy", best ? remedies_json.front() : nlohmann::json()},
+        {"remedies", remedies_json},
+        {"remedy_text", remedy_text(remedies)}}},
       {"self_check",
        {{"passed", check.ran ? nlohmann::json(check.passed) : nlohmann::json()},
         {"max_error_pct", check.ran ? nlohmann::json(check.max_error_pct) : nlohmann::json()},
@@ -431,6 +465,7 @@ std::string console_summary(const nlohmann::json& r) {
                        rec["cores"].is_number() ? std::to_string(rec["cores"].get<int>()) : std::string("more than measured"),
                        rec["verdict"].get<std::string>());
   }
+  if (rec.contains("remedy_text")) out += "remedy: " + rec["remedy_text"].get<std::string>() + "\n";
   for (const auto& w : r.value("warnings", nlohmann::json::array())) out += "warning: " + w.get<std::string>() + "\n";
   return out;
 }

@@ -258,5 +258,29 @@ TEST(SelfCheck, WithoutIntermediatePointsItDoesNotRun) {
   EXPECT_NE(v.text.find("not self-checked"), std::string::npos) << v.text;
 }
 
+
+TEST(Remedies, RankedByGainWithTiesInTheirOrderAndBadSpeedsDropped) {
+  const auto ranked = rank_remedies({{"item cache", "50% cached", 100, 150},
+                                     {"more CPUs", "4 CPUs", 100, 150},
+                                     {"coordinated prep", "2 jobs", 60, 120},
+                                     {"broken", "no speed", 0, 100},
+                                     {"nan", "not measured", 100, std::nan("")}});
+  ASSERT_EQ(ranked.size(), 3u);
+  EXPECT_EQ(ranked[0].name, "coordinated prep");
+  EXPECT_DOUBLE_EQ(ranked[0].gain(), 2.0);
+  EXPECT_EQ(ranked[1].name, "item cache");  // a tie keeps the candidates' order
+  EXPECT_EQ(ranked[2].name, "more CPUs");
+  ASSERT_TRUE(best_remedy(ranked).has_value());
+  EXPECT_EQ(remedy_text(ranked), "coordinated prep helps most: x2.00 (2 jobs: 60.0 -> 120.0 samples/s)");
+}
+
+TEST(Remedies, AGainWithinNoiseIsNotRecommended) {
+  const auto ranked = rank_remedies({{"item cache", "0% cached", 100, 101}, {"coordinated prep", "2 jobs", 50, 50.5}});
+  EXPECT_FALSE(best_remedy(ranked).has_value());
+  EXPECT_EQ(remedy_text(ranked), "no remedy predicts a gain of 2% or more (item cache x1.01, coordinated prep x1.01)");
+  EXPECT_FALSE(best_remedy({}).has_value());
+  EXPECT_EQ(remedy_text({}), "no remedy predicted");
+}
+
 }  // namespace
 }  // namespace mlbench::stall

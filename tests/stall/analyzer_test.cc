@@ -53,6 +53,43 @@ TEST(Analyzer, FetchBoundCase) {
   const std::string text = console_summary(r);
   EXPECT_NE(text.find("fetch-bound"), std::string::npos);
   EXPECT_NE(text.find("recommended cache: 56% of the dataset"), std::string::npos) << text;
+  // The remedies, ranked (issue 18): the cache takes the cold 100/s to min(P, G) = 200/s.
+  // Coordinated prep for 2 jobs on the 2 CPUs: the step's host CPU h = 2 CPUs / G = 5 ms
+  // per sample, prep p = 1/P(1 CPU) - h = 5 ms: uncoordinated 2 / (2 (p + h)) = 100/s per
+  // job, coordinated 2 / (p + 2 h) = 133.3/s. No device: twice the CPUs is not predicted.
+  const auto& rem = r["recommendation"]["remedies"];
+  ASSERT_EQ(rem.size(), 2u) << rem;
+  EXPECT_EQ(rem[0]["name"], "item cache");
+  EXPECT_NEAR(rem[0]["gain"].get<double>(), 2.0, 1e-9);
+  EXPECT_EQ(rem[1]["name"], "coordinated prep");
+  EXPECT_NEAR(rem[1]["from"].get<double>(), 100.0, 1e-9);
+  EXPECT_NEAR(rem[1]["to"].get<double>(), 400.0 / 3, 1e-9);
+  EXPECT_EQ(r["recommendation"]["remedy"], rem[0]);
+  EXPECT_NE(text.find("remedy: item cache helps most: x2.00"), std::string::npos) << text;
+}
+
+TEST(Analyzer, MoreCpusIsARemedyOnlyWithComputeOnADeviceOfItsOwn) {
+  // Prep-bound on a GPU: P 200/s, G 1000/s, storage fast. Twice the CPUs: 400/s.
+  auto on_gpu = [](double rate) {
+    RunOutcome o = outcome(rate);
+    o.report["device"] = "cuda";
+    return o;
+  };
+  std::map<std::string, RunOutcome> runs{{"synthetic", on_gpu(1000)},   {"cached", on_gpu(200)},
+                                         {"cold", on_gpu(198)},         {"fetch-cold", outcome(5000)},
+                                         {"fetch-cached", outcome(9000)}, {"cpus-1", on_gpu(100)},
+                                         {"cpus-2", on_gpu(200)}};
+  const auto r = analyze(context(), runs, RawRates{});
+  const auto& rec = r["recommendation"];
+  ASSERT_TRUE(rec["remedy"].is_object()) << rec;
+  bool found = false;
+  for (const auto& m : rec["remedies"]) {
+    if (m["name"] != "more CPUs") continue;
+    found = true;
+    EXPECT_NEAR(m["to"].get<double>(), 400.0, 1e-6);
+    EXPECT_NE(m["detail"].get<std::string>().find("4 CPUs instead of 2"), std::string::npos) << m;
+  }
+  EXPECT_TRUE(found) << rec;
 }
 
 // A blkio-throttled disk (0.5 MB/s, 4 KB JPEGs, read-ahead on): the fetch-only
@@ -145,6 +182,8 @@ TEST(Analyzer, SelfCheckOffByEighteenPercentWithholdsTheRecommendation) {
   EXPECT_TRUE(c["points"][1]["item_cache_fraction"].is_null());
   EXPECT_NE(c["cause"].get<std::string>().find("serial workers"), std::string::npos) << c["cause"];
   EXPECT_EQ(rec.at("withheld"), true);
+  // The cache remedy comes from the curve that failed: not among the remedies.
+  for (const auto& m : rec["remedies"]) EXPECT_NE(m["name"], "item cache") << m;
   const std::string text = console_summary(r);
   EXPECT_NE(text.find("recommended cache: none (the what-if failed its self-check)"), std::string::npos) << text;
   EXPECT_NE(text.find("what-if model: overlap"), std::string::npos) << text;
