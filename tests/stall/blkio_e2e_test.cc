@@ -5,6 +5,8 @@
 // rate and the what-if at half the dataset cached must match the throttle.
 // Skips, saying why, without root, a cgroup v1 blkio controller or a block
 // device under the scratch folder (tmpfs).
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -12,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -41,6 +45,59 @@ std::string disk_of(const fs::path& path) {
   }
   return dev;
 }
+
+// The programs the test runs and every shared library they load, held in memory
+// (mmap + mlock) while the disk is throttled: the throttle counts every read from
+// the disk, and a VM that gives its page cache back (here: 340 MB cached of 24 GB
+// right after a build) left the loader paging in LibTorch at 0.5 MB/s, minutes
+// before its first batch; the test then timed out (CI, 2026-11-25).
+class PinnedFiles {
+ public:
+  explicit PinnedFiles(const std::vector<fs::path>& programs) {
+    std::vector<fs::path> files = programs;
+    for (const fs::path& p : programs) {
+      const auto r = mlbench::testing_support::run_command("ldd " + p.string());
+      std::istringstream lines(r.output);
+      for (std::string line; std::getline(lines, line);) {
+        const auto arrow = line.find("=> /");
+        if (arrow == std::string::npos) continue;
+        std::string lib = line.substr(arrow + 3);
+        lib = lib.substr(0, lib.find(' '));
+        files.emplace_back(lib);
+      }
+    }
+    for (const fs::path& f : files) pin(f);
+  }
+  ~PinnedFiles() {
+    for (const auto& [addr, len] : maps_) munmap(addr, len);
+  }
+  PinnedFiles(const PinnedFiles&) = delete;
+  PinnedFiles& operator=(const PinnedFiles&) = delete;
+  std::size_t count() const { return maps_.size(); }
+  const std::string& errors() const { return errors_; }
+
+ private:
+  void pin(const fs::path& f) {
+    const int fd = open(f.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0) {
+      if (fd >= 0) close(fd);
+      errors_ += f.string() + " (cannot open); ";
+      return;
+    }
+    const auto len = static_cast<std::size_t>(st.st_size);
+    void* addr = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (addr == MAP_FAILED) {
+      errors_ += f.string() + " (mmap failed); ";
+      return;
+    }
+    if (mlock(addr, len) != 0) errors_ += f.string() + " (mlock failed); ";  // read in, not held
+    maps_.emplace_back(addr, len);
+  }
+  std::vector<std::pair<void*, std::size_t>> maps_;
+  std::string errors_;
+};
 
 class BlkioStall : public testing::Test {
  protected:
@@ -79,6 +136,9 @@ TEST_F(BlkioStall, AThrottledDiskIsFoundFetchBoundAndTheWhatIfHolds) {
       "sh -c 'echo $$ > {}/cgroup.procs && exec {} --bench loader --bench-dir {} --data {} --cpus 2 "
       "--cache-fracs 0.5 --iterations 60 --out {} -- --batch-size 16 --workers 2 --image-size 32'",
       group_.string(), MLBENCH_STALL_BIN, MLBENCH_BENCH_DIR, (dir_ / "data").string(), out.string());
+  const PinnedFiles pinned({fs::path(MLBENCH_STALL_BIN), fs::path(MLBENCH_BENCH_DIR) / "loader"});
+  ASSERT_GT(pinned.count(), 2u) << "found no shared libraries of the loader with ldd";
+  EXPECT_EQ(pinned.errors(), "");
   const auto r = mlbench::testing_support::run_command(cmd);
   ASSERT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
   std::ifstream in(out / "stall.json");
