@@ -88,7 +88,7 @@ constexpr double kMinRemedyGain = 1.02;
 std::vector<Remedy> rank_remedies(std::vector<Remedy> candidates);
 // The first ranked remedy when its gain reaches kMinRemedyGain, else nullopt.
 std::optional<Remedy> best_remedy(const std::vector<Remedy>& ranked);
-// One line: "coordinated prep helps most: x1.85 per job (2 jobs ...: 410 -> 760 samples/s)",
+// One line: "coordinated prep helps most: x1.85 (2 jobs ..., per job: 410.0 -> 760.0 samples/s)",
 // or, with no remedy reaching kMinRemedyGain, which were predicted and that none helps.
 std::string remedy_text(const std::vector<Remedy>& ranked);
 

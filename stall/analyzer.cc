@@ -272,14 +272,14 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   const nlohmann::json& cp = cached.report.value("pipeline", nlohmann::json());
   const double side = cp.is_object() ? cp.value("image_size", 0.0) : 0.0;
   const double sample_bytes = 3 * side * side * (cp.is_object() && cp.value("output", "") == "uint8" ? 1 : 4);
+  const bool own_device = cached.report.value("device", "cpu") != "cpu";
   const CoordinatedJobs coordinated = coordinated_inputs(
       ctx.cores_now, p_by_cores.count(1) ? p_by_cores.at(1) : 0.0, P, loader.known ? loader.shape.cpus : ctx.cores_now,
-      G, cached.report.value("device", "cpu") != "cpu", sample_bytes, raw.cached.mb_per_s * 1e6,
+      G, own_device, sample_bytes, raw.cached.mb_per_s * 1e6,
       loader.known ? loader.shape.workers : 0, synthetic.report.value("cpu_cores", 0));
   // The remedies the what-if predicts, ranked by gain (issue 18): the item cache and,
   // with compute on a device of its own, twice the CPUs from this curve (none when it
   // failed its self-check); coordinated prep for 2 jobs from its own model.
-  const bool own_device = cached.report.value("device", "cpu") != "cpu";
   std::vector<Remedy> candidates;
   if (!withheld) {
     const double uncached = predict(0.0, CacheKind::Item);
