@@ -9,8 +9,8 @@
 #include "blas.h"
 #include "progress.h"
 #include "report.h"
-#include "stop_signals.h"
 #include "stability.h"
+#include "stop_signals.h"
 #include "sysinfo.h"
 
 namespace mlbench::core {
@@ -29,7 +29,10 @@ nlohmann::json finite_or_null(const std::vector<double>& xs) {
 }  // namespace
 
 BenchmarkRun::BenchmarkRun(const BenchCli& cli, std::string source_hash, RuntimeInfo runtime, Chrono::SyncHook sync)
-    : cli_(cli), source_hash_(std::move(source_hash)), runtime_(std::move(runtime)), sync_(std::move(sync)),
+    : cli_(cli),
+      source_hash_(std::move(source_hash)),
+      runtime_(std::move(runtime)),
+      sync_(std::move(sync)),
       start_time_(utc_iso8601(std::chrono::system_clock::now())) {}
 
 nlohmann::json BenchmarkRun::base_report() const {
@@ -126,10 +129,9 @@ int BenchmarkRun::run(const std::function<Workload()>& setup) {
     for (const auto& name : result.chrono.names()) {
       if (name != "train") report[name] = result.chrono.stage(name).to_json("s");
     }
-    report["train_item"] =
-        result.chrono.has("train")
-            ? train_item(result.chrono.stage("train"), work.items_per_iteration * used_number)
-            : train_item(StatAccumulator(), 1.0);
+    report["train_item"] = result.chrono.has("train")
+                               ? train_item(result.chrono.stage("train"), work.items_per_iteration * used_number)
+                               : train_item(StatAccumulator(), 1.0);
     report["batch_loss"] = finite_or_null(result.batch_loss);
     report["epoch_loss"] = finite_or_null(result.epoch_loss);
     report["stall"] = result.stall_json();
@@ -154,6 +156,7 @@ int BenchmarkRun::run(const std::function<Workload()>& setup) {
       std::cout << fmt::format("--min-time {:g} s: --number {} ({:.3g} s per iteration over {} probe iterations)\n",
                                c.target_s, c.number, c.seconds_per_iteration, c.probe_iterations);
     }
+    if (work.after_loop) work.after_loop();
     fill();
     return finish(std::move(report), true, "", 0);
   } catch (const UsageError& e) {

@@ -31,6 +31,10 @@ struct Workload {
   // Called after the loop (also after a failure) to fill report blocks such as
   // "pipeline" and "metrics".
   std::function<void(nlohmann::json& report)> finish;
+  // Optional: called once after the loop has completed (not after a failure or
+  // an interruption), untimed, before `finish`: e.g. atari's --eval-episodes.
+  // An exception from it fails the run as one from the loop would.
+  std::function<void()> after_loop;
   // Optional: called after every iteration (index over the run, its phases), e.g. for --trace.
   std::function<void(long, const Iteration&)> on_iteration;
 };

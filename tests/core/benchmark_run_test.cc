@@ -21,7 +21,8 @@ class BenchmarkRunTest : public testing::Test {
   int run(const std::function<Workload()>& setup, std::vector<std::string> extra = {}) {
     return run_with({"fake", "--repeat", "3", "--number", "2"}, setup, std::move(extra));
   }
-  int run_with(std::vector<std::string> args, const std::function<Workload()>& setup, std::vector<std::string> extra = {}) {
+  int run_with(std::vector<std::string> args, const std::function<Workload()>& setup,
+               std::vector<std::string> extra = {}) {
     args.insert(args.end(), {"--report", dir_.string()});
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<const char*> argv;
@@ -70,10 +71,10 @@ TEST_F(BenchmarkRunTest, CompletedRunWritesEveryContractField) {
   EXPECT_EQ(files[0].filename().string().rfind("t.fake.R0.D0.2", 0), 0u) << files[0];
   EXPECT_EQ(files[0].string().find(".FAIL."), std::string::npos);
   const auto r = only_report();
-  for (const char* key : {"name", "suite", "run_id", "vcd", "jr_id", "batch_size", "workers", "cpu_cores", "repeat",
-                          "number", "seed", "hostname", "gpu", "version", "unique_id", "batch_loss", "epoch_loss",
-                          "metrics", "train", "train_item", "completed", "start_time", "end_time", "stall",
-                          "pipeline", "resources", "machine", "args"}) {
+  for (const char* key : {"name",       "suite",      "run_id",     "vcd",      "jr_id",     "batch_size", "workers",
+                          "cpu_cores",  "repeat",     "number",     "seed",     "hostname",  "gpu",        "version",
+                          "unique_id",  "batch_loss", "epoch_loss", "metrics",  "train",     "train_item", "completed",
+                          "start_time", "end_time",   "stall",      "pipeline", "resources", "machine",    "args"}) {
     EXPECT_TRUE(r.contains(key)) << key;
   }
   EXPECT_EQ(r["completed"], true);
@@ -100,6 +101,54 @@ TEST_F(BenchmarkRunTest, NaNLossWritesFailReportAndExitsOne) {
   EXPECT_EQ(r["completed"], false);
   EXPECT_EQ(r["reason"], "loss is nan at repeat 0 iteration 0");
   EXPECT_NE(stderr_.find("fake: error: loss is nan"), std::string::npos);
+}
+
+TEST_F(BenchmarkRunTest, AfterLoopRunsOnceAfterACompletedLoopBeforeFinish) {
+  auto calls = std::make_shared<std::vector<std::string>>();
+  const int rc = run([calls] {
+    Workload w;
+    w.items_per_iteration = 8;
+    w.step = [calls](Iteration& it) {
+      calls->push_back("step");
+      it.set_loss([] { return 0.5; });
+    };
+    w.after_loop = [calls] { calls->push_back("after"); };
+    w.finish = [calls](nlohmann::json& r) {
+      calls->push_back("finish");
+      r["metrics"]["seen"] = calls->size();
+    };
+    return w;
+  });
+  EXPECT_EQ(rc, 0);
+  ASSERT_EQ(calls->size(), 8u);  // 3 repeats x 2 iterations, then after, then finish
+  EXPECT_EQ((*calls)[6], "after");
+  EXPECT_EQ((*calls)[7], "finish");
+  EXPECT_EQ(only_report()["metrics"]["seen"], 8);
+}
+
+TEST_F(BenchmarkRunTest, AfterLoopIsSkippedWhenTheLoopFailsAndItsOwnFailureIsAFailReport) {
+  bool after = false;
+  int rc = run([&after] {
+    Workload w;
+    w.items_per_iteration = 8;
+    w.step = [](Iteration& it) { it.set_loss([] { return std::nan(""); }); };
+    w.after_loop = [&after] { after = true; };
+    return w;
+  });
+  EXPECT_EQ(rc, 1);
+  EXPECT_FALSE(after);
+  fs::remove_all(dir_);
+  rc = run([] {
+    Workload w;
+    w.items_per_iteration = 8;
+    w.step = [](Iteration& it) { it.set_loss([] { return 0.5; }); };
+    w.after_loop = [] { throw std::runtime_error("evaluation failed"); };
+    return w;
+  });
+  EXPECT_EQ(rc, 1);
+  const auto r = only_report();
+  EXPECT_EQ(r["completed"], false);
+  EXPECT_EQ(r["reason"], "evaluation failed");
 }
 
 TEST_F(BenchmarkRunTest, SetupFailureStillWritesFailReport) {
@@ -147,7 +196,8 @@ TEST_F(BenchmarkRunTest, ExplicitNumberIsUsedAndReportSaysNotCalibrated) {
   EXPECT_TRUE(r["calibration"].is_null());
   ASSERT_TRUE(r["stability"].is_object());
   EXPECT_EQ(r["stability"]["observations"], 2);  // 3 repeats less 1 warm-up
-  for (const char* key : {"sd_pct", "min_s", "max_s", "median_s", "trend_pct", "warmup_trending", "short_observations"}) {
+  for (const char* key :
+       {"sd_pct", "min_s", "max_s", "median_s", "trend_pct", "warmup_trending", "short_observations"}) {
     EXPECT_TRUE(r["stability"].contains(key)) << key;
   }
   EXPECT_EQ(r["stability"]["short_observations"], true);  // empty steps: microseconds per observation
