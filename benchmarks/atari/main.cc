@@ -12,10 +12,14 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <deque>
 #include <iostream>
+#include <random>
+
+#include "core/stop_signals.h"
 
 #include "benchmarks/atari/env_workers.h"
 #include "benchmarks/atari/gae.h"
@@ -73,6 +77,20 @@ struct PpoParams {
   double max_grad_norm = 0.5;
 };
 
+// Mean, sample sd, min and max of episode returns.
+nlohmann::json return_summary(const std::vector<int>& scores) {
+  double sum = 0, sq = 0;
+  for (int v : scores) sum += v;
+  const double n = static_cast<double>(scores.size());
+  const double mean = sum / n;
+  for (int v : scores) sq += (v - mean) * (v - mean);
+  return {{"mean", mean},
+          {"sd", scores.size() > 1 ? std::sqrt(sq / (n - 1)) : 0.0},
+          {"min", *std::min_element(scores.begin(), scores.end())},
+          {"max", *std::max_element(scores.begin(), scores.end())},
+          {"scores", scores}};
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -99,11 +117,24 @@ int main(int argc, char** argv) {
       ->check(core::integer_in(1, 16));
   cli.add_option("--opponent-speed", env.game.opponent_speed, "mlbench-pong: the opponent's rows per frame (0: idle)")
       ->check(core::integer_in(0, 64));
+  cli.add_option("--ball-vy-max", env.game.ball_vy_max, "mlbench-pong: the ball's rows per frame at most")
+      ->check(core::integer_in(0, 16));
+  cli.add_option("--paddle-height", env.game.paddle_height, "mlbench-pong: both paddles' rows")
+      ->check(core::integer_in(1, atari::kFieldBottom - atari::kFieldTop));
+  cli.add_option("--agent-paddle-height", env.game.agent_paddle_height,
+                 "mlbench-pong: the agent's paddle alone (0: --paddle-height); taller is an easier game")
+      ->check(core::integer_in(0, atari::kFieldBottom - atari::kFieldTop));
   cli.add_option("--points", env.game.points_to_win, "mlbench-pong: points that end a game")
       ->check(core::integer_in(1, 1000));
   cli.add_option("--reply-timeout", env.reply_timeout_s, "Seconds a silent environment worker may take",
                  core::ArgKind::Runtime)
       ->check(core::number_above(0));
+  int eval_episodes = 0;
+  cli.add_option("--eval-episodes", eval_episodes,
+                 "After the timed run, untimed: play N whole episodes with the trained policy (actions sampled "
+                 "from it), N with its most likely actions and N with a uniformly random policy, on fresh "
+                 "environments; metrics.eval")
+      ->check(core::integer_in(0, 100000));
   if (auto rc = cli.parse(argc, argv)) return *rc;
   if (cli.options().batch_size != 1) {
     std::cerr << "atari: error: --batch-size does not apply: a rollout is --envs x --rollout steps, split into "
@@ -131,6 +162,7 @@ int main(int argc, char** argv) {
       long updates = 0, agent_steps = 0, episodes = 0;
       double score_sum = 0, episode_steps_sum = 0;
       std::deque<int> recent_scores;  // the last 100 episodes' scores
+      nlohmann::json eval;            // --eval-episodes' result (null without)
     };
     auto st = std::make_shared<State>();
     // The workers fork before the model exists: a child copies as little as possible.
@@ -241,6 +273,73 @@ int main(int argc, char** argv) {
       });
       it.set_loss(bench::deferred_loss(loss));
     };
+    // --eval-episodes: whole episodes on fresh environments (seeds apart from
+    // training's, the same for both policies), the first ceil(N / workers) of
+    // each worker, so that no episode is cut or chosen by its length.
+    const std::uint64_t eval_seed = env.seed + 500000;
+    enum class Policy { kSampled, kGreedy, kRandom };
+    auto play = [=](Policy policy) {
+      State& s = *st;
+      atari::EnvConfig ec = env;
+      ec.seed = eval_seed;
+      const int workers = std::min(n, eval_episodes);
+      const int per_worker = (eval_episodes + workers - 1) / workers;
+      atari::EnvWorkers w(workers, ec);
+      std::mt19937_64 rng(eval_seed);
+      std::uniform_int_distribution<int> uniform(0, atari::kActionCount - 1);
+      std::vector<std::vector<int>> got(static_cast<std::size_t>(workers));
+      std::vector<int> actions(static_cast<std::size_t>(workers));
+      int full = 0;
+      while (full < workers) {
+        if (const int sig = core::stop_signal()) throw core::Interrupted(sig);
+        if (policy == Policy::kRandom) {
+          for (auto& a : actions) a = uniform(rng);
+        } else {
+          torch::NoGradGuard no_grad;
+          const auto obs = torch::from_blob(const_cast<std::uint8_t*>(w.observations().data()),
+                                            {workers, depth, atari::kObsSide, atari::kObsSide}, torch::kUInt8);
+          const auto logits = s.net->forward(obs.to(device)).first;
+          const auto a = (policy == Policy::kGreedy ? logits.argmax(-1)
+                                                    : torch::multinomial(torch::softmax(logits, -1), 1).squeeze(1))
+                             .to(torch::kCPU);
+          const auto acc = a.accessor<std::int64_t, 1>();
+          for (int e = 0; e < workers; ++e) actions[e] = static_cast<int>(acc[e]);
+        }
+        w.step_async(actions);
+        w.step_wait();
+        for (const auto& ep : w.take_episodes()) {
+          auto& mine = got[static_cast<std::size_t>(ep.env)];
+          if (static_cast<int>(mine.size()) < per_worker) {
+            mine.push_back(ep.score);
+            if (static_cast<int>(mine.size()) == per_worker) ++full;
+          }
+        }
+      }
+      std::vector<int> scores;  // round by round, the first N
+      for (int k = 0; k < per_worker; ++k)
+        for (int e = 0; e < workers && static_cast<int>(scores.size()) < eval_episodes; ++e)
+          scores.push_back(got[static_cast<std::size_t>(e)][static_cast<std::size_t>(k)]);
+      return return_summary(scores);
+    };
+    if (eval_episodes > 0) {
+      work.after_loop = [=] {
+        State& s = *st;
+        s.net->eval();
+        auto trained = play(Policy::kSampled);
+        auto greedy = play(Policy::kGreedy);
+        auto random = play(Policy::kRandom);
+        std::cout << fmt::format(
+            "eval: {} episodes: trained policy's return {:.2f} (sd {:.2f}), its greedy actions' {:.2f} (sd {:.2f}), "
+            "random policy's {:.2f} (sd {:.2f})\n",
+            eval_episodes, trained["mean"].get<double>(), trained["sd"].get<double>(), greedy["mean"].get<double>(),
+            greedy["sd"].get<double>(), random["mean"].get<double>(), random["sd"].get<double>());
+        s.eval = {{"episodes", eval_episodes},
+                  {"seed", eval_seed},
+                  {"trained", std::move(trained)},
+                  {"greedy", std::move(greedy)},
+                  {"random", std::move(random)}};
+      };
+    }
     work.finish = [=, game = env.game](nlohmann::json& report) {
       const State& s = *st;
       report["pipeline"] = {{"source", "environment"},
@@ -252,6 +351,9 @@ int main(int argc, char** argv) {
                             {"observation", "84x84 grayscale"},
                             {"ball_speed", game.ball_vx},
                             {"opponent_speed", game.opponent_speed},
+                            {"ball_vy_max", game.ball_vy_max},
+                            {"paddle_height", game.paddle_height},
+                            {"agent_paddle_height", game.agent_height()},
                             {"points", game.points_to_win}};
       auto& m = report["metrics"];
       m["env"] = "mlbench-pong";
@@ -270,6 +372,7 @@ int main(int argc, char** argv) {
       m["recent_episode_score"] = s.recent_scores.empty()
                                       ? nlohmann::json()
                                       : nlohmann::json(recent / static_cast<double>(s.recent_scores.size()));
+      m["eval"] = s.eval;
       // Totals over every iteration run (warm-up included): where a rollout's time went.
       m["inference_s"] = s.inference_s;
       m["update_s"] = s.update_s;

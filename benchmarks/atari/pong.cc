@@ -17,9 +17,9 @@ bool rows_overlap(int ball_y, int paddle_y, int paddle_height) {
 // vy after a paddle hit: the hit's offset from the paddle's centre, -1 (top) .. 1 (bottom),
 // never 0 (a level ball between two still paddles would rally for ever): a centre hit
 // keeps the vertical direction the ball came with.
-int return_vy(int ball_y, int ball_vy, int paddle_y, const PongParams& p) {
-  const double half = p.paddle_height / 2.0 + kBallHeight / 2.0;
-  const double offset = ((ball_y + kBallHeight / 2.0) - (paddle_y + p.paddle_height / 2.0)) / half;
+int return_vy(int ball_y, int ball_vy, int paddle_y, int paddle_height, const PongParams& p) {
+  const double half = paddle_height / 2.0 + kBallHeight / 2.0;
+  const double offset = ((ball_y + kBallHeight / 2.0) - (paddle_y + paddle_height / 2.0)) / half;
   const int vy = static_cast<int>(std::lround(std::clamp(offset, -1.0, 1.0) * p.ball_vy_max));
   if (vy != 0 || p.ball_vy_max == 0) return vy;
   return ball_vy < 0 ? -1 : 1;
@@ -44,9 +44,8 @@ Pong::Pong(std::uint64_t seed, PongParams params) : params_(params), rng_(seed) 
 
 void Pong::reset() {
   state_ = PongState{};
-  const int middle = (kFieldTop + kFieldBottom - params_.paddle_height) / 2;
-  state_.agent_y = middle;
-  state_.opponent_y = middle;
+  state_.agent_y = (kFieldTop + kFieldBottom - params_.agent_height()) / 2;
+  state_.opponent_y = (kFieldTop + kFieldBottom - params_.paddle_height) / 2;
   serve(std::uniform_int_distribution<int>(0, 1)(rng_) == 0 ? -1 : 1);
 }
 
@@ -61,12 +60,13 @@ Pong::StepResult Pong::step(int action) {
   PongState& s = state_;
   const PongParams& p = params_;
   const int lowest_paddle_row = kFieldBottom - p.paddle_height;
+  const int agent_height = p.agent_height();
   ++s.frames;
 
   // Paddles first: the agent's action, then the scripted opponent.
   if (action == kUp) s.agent_y -= p.paddle_speed;
   if (action == kDown) s.agent_y += p.paddle_speed;
-  s.agent_y = std::clamp(s.agent_y, kFieldTop, lowest_paddle_row);
+  s.agent_y = std::clamp(s.agent_y, kFieldTop, kFieldBottom - agent_height);
   const bool coming = s.ball_vx < 0 && s.ball_x < kFrameWidth / 2;
   const int target = coming ? s.ball_y + kBallHeight / 2 : (kFieldTop + kFieldBottom) / 2;
   const int centre = s.opponent_y + p.paddle_height / 2;
@@ -87,15 +87,15 @@ Pong::StepResult Pong::step(int action) {
 
   // Off a paddle: the ball crossed the paddle's face during this frame.
   if (s.ball_vx > 0 && old_x + kBallWidth <= kAgentColumn && s.ball_x + kBallWidth > kAgentColumn &&
-      rows_overlap(s.ball_y, s.agent_y, p.paddle_height)) {
+      rows_overlap(s.ball_y, s.agent_y, agent_height)) {
     s.ball_x = kAgentColumn - kBallWidth;
     s.ball_vx = -s.ball_vx;
-    s.ball_vy = return_vy(s.ball_y, s.ball_vy, s.agent_y, p);
+    s.ball_vy = return_vy(s.ball_y, s.ball_vy, s.agent_y, agent_height, p);
   } else if (s.ball_vx < 0 && old_x >= kOpponentColumn + kPaddleWidth && s.ball_x < kOpponentColumn + kPaddleWidth &&
              rows_overlap(s.ball_y, s.opponent_y, p.paddle_height)) {
     s.ball_x = kOpponentColumn + kPaddleWidth;
     s.ball_vx = -s.ball_vx;
-    s.ball_vy = return_vy(s.ball_y, s.ball_vy, s.opponent_y, p);
+    s.ball_vy = return_vy(s.ball_y, s.ball_vy, s.opponent_y, p.paddle_height, p);
   }
 
   // Out of the field: a point, and a serve towards the side that lost it.
@@ -121,7 +121,7 @@ void Pong::render(std::span<std::uint8_t> rgb) const {
   fill(rgb, kFieldBottom, kFrameHeight, 0, kFrameWidth, kWall);
   fill(rgb, s.opponent_y, s.opponent_y + params_.paddle_height, kOpponentColumn, kOpponentColumn + kPaddleWidth,
        kOpponentColour);
-  fill(rgb, s.agent_y, s.agent_y + params_.paddle_height, kAgentColumn, kAgentColumn + kPaddleWidth, kAgentColour);
+  fill(rgb, s.agent_y, s.agent_y + params_.agent_height(), kAgentColumn, kAgentColumn + kPaddleWidth, kAgentColour);
   fill(rgb, s.ball_y, s.ball_y + kBallHeight, s.ball_x, s.ball_x + kBallWidth, kBallColour);
 }
 

@@ -24,6 +24,8 @@
 //   towards it through its half of the field, and back towards the middle
 //   otherwise, so that a steep return can beat it (opponent_speed 0: an idle
 //   opponent that never moves from the middle).
+// agent_paddle_height makes the agent's paddle alone taller (an easier game
+// for a learning check); 0 keeps both paddles paddle_height rows.
 // The episode ends when either side reaches points_to_win (21) or after
 // max_frames frames (108,000: the 30 minutes at 60 fps of ALE's v4 limit).
 #pragma once
@@ -62,10 +64,13 @@ struct PongParams {
   int ball_vx = 2;      // columns per frame
   int ball_vy_max = 2;  // rows per frame at most
   int paddle_height = 16;
-  int paddle_speed = 3;    // the agent's rows per frame
-  int opponent_speed = 2;  // 0: idle opponent
+  int agent_paddle_height = 0;  // the agent's paddle alone (0: paddle_height); an easier game when taller
+  int paddle_speed = 3;         // the agent's rows per frame
+  int opponent_speed = 2;       // 0: idle opponent
   int points_to_win = 21;
   long max_frames = 108000;
+
+  int agent_height() const { return agent_paddle_height > 0 ? agent_paddle_height : paddle_height; }
 };
 
 struct PongState {

@@ -134,6 +134,35 @@ TEST_F(AtariE2E, AKilledWorkerEndsTheRunWithOneErrorLine) {
   for (int w : workers) EXPECT_FALSE(mlbench::testing_support::alive(w)) << w;
 }
 
+TEST_F(AtariE2E, EvalEpisodesPlayWholeGamesWithBothPolicies) {
+  const auto r =
+      run("--envs 2 --rollout 8 --minibatches 2 --epochs 1 --repeat 1 --number 1 --warmup 0 --seed 5 --points 2 "
+          "--ball-speed 4 --eval-episodes 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.reports.size(), 1u) << r.output;
+  const auto& eval = r.reports[0]["metrics"]["eval"];
+  ASSERT_TRUE(eval.is_object()) << r.reports[0]["metrics"].dump();
+  EXPECT_EQ(eval["episodes"], 3);
+  for (const char* policy : {"trained", "greedy", "random"}) {
+    const auto& side = eval[policy];
+    ASSERT_EQ(side["scores"].size(), 3u) << side.dump();
+    double sum = 0;
+    for (const auto& v : side["scores"]) {
+      // A whole game to 2 points ends 2-0, 2-1, 1-2 or 0-2: never a draw, never cut short.
+      const int score = v.get<int>();
+      EXPECT_TRUE(score == 2 || score == 1 || score == -1 || score == -2) << side.dump();
+      sum += score;
+    }
+    EXPECT_DOUBLE_EQ(side["mean"].get<double>(), sum / 3.0);
+    EXPECT_LE(side["min"].get<int>(), side["max"].get<int>());
+  }
+  EXPECT_NE(r.output.find("eval: 3 episodes: trained policy's return"), std::string::npos) << r.output;
+  // Without --eval-episodes, no evaluation.
+  const auto plain = run("--envs 1 --rollout 4 --minibatches 1 --epochs 1 --repeat 1 --number 1 --warmup 0");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_TRUE(plain.reports[0]["metrics"]["eval"].is_null());
+}
+
 TEST_F(AtariE2E, FlagsThatDoNotApplyAreOneLineUsageErrors) {
   auto r = run("--batch-size 32 --repeat 1 --number 1");
   EXPECT_EQ(r.exit_code, 2);

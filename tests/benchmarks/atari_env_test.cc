@@ -88,6 +88,31 @@ TEST(Pong, AgentPaddleReturnsTheBallAtAnAngleSetByWhereItHit) {
   EXPECT_EQ(g.state().ball_vy, -p.ball_vy_max);
 }
 
+TEST(Pong, ATallerAgentPaddleCatchesWhatTheOpponentsHeightWouldMiss) {
+  PongParams p;
+  p.agent_paddle_height = 64;  // the opponent's stays 16
+  Pong g(1, p);
+  g.reset();
+  EXPECT_EQ(g.state().agent_y, (kFieldTop + kFieldBottom - 64) / 2);  // centred as the opponent's
+  EXPECT_EQ(g.state().opponent_y, (kFieldTop + kFieldBottom - 16) / 2);
+  PongState s = g.state();
+  s.ball_x = kAgentColumn - kBallWidth - 1;
+  s.ball_y = s.agent_y + 2;  // within 64 rows of the paddle's top, outside 16 around the middle
+  s.ball_vx = 2;
+  s.ball_vy = 0;
+  g.reset_to(s);
+  EXPECT_EQ(g.step(kNoop).reward, 0);
+  EXPECT_EQ(g.state().ball_vx, -2);  // returned
+  EXPECT_LT(g.state().ball_vy, 0);   // near the top edge: upwards
+  // Drawn 64 rows tall, and clamped to the field with its own height.
+  std::vector<std::uint8_t> rgb(kFrameBytes);
+  g.render(rgb);
+  EXPECT_EQ(pixel(rgb, s.agent_y + 63, kAgentColumn), kAgentColour);
+  EXPECT_EQ(pixel(rgb, s.agent_y + 64, kAgentColumn), kBackground);
+  for (int i = 0; i < 100; ++i) g.step(kDown);
+  EXPECT_EQ(g.state().agent_y, kFieldBottom - 64);
+}
+
 TEST(Pong, OpponentPaddleReturnsTheBall) {
   PongParams p;
   Pong g(1, p);
