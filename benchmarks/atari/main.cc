@@ -124,6 +124,11 @@ int main(int argc, char** argv) {
   cli.add_option("--agent-paddle-height", env.game.agent_paddle_height,
                  "mlbench-pong: the agent's paddle alone (0: --paddle-height); taller is an easier game")
       ->check(core::integer_in(0, atari::kFieldBottom - atari::kFieldTop));
+  cli.add_option("--max-frames", env.game.max_frames,
+                 "mlbench-pong: frames after which a game ends whatever the score (ALE v4's 108,000)")
+      ->check(core::integer_in(1, 100000000));
+  cli.add_flag("--serve-to-agent", env.game.serve_to_agent,
+               "mlbench-pong: every serve towards the agent (each point asks for a catch)");
   cli.add_option("--points", env.game.points_to_win, "mlbench-pong: points that end a game")
       ->check(core::integer_in(1, 1000));
   cli.add_option("--reply-timeout", env.reply_timeout_s, "Seconds a silent environment worker may take",
@@ -354,6 +359,8 @@ int main(int argc, char** argv) {
                             {"ball_vy_max", game.ball_vy_max},
                             {"paddle_height", game.paddle_height},
                             {"agent_paddle_height", game.agent_height()},
+                            {"serve_to_agent", game.serve_to_agent},
+                            {"max_frames", game.max_frames},
                             {"points", game.points_to_win}};
       auto& m = report["metrics"];
       m["env"] = "mlbench-pong";

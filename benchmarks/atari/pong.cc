@@ -50,6 +50,7 @@ void Pong::reset() {
 }
 
 void Pong::serve(int towards) {
+  if (params_.serve_to_agent) towards = 1;
   state_.ball_x = (kFrameWidth - kBallWidth) / 2;
   state_.ball_y = std::uniform_int_distribution<int>(kFieldTop, kFieldBottom - kBallHeight)(rng_);
   state_.ball_vx = towards * params_.ball_vx;

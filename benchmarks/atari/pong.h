@@ -26,6 +26,9 @@
 //   opponent that never moves from the middle).
 // agent_paddle_height makes the agent's paddle alone taller (an easier game
 // for a learning check); 0 keeps both paddles paddle_height rows.
+// serve_to_agent serves every ball towards the agent, so that each point asks
+// the agent for a catch (with an idle opponent, a point the agent won is
+// otherwise followed by serves the opponent mostly misses: points for free).
 // The episode ends when either side reaches points_to_win (21) or after
 // max_frames frames (108,000: the 30 minutes at 60 fps of ALE's v4 limit).
 #pragma once
@@ -68,6 +71,7 @@ struct PongParams {
   int paddle_speed = 3;         // the agent's rows per frame
   int opponent_speed = 2;       // 0: idle opponent
   int points_to_win = 21;
+  bool serve_to_agent = false;  // every serve towards the agent (an easier game: each point is a catch)
   long max_frames = 108000;
 
   int agent_height() const { return agent_paddle_height > 0 ? agent_paddle_height : paddle_height; }

@@ -147,6 +147,28 @@ TEST(Pong, AMissedBallScoresForTheOtherSideAndIsServedTowardsTheLoser) {
   EXPECT_EQ(r.reward, 1);
   EXPECT_EQ(h.state().agent_score, 1);
   EXPECT_EQ(h.state().ball_vx, -idle.ball_vx);
+
+  // serve_to_agent: the point the agent won is followed by a serve towards it, not the loser.
+  idle.serve_to_agent = true;
+  Pong k(3, idle);
+  k.reset_to(ball_at(0, kFieldTop, -2, 0, idle));
+  r = k.step(kNoop);
+  EXPECT_EQ(r.reward, 1);
+  EXPECT_EQ(k.state().ball_vx, idle.ball_vx);
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {  // the first serve too
+    Pong first(seed, idle);
+    EXPECT_EQ(first.state().ball_vx, idle.ball_vx) << seed;
+  }
+}
+
+TEST(Pong, MaxFramesEndsAGameWhateverTheScore) {
+  PongParams p;
+  p.max_frames = 50;
+  p.ball_vx = 1;  // no point within 50 frames from the centre
+  Pong g(2, p);
+  for (int i = 1; i < 50; ++i) ASSERT_FALSE(g.step(kNoop).done) << i;
+  EXPECT_TRUE(g.step(kNoop).done);
+  EXPECT_EQ(g.state().agent_score + g.state().opponent_score, 0);
 }
 
 TEST(Pong, TheGameEndsWhenASideReachesPointsToWin) {
