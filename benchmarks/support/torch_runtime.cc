@@ -1,5 +1,10 @@
 #include "benchmarks/support/torch_runtime.h"
 
+#include <pthread.h>
+#include <sched.h>
+
+#include <ATen/Parallel.h>
+
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
@@ -113,10 +118,64 @@ bool keep_freed_memory() {
   return mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1;
 }
 
+namespace {
+
+std::vector<int> cpus_of_this_thread() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  std::vector<int> out;
+  if (pthread_getaffinity_np(pthread_self(), sizeof mask, &mask) != 0) return out;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &mask)) out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<int>> intra_op_affinity() {
+  const int threads = torch::get_num_threads();
+  std::vector<std::vector<int>> out(static_cast<std::size_t>(threads));
+  at::parallel_for(0, threads, 1, [&](std::int64_t begin, std::int64_t end) {
+    if (begin + 1 == end) out[static_cast<std::size_t>(at::get_thread_num())] = cpus_of_this_thread();
+  });
+  return out;
+}
+
+std::vector<int> bind_intra_op_workers() {
+  for (const char* name : {"OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY"}) {
+    if (std::getenv(name)) return {};
+  }
+  const int threads = torch::get_num_threads();
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (threads < 2 || sched_getaffinity(0, sizeof mask, &mask) != 0) return {};
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &mask)) cpus.push_back(c);
+  }
+  if (threads > static_cast<int>(cpus.size())) return {};
+  // One chunk per team member: member k runs [k, k+1) (ATen's OpenMP parallel_for).
+  std::vector<int> bound(static_cast<std::size_t>(threads - 1), -1);
+  at::parallel_for(0, threads, 1, [&](std::int64_t begin, std::int64_t end) {
+    const int member = at::get_thread_num();
+    if (member == 0 || begin + 1 != end) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[static_cast<std::size_t>(member)], &one);
+    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0) {
+      bound[static_cast<std::size_t>(member - 1)] = cpus[static_cast<std::size_t>(member)];
+    }
+  });
+  std::erase(bound, -1);
+  return bound;
+}
+
 TorchContext make_torch_context(const core::BenchOptions& options) {
   TorchContext ctx;
   keep_freed_memory();
   torch::set_num_threads(options.cpu_cores);
+  bind_intra_op_workers();
   core::set_blas_threads(options.cpu_cores);  // a pthread OpenBLAS keeps its own pool (core/blas.h)
   torch::manual_seed(static_cast<uint64_t>(options.seed));
   const bool cuda_available = torch::cuda::is_available();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -27,8 +28,26 @@ struct TorchContext {
 // Returns whether the policy was applied.
 bool keep_freed_memory();
 
-// Sets intra-op (and the BLAS's own) threads to --cpu-cores, seeds torch, keeps freed
-// memory (above), picks the device
+// Binds LibTorch's intra-op (OpenMP) worker threads, team members 1..n-1, each to
+// one CPU of this process's affinity mask (member k to its k-th CPU), and leaves
+// the calling thread, and so every thread it starts later (the data loader's),
+// free on the whole mask. Without it, when another process took one CPU of a
+// 2-CPU slot, Linux's load balancer moved both OpenMP threads of a benchmark in
+// its slot's cgroup onto the other CPU, where every barrier waits for a thread
+// that spins on the same CPU: wlm ran 25x slower beside a one-CPU busy loop under
+// mlbench-run, against 6x outside a cgroup (docs/performance.md, issue 15).
+// OMP_PROC_BIND=true would bind the calling thread too, and with it the loader's
+// threads. Binds nothing with one thread, with more threads than CPUs, or when
+// the user set OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY (OMP_PROC_BIND=false
+// turns this off). Returns the CPU of each member bound (index k-1 for member k).
+std::vector<int> bind_intra_op_workers();
+
+// The CPUs each intra-op team member may run on now (index k: member k; member
+// 0 is the calling thread), read inside one OpenMP region of the whole team.
+std::vector<std::vector<int>> intra_op_affinity();
+
+// Sets intra-op (and the BLAS's own) threads to --cpu-cores, binds the intra-op workers (above), seeds torch, keeps
+// freed memory (above), picks the device
 // (--cuda/--no-cuda, default CUDA when available). Throws core::UsageError for
 // --cuda without CUDA.
 TorchContext make_torch_context(const core::BenchOptions& options);

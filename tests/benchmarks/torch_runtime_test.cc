@@ -1,11 +1,17 @@
 // benchmarks/support/torch_runtime: the allocator policy every benchmark runs
-// under, read back from glibc's mallinfo2 (counts of bytes, no timing).
+// under, read back from glibc's mallinfo2 (counts of bytes, no timing), and the
+// intra-op workers' CPU binding, read back from each thread's affinity mask.
 #include <gtest/gtest.h>
 #include <malloc.h>
+
+#include <pthread.h>
+#include <sched.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -22,6 +28,21 @@ bool malloc_tuned_by_environment() {
     if (std::getenv(name)) return true;
   }
   return false;
+}
+
+std::vector<int> cpus_of_this_thread() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  std::vector<int> out;
+  if (pthread_getaffinity_np(pthread_self(), sizeof mask, &mask) != 0) return out;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &mask)) out.push_back(c);
+  }
+  return out;
+}
+
+bool omp_binding_set_by_environment() {
+  return std::getenv("OMP_PROC_BIND") || std::getenv("OMP_PLACES") || std::getenv("GOMP_CPU_AFFINITY");
 }
 }  // namespace
 
@@ -59,4 +80,39 @@ TEST(TorchRuntime, MallocTunedByTheUserIsLeftAlone) {
   EXPECT_FALSE(keep_freed_memory());
   ASSERT_EQ(unsetenv("GLIBC_TUNABLES"), 0);
   EXPECT_TRUE(keep_freed_memory());
+}
+
+// The intra-op workers are bound one CPU each, the calling thread is not, and a
+// thread it starts afterwards (as the data loader's workers) gets the whole mask.
+// Without the binding, under mlbench-run beside a busy loop on one CPU of the
+// slot, both OpenMP threads ended up on the other CPU (docs/performance.md).
+TEST(TorchRuntime, IntraOpWorkersAreBoundOneCpuEachAndTheCallerStaysFree) {
+  if (omp_binding_set_by_environment()) GTEST_SKIP() << "OMP_PROC_BIND/OMP_PLACES/GOMP_CPU_AFFINITY set: left to them";
+  const std::vector<int> whole = cpus_of_this_thread();
+  if (whole.size() < 2) GTEST_SKIP() << "this process may use " << whole.size() << " CPU: nothing to bind";
+  torch::set_num_threads(2);
+  // Unbound at first: every member may run on the whole mask.
+  for (const auto& cpus : intra_op_affinity()) EXPECT_EQ(cpus, whole);
+  const std::vector<int> bound = bind_intra_op_workers();
+  ASSERT_EQ(bound.size(), 1u);
+  EXPECT_EQ(bound[0], whole[1]);
+  // A later region runs on the same team: member 1 keeps its one CPU, member 0 (this thread) the whole mask.
+  const auto seen = intra_op_affinity();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1], std::vector<int>{whole[1]});
+  EXPECT_EQ(seen[0], whole);
+  std::vector<int> started;
+  std::thread t([&] { started = cpus_of_this_thread(); });
+  t.join();
+  EXPECT_EQ(started, whole);
+}
+
+TEST(TorchRuntime, NothingIsBoundWithOneThreadOrWhenTheUserSetsOmpProcBind) {
+  if (omp_binding_set_by_environment()) GTEST_SKIP() << "OMP_PROC_BIND/OMP_PLACES/GOMP_CPU_AFFINITY set: left to them";
+  torch::set_num_threads(1);
+  EXPECT_TRUE(bind_intra_op_workers().empty());
+  ASSERT_EQ(setenv("OMP_PROC_BIND", "false", 1), 0);
+  torch::set_num_threads(2);
+  EXPECT_TRUE(bind_intra_op_workers().empty());
+  ASSERT_EQ(unsetenv("OMP_PROC_BIND"), 0);
 }
