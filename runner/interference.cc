@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/sysinfo.h"
+
 namespace mlbench::runner {
 
 namespace fs = std::filesystem;
@@ -70,16 +72,6 @@ std::uint64_t xorshift_steps(std::uint64_t steps) {
   return x;
 }
 
-std::vector<int> affinity_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  }
-  return cpus;
-}
 }  // namespace
 
 ProcSnapshot read_proc_snapshot(const fs::path& proc_root) {
@@ -197,7 +189,7 @@ InterferenceSampler::InterferenceSampler(fs::path proc_root, Probe probe, Probe 
 
 InterferenceSampler::Running InterferenceSampler::begin(std::vector<int> cpus) const {
   Running r;
-  r.cpus = cpus.empty() ? affinity_cpus() : std::move(cpus);
+  r.cpus = cpus.empty() ? core::affinity_cpus() : std::move(cpus);
   r.probe_before = probe_(r.cpus);
   if (r.cpus.size() >= 2) r.parallel_before = parallel_probe_(r.cpus);
   try {

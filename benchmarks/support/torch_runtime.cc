@@ -5,6 +5,8 @@
 
 #include <ATen/Parallel.h>
 
+#include "core/sysinfo.h"
+
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
@@ -118,26 +120,12 @@ bool keep_freed_memory() {
   return mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1;
 }
 
-namespace {
-
-std::vector<int> cpus_of_this_thread() {
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  std::vector<int> out;
-  if (pthread_getaffinity_np(pthread_self(), sizeof mask, &mask) != 0) return out;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &mask)) out.push_back(c);
-  }
-  return out;
-}
-
-}  // namespace
-
 std::vector<std::vector<int>> intra_op_affinity() {
   const int threads = torch::get_num_threads();
   std::vector<std::vector<int>> out(static_cast<std::size_t>(threads));
   at::parallel_for(0, threads, 1, [&](std::int64_t begin, std::int64_t end) {
-    if (begin + 1 == end) out[static_cast<std::size_t>(at::get_thread_num())] = cpus_of_this_thread();
+    // core::affinity_cpus reads sched_getaffinity(0): the calling thread's mask.
+    if (begin + 1 == end) out[static_cast<std::size_t>(at::get_thread_num())] = core::affinity_cpus();
   });
   return out;
 }
@@ -147,13 +135,8 @@ std::vector<int> bind_intra_op_workers() {
     if (std::getenv(name)) return {};
   }
   const int threads = torch::get_num_threads();
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  if (threads < 2 || sched_getaffinity(0, sizeof mask, &mask) != 0) return {};
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &mask)) cpus.push_back(c);
-  }
+  if (threads < 2) return {};
+  const std::vector<int> cpus = core::affinity_cpus();
   if (threads > static_cast<int>(cpus.size())) return {};
   // One chunk per team member: member k runs [k, k+1) (ATen's OpenMP parallel_for).
   std::vector<int> bound(static_cast<std::size_t>(threads - 1), -1);

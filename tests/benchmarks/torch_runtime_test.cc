@@ -4,9 +4,6 @@
 #include <gtest/gtest.h>
 #include <malloc.h>
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -16,6 +13,7 @@
 #include <torch/torch.h>
 
 #include "benchmarks/support/torch_runtime.h"
+#include "core/sysinfo.h"
 
 using namespace mlbench::bench;
 namespace core = mlbench::core;
@@ -28,17 +26,6 @@ bool malloc_tuned_by_environment() {
     if (std::getenv(name)) return true;
   }
   return false;
-}
-
-std::vector<int> cpus_of_this_thread() {
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  std::vector<int> out;
-  if (pthread_getaffinity_np(pthread_self(), sizeof mask, &mask) != 0) return out;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &mask)) out.push_back(c);
-  }
-  return out;
 }
 
 bool omp_binding_set_by_environment() {
@@ -88,7 +75,7 @@ TEST(TorchRuntime, MallocTunedByTheUserIsLeftAlone) {
 // slot, both OpenMP threads ended up on the other CPU (docs/performance.md).
 TEST(TorchRuntime, IntraOpWorkersAreBoundOneCpuEachAndTheCallerStaysFree) {
   if (omp_binding_set_by_environment()) GTEST_SKIP() << "OMP_PROC_BIND/OMP_PLACES/GOMP_CPU_AFFINITY set: left to them";
-  const std::vector<int> whole = cpus_of_this_thread();
+  const std::vector<int> whole = core::affinity_cpus();
   if (whole.size() < 2) GTEST_SKIP() << "this process may use " << whole.size() << " CPU: nothing to bind";
   torch::set_num_threads(2);
   // Unbound at first: every member may run on the whole mask.
@@ -102,7 +89,7 @@ TEST(TorchRuntime, IntraOpWorkersAreBoundOneCpuEachAndTheCallerStaysFree) {
   EXPECT_EQ(seen[1], std::vector<int>{whole[1]});
   EXPECT_EQ(seen[0], whole);
   std::vector<int> started;
-  std::thread t([&] { started = cpus_of_this_thread(); });
+  std::thread t([&] { started = core::affinity_cpus(); });
   t.join();
   EXPECT_EQ(started, whole);
 }
