@@ -19,6 +19,7 @@
 #include <iostream>
 #include <random>
 
+#include "core/statistics.h"
 #include "core/stop_signals.h"
 
 #include "benchmarks/atari/env_workers.h"
@@ -79,13 +80,9 @@ struct PpoParams {
 
 // Mean, sample sd, min and max of episode returns.
 nlohmann::json return_summary(const std::vector<int>& scores) {
-  double sum = 0, sq = 0;
-  for (int v : scores) sum += v;
-  const double n = static_cast<double>(scores.size());
-  const double mean = sum / n;
-  for (int v : scores) sq += (v - mean) * (v - mean);
-  return {{"mean", mean},
-          {"sd", scores.size() > 1 ? std::sqrt(sq / (n - 1)) : 0.0},
+  const std::vector<double> xs(scores.begin(), scores.end());
+  return {{"mean", core::mean(xs)},
+          {"sd", xs.size() > 1 ? core::sd_sample(xs) : 0.0},
           {"min", *std::min_element(scores.begin(), scores.end())},
           {"max", *std::max_element(scores.begin(), scores.end())},
           {"scores", scores}};
