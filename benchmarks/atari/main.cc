@@ -126,6 +126,9 @@ int main(int argc, char** argv) {
       ->check(core::integer_in(1, 100000000));
   cli.add_flag("--serve-to-agent", env.game.serve_to_agent,
                "mlbench-pong: every serve towards the agent (each point asks for a catch)");
+  cli.add_option("--serve-row", env.game.serve_row,
+                 "mlbench-pong: every serve from this row of the field (0: the top row; -1: a random row)")
+      ->check(core::integer_in(-1, atari::kFieldBottom - atari::kFieldTop - 1));
   cli.add_option("--points", env.game.points_to_win, "mlbench-pong: points that end a game")
       ->check(core::integer_in(1, 1000));
   cli.add_option("--reply-timeout", env.reply_timeout_s, "Seconds a silent environment worker may take",
@@ -357,6 +360,7 @@ int main(int argc, char** argv) {
                             {"paddle_height", game.paddle_height},
                             {"agent_paddle_height", game.agent_height()},
                             {"serve_to_agent", game.serve_to_agent},
+                            {"serve_row", game.serve_row},
                             {"max_frames", game.max_frames},
                             {"points", game.points_to_win}};
       auto& m = report["metrics"];

@@ -52,7 +52,9 @@ void Pong::reset() {
 void Pong::serve(int towards) {
   if (params_.serve_to_agent) towards = 1;
   state_.ball_x = (kFrameWidth - kBallWidth) / 2;
-  state_.ball_y = std::uniform_int_distribution<int>(kFieldTop, kFieldBottom - kBallHeight)(rng_);
+  state_.ball_y = params_.serve_row >= 0
+                      ? std::min(kFieldTop + params_.serve_row, kFieldBottom - kBallHeight)
+                      : std::uniform_int_distribution<int>(kFieldTop, kFieldBottom - kBallHeight)(rng_);
   state_.ball_vx = towards * params_.ball_vx;
   state_.ball_vy = std::uniform_int_distribution<int>(-params_.ball_vy_max, params_.ball_vy_max)(rng_);
 }

@@ -29,6 +29,11 @@
 // serve_to_agent serves every ball towards the agent, so that each point asks
 // the agent for a catch (with an idle opponent, a point the agent won is
 // otherwise followed by serves the opponent mostly misses: points for free).
+// serve_row >= 0 serves every ball from that row of the field (0: its top row;
+// clamped so the ball fits) instead of a random row: with ball_vy_max 0 every
+// ball then flies level along one row, and a policy need not see the ball to
+// catch it, only learn where its own paddle must go (the easiest game, for the
+// learning check).
 // The episode ends when either side reaches points_to_win (21) or after
 // max_frames frames (108,000: the 30 minutes at 60 fps of ALE's v4 limit).
 #pragma once
@@ -72,6 +77,7 @@ struct PongParams {
   int opponent_speed = 2;       // 0: idle opponent
   int points_to_win = 21;
   bool serve_to_agent = false;  // every serve towards the agent (an easier game: each point is a catch)
+  int serve_row = -1;           // every serve from this field row (0: the top); -1 a random row
   long max_frames = 108000;
 
   int agent_height() const { return agent_paddle_height > 0 ? agent_paddle_height : paddle_height; }

@@ -161,6 +161,53 @@ TEST(Pong, AMissedBallScoresForTheOtherSideAndIsServedTowardsTheLoser) {
   }
 }
 
+TEST(Pong, AFixedServeRowServesEveryBallFromItAndLevelBallsStayOnIt) {
+  PongParams p;
+  p.opponent_speed = 0;
+  p.ball_vy_max = 0;
+  p.serve_row = 0;  // the field's top row
+  for (std::uint64_t seed = 0; seed < 10; ++seed) {
+    Pong g(seed, p);
+    EXPECT_EQ(g.state().ball_y, kFieldTop) << seed;
+    EXPECT_EQ(g.state().ball_vy, 0) << seed;
+  }
+  // A whole game without moving: every ball flies along the top row, past both middle paddles.
+  Pong g(4, p);
+  int points = 0;
+  for (long f = 0; f < 100000 && points < 2 * p.points_to_win; ++f) {
+    ASSERT_EQ(g.state().ball_y, kFieldTop) << "frame " << f;
+    auto r = g.step(kNoop);
+    if (r.reward != 0) ++points;
+    if (r.done) break;
+  }
+  EXPECT_EQ(std::max(g.state().agent_score, g.state().opponent_score), p.points_to_win);
+
+  // A paddle at the top catches what the middle one missed; a row below the field is clamped into it.
+  PongParams to_agent = p;
+  to_agent.serve_to_agent = true;
+  Pong up(4, to_agent), still(4, to_agent);
+  for (int f = 0; f < 2000; ++f) {
+    up.step(kUp);
+    still.step(kNoop);
+  }
+  EXPECT_EQ(up.state().agent_y, kFieldTop);
+  EXPECT_GT(up.state().agent_score, 0);
+  EXPECT_EQ(up.state().opponent_score, 0);
+  EXPECT_EQ(still.state().agent_score, 0);
+  EXPECT_GT(still.state().opponent_score, 0);
+  p.serve_row = 1000;
+  Pong low(4, p);
+  EXPECT_EQ(low.state().ball_y, kFieldBottom - kBallHeight);
+  p.serve_row = -1;  // random rows again
+  int distinct = 0, last = -1;
+  for (std::uint64_t seed = 0; seed < 10; ++seed) {
+    const int y = Pong(seed, p).state().ball_y;
+    distinct += y != last;
+    last = y;
+  }
+  EXPECT_GT(distinct, 1);
+}
+
 TEST(Pong, MaxFramesEndsAGameWhateverTheScore) {
   PongParams p;
   p.max_frames = 50;
