@@ -154,11 +154,17 @@ std::vector<int> bind_intra_op_workers() {
   return bound;
 }
 
-TorchContext make_torch_context(const core::BenchOptions& options) {
+namespace {
+
+// `bind`: bind the intra-op workers now. Binding runs a parallel region, which starts
+// libgomp's thread team, and a process forked after that hangs in its first parallel
+// region (libgomp's team is not fork-safe: the child waits on threads it does not have):
+// run_benchmark binds only after the memory probe's fork.
+TorchContext make_context(const core::BenchOptions& options, bool bind) {
   TorchContext ctx;
   keep_freed_memory();
   torch::set_num_threads(options.cpu_cores);
-  bind_intra_op_workers();
+  if (bind) bind_intra_op_workers();
   core::set_blas_threads(options.cpu_cores);  // a pthread OpenBLAS keeps its own pool (core/blas.h)
   torch::manual_seed(static_cast<uint64_t>(options.seed));
   const bool cuda_available = torch::cuda::is_available();
@@ -177,18 +183,23 @@ TorchContext make_torch_context(const core::BenchOptions& options) {
   return ctx;
 }
 
+}  // namespace
+
+TorchContext make_torch_context(const core::BenchOptions& options) { return make_context(options, true); }
+
 int run_benchmark(const core::BenchCli& cli, const char* source_hash,
                   const std::function<core::Workload(const TorchContext&)>& setup) {
   TorchContext ctx;
   try {
-    ctx = make_torch_context(cli.options());
+    ctx = make_context(cli.options(), /*bind=*/false);
   } catch (const core::UsageError& e) {
     std::cerr << cli.options().name << ": error: " << e.what() << "\n";
     return 2;
   }
   core::BenchmarkRun run(cli, source_hash, ctx.runtime, ctx.sync);
   return run.run([&] {
-    check_batch_memory(cli, ctx, setup);
+    check_batch_memory(cli, ctx, setup);  // may fork: before any parallel region
+    bind_intra_op_workers();
     return setup(ctx);
   });
 }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -50,6 +51,25 @@ TEST(BatchMemoryFaults, HugeBatchIsRefusedBeforeItIsAllocated) {
   EXPECT_NE(r.output.find("--batch-size 50000000 needs about"), std::string::npos) << r.output;
   ASSERT_EQ(r.reports.size(), 1u) << r.output;
   EXPECT_EQ(r.reports[0]["completed"], false);
+  EXPECT_NE(r.reports[0]["reason"].get<std::string>().find("this process may use"), std::string::npos);
+}
+
+// With two intra-op threads the benchmark binds them (torch_runtime.h), which starts
+// libgomp's thread team; a probe forked after that hung in its first parallel region
+// until the 120 s probe timeout, and the batch was then allocated unchecked. The probe
+// now forks before the binding: the refusal comes as with one thread.
+TEST(BatchMemoryFaults, TheProbeWorksWhenLibTorchRunsTwoThreads) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 CPUs for two bound intra-op threads";
+  TempDir tmp("batch_memory");
+  const fs::path reports = tmp.path() / "reports";
+  const auto r = run_bench(std::string(MLBENCH_BENCH_DIR) +
+                               "/convnet --synthetic --no-cuda --image-size 32 --batch-size 50000000 --repeat 1 "
+                               "--number 1 --cpu-cores 2 --report " +
+                               reports.string(),
+                           reports, tmp.path() / "log.txt");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--batch-size 50000000 needs about"), std::string::npos) << r.output;
+  ASSERT_EQ(r.reports.size(), 1u) << r.output;
   EXPECT_NE(r.reports[0]["reason"].get<std::string>().find("this process may use"), std::string::npos);
 }
 
