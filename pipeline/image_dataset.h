@@ -33,6 +33,7 @@ class ImageDataset : public Dataset<Batch> {
 
   const ItemSource& source() const { return *source_; }
   const ItemCache* cache() const { return cache_.get(); }
+  ItemCache* cache() { return cache_.get(); }
   int channels() const { return stages_.channels(); }
   int io_depth() const { return io_depth_; }
   // Reads issued ahead of decoding each worker keeps (0: no read-ahead).

@@ -81,7 +81,14 @@ std::shared_ptr<const Bytes> ItemCache::get(std::size_t index) {
   return nullptr;
 }
 
+std::shared_ptr<const Bytes> ItemCache::peek(std::size_t index) const {
+  std::shared_lock lock(mu_);
+  auto it = items_.find(index);
+  return it == items_.end() ? nullptr : it->second;
+}
+
 bool ItemCache::put(std::size_t index, std::shared_ptr<const Bytes> bytes) {
+  if (admit_ && !admit_(index)) return false;
   {
     std::shared_lock lock(mu_);
     if (full_) return false;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <shared_mutex>
@@ -38,6 +39,11 @@ class ItemCache {
   std::shared_ptr<const Bytes> get(std::size_t index);
   // Admits the item when it fits and is not cached yet; never evicts. Returns whether admitted.
   bool put(std::size_t index, std::shared_ptr<const Bytes> bytes);
+  // The cached bytes, or nullptr, counting neither (answers to peers: pipeline/peer_cache.h).
+  std::shared_ptr<const Bytes> peek(std::size_t index) const;
+  // From now on only items with admit(index) true are admitted (a partitioned cache keeps its
+  // node's partition). Set it before the cache is shared between threads.
+  void set_admit(std::function<bool(std::size_t)> admit) { admit_ = std::move(admit); }
 
   std::uint64_t hits() const { return hits_.load(); }
   std::uint64_t misses() const { return misses_.load(); }
@@ -52,7 +58,8 @@ class ItemCache {
   mutable std::shared_mutex mu_;
   std::unordered_map<std::size_t, std::shared_ptr<const Bytes>> items_;
   std::uint64_t bytes_ = 0;
-  bool full_ = false;  // once full, get() misses skip the write lock entirely
+  bool full_ = false;                       // once full, get() misses skip the write lock entirely
+  std::function<bool(std::size_t)> admit_;  // empty: every item
   std::atomic<std::uint64_t> hits_{0};
   std::atomic<std::uint64_t> misses_{0};
 };

@@ -1,10 +1,15 @@
 #include "pipeline/loader.h"
 
+#include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "core/stop_signals.h"
 #include "pipeline/loader_report.h"
 
 namespace mlbench::pipeline {
@@ -14,14 +19,26 @@ namespace {
 // The flat config split between the loader (sampling, workers, prefetch) and
 // the dataset's per-sample stages (transforms, bad-data policy).
 LoaderOptions loader_options(const LoaderConfig& c) {
-  return {.batch_size = static_cast<std::size_t>(c.batch_size), .workers = c.workers, .prefetch = c.prefetch,
-          .drop_last = c.drop_last, .shuffle = c.shuffle, .seed = c.seed, .num_shards = c.num_shards,
-          .shard_id = c.shard_id, .max_epochs = c.max_epochs, .stats = c.stats, .trace = c.trace};
+  return {.batch_size = static_cast<std::size_t>(c.batch_size),
+          .workers = c.workers,
+          .prefetch = c.prefetch,
+          .drop_last = c.drop_last,
+          .shuffle = c.shuffle,
+          .seed = c.seed,
+          .num_shards = c.num_shards,
+          .shard_id = c.shard_id,
+          .max_epochs = c.max_epochs,
+          .stats = c.stats,
+          .trace = c.trace};
 }
 
 StageConfig stage_config(const LoaderConfig& c) {
-  return {.transform = c.transform, .seed = c.seed, .strict = c.strict, .fetch_only = c.fetch_only,
-          .prep = c.prep, .warnings = c.warnings};
+  return {.transform = c.transform,
+          .seed = c.seed,
+          .strict = c.strict,
+          .fetch_only = c.fetch_only,
+          .prep = c.prep,
+          .warnings = c.warnings};
 }
 
 }  // namespace
@@ -36,8 +53,18 @@ Loader::Loader(std::shared_ptr<const ItemSource> source, LoaderConfig config)
     synthetic_stats_ = std::make_unique<PipelineStats>(config_.stats);
     return;
   }
-  dataset_ = std::make_shared<ImageDataset>(source_, stage_config(config_), config_.cache, config_.allocator,
+  std::shared_ptr<const ItemSource> fetched = source_;
+  // A benchmark's memory probe (a forked child, kNoCoordinationEnv set) is no node of the cluster.
+  if (config_.partition.enabled() && !std::getenv(kNoCoordinationEnv)) {
+    if (!config_.cache.enabled()) {
+      throw std::invalid_argument("--peers partitions the item cache: give each node's share with --cache-size");
+    }
+    partitioned_ = std::make_shared<PartitionedSource>(source_, config_.partition);
+    fetched = partitioned_;
+  }
+  dataset_ = std::make_shared<ImageDataset>(fetched, stage_config(config_), config_.cache, config_.allocator,
                                             config_.stats, config_.io_depth);
+  if (partitioned_) start_peer_server();
   const Sampler shard(source_->size(), false, 0, config_.num_shards, config_.shard_id);
   const std::size_t n = shard.shard_size(), bs = static_cast<std::size_t>(config_.batch_size);
   if ((config_.drop_last ? n / bs : (n + bs - 1) / bs) == 0) {
@@ -50,7 +77,54 @@ Loader::Loader(std::shared_ptr<const ItemSource> source, LoaderConfig config)
   loader_ = std::make_unique<DataLoader<Batch>>(built, loader_options(config_));
 }
 
-Loader::~Loader() { stop(); }
+void Loader::start_peer_server() {
+  const PartitionConfig part = config_.partition;
+  ItemCache* cache = dataset_->cache();
+  cache->set_admit([part](std::size_t i) { return part.owns(i); });
+  // A peer's request for an item of this partition: from the cache, else from storage (and
+  // cached, as this node's own read would have been).
+  std::shared_ptr<const ItemSource> storage = source_;
+  peer_server_ = std::make_unique<PeerCacheServer>(
+      part.peers[static_cast<std::size_t>(part.rank)], source_->size(), part,
+      [cache, storage](std::size_t index, std::shared_ptr<const Bytes>& out) {
+        if ((out = cache->peek(index))) return PeerStatus::kCacheHit;
+        auto bytes = std::make_shared<Bytes>();
+        storage->fetch(index, *bytes);  // throws: the peer is told kMiss and reads it itself
+        cache->put(index, bytes);
+        out = std::move(bytes);
+        return PeerStatus::kStorage;
+      });
+  // Untimed (set-up): the others may still be starting. This node already serves.
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<int> down = partitioned_->wait_for_peers(part.join_timeout_s);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::ostream& out = config_.warnings ? *config_.warnings : std::cerr;
+  if (down.empty()) {
+    out << fmt::format("partitioned cache: rank {} of {}: all peers up after {:.1f} s\n", part.rank, part.world(),
+                       waited);
+  } else {
+    out << fmt::format(
+        "partitioned cache: rank {} of {}: rank(s) {} not up after {:.1f} s: their items come from "
+        "storage until they are\n",
+        part.rank, part.world(), fmt::join(down, ", "), waited);
+  }
+}
+
+Loader::~Loader() {
+  stop();
+  linger_for_peers();
+}
+
+void Loader::linger_for_peers() {
+  if (!peer_server_ || config_.partition.linger_s <= 0) return;
+  // Peers still in their epochs keep getting this partition (a node that left costs them a read
+  // from storage per item); a stop signal (Ctrl-C) ends the wait.
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < config_.partition.linger_s &&
+         peer_server_->seconds_since_last_request() < kLingerIdleS && core::stop_signal() == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
 
 void Loader::stop() {
   if (loader_) loader_->stop();
@@ -92,6 +166,7 @@ nlohmann::json Loader::to_json() const {
     }
   }
   if (coordinated_) facts.coordinated = coordinated_->to_json();
+  if (partitioned_) facts.partitioned = partitioned_cache_report(*partitioned_, peer_server_.get());
   return image_loader_report(config_, stats(), facts);
 }
 

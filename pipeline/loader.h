@@ -19,6 +19,7 @@
 #include "pipeline/data_loader.h"
 #include "pipeline/image_dataset.h"
 #include "pipeline/item_cache.h"
+#include "pipeline/peer_cache.h"
 #include "pipeline/source.h"
 #include "pipeline/stats.h"
 #include "pipeline/trace.h"
@@ -32,7 +33,7 @@ inline constexpr int kDefaultIoDepth = 8;
 
 struct LoaderConfig {
   int batch_size = 256;
-  int workers = 0;                // 0: batches are built in the consumer's thread
+  int workers = 0;  // 0: batches are built in the consumer's thread
   // Batches built ahead of the consumer, in flight or ready (docs/pipeline.md):
   // -1: 2 x workers; never fewer than workers; 0: built in the consumer's thread.
   int prefetch = -1;
@@ -44,12 +45,12 @@ struct LoaderConfig {
   std::uint64_t seed = 0;
   int num_shards = 1, shard_id = 0;
   TransformConfig transform;
-  bool strict = false;            // a bad sample is an error (default: skip, count, warn once)
-  CacheCapacity cache;            // never-evicting item cache (0: none)
-  bool synthetic = false;         // one batch made once, served forever
-  bool stats = true;              // false: --no-stats (no clock reads in workers)
-  long max_epochs = 0;            // 0: endless
-  HostAllocator allocator;        // default: plain aligned host memory
+  bool strict = false;      // a bad sample is an error (default: skip, count, warn once)
+  CacheCapacity cache;      // never-evicting item cache (0: none)
+  bool synthetic = false;   // one batch made once, served forever
+  bool stats = true;        // false: --no-stats (no clock reads in workers)
+  long max_epochs = 0;      // 0: endless
+  HostAllocator allocator;  // default: plain aligned host memory
   TraceRecorder* trace = nullptr;
   // --fetch-only: run the fetch stage alone (no decode, augment or collate; the
   // batch holds labels and zeroed pixels). mlbench-stall measures storage and
@@ -62,6 +63,8 @@ struct LoaderConfig {
   std::ostream* warnings = nullptr;  // where "skipping ..." lines go (default std::cerr)
   // --coordinated K --group NAME: K processes share the prep (pipeline/coordinated.h).
   CoordinatedConfig coordinated;
+  // --peers host:port,... --rank R: a cache partitioned across nodes (pipeline/peer_cache.h).
+  PartitionConfig partition;
 };
 
 // Compiled once, in loader.cc.
@@ -92,12 +95,17 @@ class Loader {
  private:
   LoaderConfig config_;
   std::shared_ptr<const ItemSource> source_;
-  std::shared_ptr<ImageDataset> dataset_;       // null under --synthetic
-  std::unique_ptr<DataLoader<Batch>> loader_;   // null under --synthetic
+  std::shared_ptr<ImageDataset> dataset_;            // null under --synthetic
+  std::unique_ptr<DataLoader<Batch>> loader_;        // null under --synthetic
   std::shared_ptr<CoordinatedDataset> coordinated_;  // null unless --coordinated
+  std::shared_ptr<PartitionedSource> partitioned_;   // null unless --peers
+  std::unique_ptr<PeerCacheServer> peer_server_;     // after dataset_: it serves dataset_'s cache
   std::unique_ptr<PipelineStats> synthetic_stats_;
   std::optional<Batch> synthetic_;
   long synthetic_served_ = 0;
+
+  void start_peer_server();
+  void linger_for_peers();
 };
 
 }  // namespace mlbench::pipeline

@@ -60,6 +60,8 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
   }
   // Absent in older reports: read it as null (not coordinated).
   j["coordinated"] = facts.coordinated;
+  // Absent in older reports: read it as null (no partitioned cache).
+  j["partitioned_cache"] = facts.partitioned;
   return j;
 }
 

@@ -1,5 +1,9 @@
 #include "pipeline/options.h"
 
+#include <cstdlib>
+
+#include <fmt/format.h>
+
 namespace mlbench::pipeline {
 
 void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
@@ -32,7 +36,8 @@ void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
                  "one epoch order; each preps 1/K of the batches and all consume every batch (0: off)",
                  core::ArgKind::Runtime)
       ->check(core::integer_in(0, kMaxCoordinatedMembers));
-  cli.add_option("--group", o.group, "Coordinated prep: the group's name (its shared memory: /dev/shm/mlbench-coord-NAME)",
+  cli.add_option("--group", o.group,
+                 "Coordinated prep: the group's name (its shared memory: /dev/shm/mlbench-coord-NAME)",
                  core::ArgKind::Runtime);
   cli.add_option("--coordinated-timeout", o.coordinated_timeout,
                  "Coordinated prep: seconds without a heartbeat after which a member is dropped and its share "
@@ -41,7 +46,35 @@ void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
       ->check(CLI::Range(0.01, 86400.0))
       ->capture_default_str();
   cli.add_option("--coordinated-join-timeout", o.coordinated_join_timeout,
-                 "Coordinated prep: seconds the first member waits for the others to start",
+                 "Coordinated prep: seconds the first member waits for the others to start", core::ArgKind::Runtime)
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
+  cli.add_option("--peers", o.peers,
+                 "Partitioned cache: every node's host:port, in rank order (this node listens on its own); "
+                 "each node caches the items i with i % nodes == its rank (--cache-size each) and asks the owner "
+                 "for the others",
+                 core::ArgKind::Runtime);
+  cli.add_option("--rank", o.rank, "Partitioned cache: this node's rank (default: $RANK, else $SLURM_PROCID, else 0)",
+                 core::ArgKind::Runtime)
+      ->check(core::integer_in(0, 1 << 16));
+  cli.add_option("--world", o.world, "Partitioned cache: the number of nodes (default: the number of --peers)",
+                 core::ArgKind::Runtime)
+      ->check(core::integer_in(1, 1 << 16));
+  cli.add_option("--peer-timeout", o.peer_timeout,
+                 "Partitioned cache: seconds one request to a peer may take; a peer that fails is skipped for 5 s "
+                 "and its items are read from storage",
+                 core::ArgKind::Runtime)
+      ->check(CLI::Range(0.001, 3600.0))
+      ->capture_default_str();
+  cli.add_option("--peer-join-timeout", o.peer_join_timeout,
+                 "Partitioned cache: seconds a node waits at start for the others to be up (then it goes on, "
+                 "reading their items from storage until they are)",
+                 core::ArgKind::Runtime)
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
+  cli.add_option("--peer-linger", o.peer_linger,
+                 "Partitioned cache: seconds a node that finished keeps answering peers that still ask (it leaves "
+                 "after 1 s without a request; 0: at once)",
                  core::ArgKind::Runtime)
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
@@ -82,6 +115,32 @@ LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineO
   c.coordinated.group = o.group;
   c.coordinated.timeout_s = o.coordinated_timeout;
   c.coordinated.join_timeout_s = o.coordinated_join_timeout;
+  if (!o.peers.empty()) {
+    c.partition.peers = parse_peers(o.peers);
+    const int n = c.partition.world();
+    if (o.world > 0 && o.world != n) {
+      throw std::invalid_argument(fmt::format("--world {} but --peers names {} nodes", o.world, n));
+    }
+    int rank = o.rank;
+    for (const char* var : {"RANK", "SLURM_PROCID"}) {
+      if (rank >= 0) break;
+      if (const char* v = std::getenv(var); v && *v) rank = std::atoi(v);
+    }
+    c.partition.rank = rank < 0 ? 0 : rank;
+    if (c.partition.rank >= n) {
+      throw std::invalid_argument(fmt::format("--rank {} is not one of the {} nodes of --peers", c.partition.rank, n));
+    }
+    c.partition.timeout_s = o.peer_timeout;
+    c.partition.join_timeout_s = o.peer_join_timeout;
+    c.partition.linger_s = o.peer_linger;
+    if (bench.synthetic) throw std::invalid_argument("--peers partitions a cache of real data: not with --synthetic");
+    if (o.coordinated > 0) throw std::invalid_argument("--peers and --coordinated cannot be combined yet");
+    if (n > 1 && !c.cache.enabled()) {
+      throw std::invalid_argument("--peers partitions the item cache: give each node's share with --cache-size");
+    }
+  } else if (o.rank >= 0 || o.world > 0) {
+    throw std::invalid_argument("--rank and --world belong to a partitioned cache: give --peers too");
+  }
   return c;
 }
 

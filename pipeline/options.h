@@ -25,6 +25,12 @@ struct PipelineOptions {
   std::string group;                // --group NAME
   double coordinated_timeout = 10;  // --coordinated-timeout S
   double coordinated_join_timeout = 60;  // --coordinated-join-timeout S
+  std::string peers;                // --peers host:port,... (a partitioned cache; empty: off)
+  int rank = -1;                    // --rank (-1: $RANK, else $SLURM_PROCID, else 0)
+  int world = 0;                    // --world (0: the number of --peers)
+  double peer_timeout = 2;          // --peer-timeout S
+  double peer_join_timeout = 30;    // --peer-join-timeout S
+  double peer_linger = 10;          // --peer-linger S
 };
 
 void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& options);

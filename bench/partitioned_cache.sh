@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The partitioned cache (issue 18; docs/performance.md "Issue 18: partitioned cache"):
+# N `loader` processes ("nodes") on this machine read one dataset from a disk
+# throttled with cgroup v1 blkio.throttle.read_bps_device (a cgroup this script
+# creates and removes; every node inside it, so they share the throttled disk as
+# N nodes share one storage server), each with an item cache of 1/N of the
+# dataset, for --epochs epochs, in two modes, alternating in every round:
+#   own          each node caches its first 1/N on its own (no --peers)
+#   partitioned  --peers on loopback: each node caches its partition, asks the owner for the rest
+# Every read from storage is a real disk read (--drop-after-read). Per mode and N:
+# the nodes' epoch-2+ img/s (each node's images / seconds of epochs 2..E, from the
+# report's pipeline.epochs; median and min-max over nodes and rounds), the bytes
+# read from storage by all nodes together (pipeline.bytes_read without --peers;
+# partitioned_cache.storage.bytes + served.storage_bytes with), and the wall time.
+# Usage: bench/partitioned_cache.sh --data DIR [--mbps 20] [--nodes 2,4] [--epochs 4] [--rounds 2]
+#          [--out DIR] [-- loader flags]
+#   loader flags default: -b 32 --workers 1 --image-size 64 --no-cuda --cpu-cores 1
+# Env: MLBENCH_BUILD_DIR (default build).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${MLBENCH_BUILD_DIR:-$root/build}"
+data=""; mbps=20; nodes=2,4; epochs=4; rounds=2; out=""
+flags=(-b 32 --workers 1 --image-size 64 --no-cuda --cpu-cores 1)
+while (($#)); do
+  case "$1" in
+    --data) data="$2"; shift 2 ;;
+    --mbps) mbps="$2"; shift 2 ;;
+    --nodes) nodes="$2"; shift 2 ;;
+    --epochs) epochs="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --) shift; flags=("$@"); break ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "partitioned_cache.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ -n "$data" && -d "$data" ]] || { echo "partitioned_cache.sh: error: --data DIR (an ImageFolder) is required" >&2; exit 2; }
+[[ "$mbps" =~ ^[1-9][0-9]*$ ]] || { echo "partitioned_cache.sh: error: --mbps must be a positive integer" >&2; exit 2; }
+[[ "$nodes" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "partitioned_cache.sh: error: --nodes must be like 2,4" >&2; exit 2; }
+[[ "$epochs" =~ ^[2-9][0-9]*$|^[1-9][0-9]+$ ]] || { echo "partitioned_cache.sh: error: --epochs must be 2 or more" >&2; exit 2; }
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "partitioned_cache.sh: error: --rounds must be a positive integer" >&2; exit 2; }
+loader="$build/benchmarks/loader"
+[[ -x "$loader" ]] || { echo "partitioned_cache.sh: error: $loader is missing (build it, or set MLBENCH_BUILD_DIR)" >&2; exit 2; }
+blkio=/sys/fs/cgroup/blkio
+[[ -w "$blkio" && -e "$blkio/blkio.throttle.read_bps_device" ]] ||
+  { echo "partitioned_cache.sh: error: cgroup v1 blkio throttling is unavailable here (needs root and $blkio)" >&2; exit 2; }
+[[ "$(findmnt -no FSTYPE -T "$data")" != tmpfs ]] || { echo "partitioned_cache.sh: error: $data is on tmpfs: no disk to throttle" >&2; exit 2; }
+disk=$(findmnt -no SOURCE -T "$data")
+parent=$(lsblk -no PKNAME "$disk" 2>/dev/null | head -1)
+[[ -n "$parent" ]] && disk="/dev/$parent"
+majmin=$(lsblk -dno MAJ:MIN "$disk" | tr -d ' ')
+out="${out:-$(mktemp -d /tmp/partitioned_cache.XXXXXX)}"
+mkdir -p "$out"
+cg="$blkio/mlbench-partitioned-$$"
+mkdir "$cg"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  sleep 0.2
+  rmdir "$cg" 2>/dev/null || true
+}
+trap cleanup EXIT
+echo "$majmin $((mbps * 1000000))" > "$cg/blkio.throttle.read_bps_device"
+in_cg() { sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@"; }
+items=$(find "$data" -type f | wc -l)
+bs=32
+for ((i = 0; i < ${#flags[@]}; i++)); do [[ "${flags[$i]}" == -b || "${flags[$i]}" == --batch-size ]] && bs=${flags[$((i + 1))]}; done
+bpe=$((items / bs))
+echo "# $(date -u +%FT%TZ) $(uptime | sed 's/.*load/load/')"
+echo "# $data ($items files, $(du -sm "$data" | cut -f1) MB) on $disk ($majmin) throttled to $mbps MB/s; $epochs epochs of $bpe batches"
+echo "# loader ${flags[*]} --drop-after-read --repeat $epochs --number $bpe --warmup 0; out: $out"
+
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+run_mode() {  # mode n round
+  local mode=$1 n=$2 round=$3 dir="$out/$1-n$2-r$3" peers="" share
+  mkdir -p "$dir"
+  share=$(/usr/bin/python3 -c "print(f'{100.0/$n:.4f}%')")
+  if [[ $mode == partitioned ]]; then
+    local list=()
+    for ((r = 0; r < n; r++)); do list+=("127.0.0.1:$(free_port)"); done
+    peers=$(IFS=,; echo "${list[*]}")
+  fi
+  # Nothing of the dataset in the page cache at the start.
+  find "$data" -type f -exec dd if={} iflag=nocache count=0 status=none \; 2>/dev/null || true
+  sync; echo 1 > /proc/sys/vm/drop_caches
+  local start end
+  start=$(date +%s.%N)
+  pids=()
+  for ((r = 0; r < n; r++)); do
+    local extra=()
+    [[ -n "$peers" ]] && extra=(--peers "$peers" --rank "$r")
+    in_cg "$loader" --data "$data" "${flags[@]}" --drop-after-read --cache-size "$share" --repeat "$epochs" \
+      --number "$bpe" --warmup 0 --seed $((round * 100 + r)) --report "$dir/node$r" "${extra[@]}" \
+      > "$dir/node$r.log" 2>&1 &
+    pids+=($!)
+  done
+  local failed=0
+  for p in "${pids[@]}"; do wait "$p" || failed=1; done
+  pids=()
+  end=$(date +%s.%N)
+  ((failed == 0)) || { echo "partitioned_cache.sh: error: a node failed (see $dir/node*.log)" >&2; exit 1; }
+  echo "$mode $n $round $(/usr/bin/python3 -c "print($end - $start)")" >> "$out/runs.txt"
+}
+
+: > "$out/runs.txt"
+IFS=, read -ra ns <<< "$nodes"
+for n in "${ns[@]}"; do
+  for ((round = 0; round < rounds; round++)); do
+    run_mode own "$n" "$round"
+    run_mode partitioned "$n" "$round"
+  done
+done
+
+/usr/bin/python3 - "$out" "$epochs" <<'EOF'
+import glob, json, os, statistics, sys
+out, epochs = sys.argv[1], int(sys.argv[2])
+walls = {}
+for line in open(os.path.join(out, "runs.txt")):
+    mode, n, rnd, wall = line.split()
+    walls.setdefault((mode, int(n)), []).append(float(wall))
+def med(xs):
+    return f"{statistics.median(xs):,.0f} [{min(xs):,.0f}-{max(xs):,.0f}]"
+print("\n| nodes | mode | epoch 2+ img/s per node | storage MB, all nodes | peer items per node | peer failures | wall s |")
+print("|---|---|---|---|---|---|---|")
+for (mode, n) in sorted(walls, key=lambda k: (k[1], k[0] != "own")):
+    speeds, mbs, peer, fails = [], [], [], []
+    for rd in sorted(glob.glob(os.path.join(out, f"{mode}-n{n}-r*"))):
+        total = 0
+        for f in glob.glob(os.path.join(rd, "node*", "*.json")):
+            r = json.load(open(f))
+            p = r["pipeline"]
+            later = [e for e in p["epochs"] if e["epoch"] >= 1]
+            secs = sum(e["seconds"] for e in later)
+            speeds.append(sum(e["images"] for e in later) / secs if secs > 0 else float("nan"))
+            pc = p.get("partitioned_cache")
+            if pc:
+                total += pc["storage"]["bytes"] + pc["served"]["storage_bytes"]
+                peer.append(pc["peer"]["cache_items"] + pc["peer"]["storage_items"])
+                fails.append(pc["peer_failures"])
+            else:
+                total += p["bytes_read"]
+        mbs.append(total / 1e6)
+    w = walls[(mode, n)]
+    print(f"| {n} | {mode} | {med(speeds)} | {med(mbs)} | {med(peer) if peer else '–'} | "
+          f"{sum(fails) if peer else '–'} | {statistics.median(w):.1f} [{min(w):.1f}-{max(w):.1f}] |")
+EOF

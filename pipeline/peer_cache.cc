@@ -1,0 +1,519 @@
+#include "pipeline/peer_cache.h"
+
+#include <array>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+#include <boost/asio.hpp>
+
+namespace mlbench::pipeline {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+void put_u32(std::uint8_t* p, std::uint32_t v) {
+  for (int i = 3; i >= 0; --i, v >>= 8) p[i] = static_cast<std::uint8_t>(v & 0xff);
+}
+void put_u64(std::uint8_t* p, std::uint64_t v) {
+  for (int i = 7; i >= 0; --i, v >>= 8) p[i] = static_cast<std::uint8_t>(v & 0xff);
+}
+std::uint32_t get_u32(const std::uint8_t* p) {
+  std::uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v = (v << 8) | p[i];
+  return v;
+}
+std::uint64_t get_u64(const std::uint8_t* p) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
+  return v;
+}
+
+std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
+}
+
+}  // namespace
+
+std::vector<PeerAddress> parse_peers(const std::string& text) {
+  std::vector<PeerAddress> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = text.find(',', start);
+    const std::string entry = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::size_t colon = entry.rfind(':');
+    if (entry.empty() || colon == std::string::npos || colon == 0 || colon + 1 == entry.size()) {
+      throw std::invalid_argument(fmt::format("--peers: '{}' is not host:port", entry));
+    }
+    std::string host = entry.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    const std::string port_text = entry.substr(colon + 1);
+    std::size_t used = 0;
+    long port = -1;
+    try {
+      port = std::stol(port_text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != port_text.size() || port < 1 || port > 65535) {
+      throw std::invalid_argument(fmt::format("--peers: '{}' has no port in 1..65535", entry));
+    }
+    out.push_back({host, static_cast<std::uint16_t>(port)});
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+// --- server ----------------------------------------------------------------------------------
+
+struct PeerCacheServer::Impl {
+  asio::io_context ctx;
+  tcp::acceptor acceptor{ctx};
+  std::size_t items = 0;
+  PartitionConfig partition;
+  Lookup lookup;
+  std::vector<std::thread> threads;
+  std::atomic<std::uint64_t> requests{0}, from_cache{0}, from_storage{0}, misses{0}, rejected{0}, bytes{0},
+      storage_bytes{0};
+  std::atomic<std::int64_t> last_request_ns{0};  // steady clock
+
+  void accept();
+};
+
+namespace {
+
+// One peer's connection: read a request, answer it, read the next; one operation
+// outstanding at a time, so its handlers never run concurrently.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(PeerCacheServer::Impl* server, tcp::socket socket) : server_(server), socket_(std::move(socket)) {}
+  void start() { read_request(); }
+
+ private:
+  void read_request() {
+    auto self = shared_from_this();
+    asio::async_read(socket_, asio::buffer(request_.data(), 4), [this, self](error_code ec, std::size_t) {
+      if (ec) return;                                                      // the peer closed, or the server stops
+      if (get_u32(request_.data()) != kPeerRequestBytes) return reject();  // oversized or short: framing lost
+      asio::async_read(socket_, asio::buffer(request_.data() + 4, kPeerRequestBytes),
+                       [this, self](error_code ec2, std::size_t) {
+                         if (ec2) return;
+                         if (get_u32(request_.data() + 4) != kPeerMagic) return reject();
+                         answer(get_u64(request_.data() + 8));
+                       });
+    });
+  }
+
+  void reject() {
+    ++server_->rejected;
+    error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+  void answer(std::uint64_t id) {
+    ++server_->requests;
+    server_->last_request_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+    PeerStatus status = PeerStatus::kRejected;
+    body_.reset();
+    if (id < server_->items && server_->partition.owns(static_cast<std::size_t>(id))) {
+      try {
+        status = server_->lookup(static_cast<std::size_t>(id), body_);
+      } catch (const std::exception&) {
+        status = PeerStatus::kMiss;
+      }
+      if ((status == PeerStatus::kCacheHit || status == PeerStatus::kStorage) && !body_) status = PeerStatus::kMiss;
+    }
+    switch (status) {
+      case PeerStatus::kCacheHit:
+        ++server_->from_cache;
+        break;
+      case PeerStatus::kStorage:
+        ++server_->from_storage;
+        break;
+      case PeerStatus::kMiss:
+        ++server_->misses;
+        break;
+      case PeerStatus::kRejected:
+        ++server_->rejected;
+        break;
+    }
+    const bool has_body = status == PeerStatus::kCacheHit || status == PeerStatus::kStorage;
+    const std::uint64_t length = has_body ? body_->size() : 0;
+    put_u32(header_.data(), static_cast<std::uint32_t>(status));
+    put_u64(header_.data() + 4, length);
+    if (has_body) server_->bytes += length;
+    if (status == PeerStatus::kStorage) server_->storage_bytes += length;
+    std::array<asio::const_buffer, 2> buffers{asio::buffer(header_),
+                                              has_body ? asio::buffer(*body_) : asio::const_buffer()};
+    auto self = shared_from_this();
+    asio::async_write(socket_, buffers, [this, self](error_code ec, std::size_t) {
+      body_.reset();
+      if (!ec) read_request();
+    });
+  }
+
+  PeerCacheServer::Impl* server_;
+  tcp::socket socket_;
+  std::array<std::uint8_t, 4 + kPeerRequestBytes> request_{};
+  std::array<std::uint8_t, kPeerReplyHeaderBytes> header_{};
+  std::shared_ptr<const Bytes> body_;
+};
+
+}  // namespace
+
+void PeerCacheServer::Impl::accept() {
+  acceptor.async_accept([this](error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+    if (!ec) {
+      socket.set_option(tcp::no_delay(true), ec);
+      std::make_shared<Session>(this, std::move(socket))->start();
+    }
+    accept();
+  });
+}
+
+PeerCacheServer::PeerCacheServer(const PeerAddress& listen, std::size_t items, const PartitionConfig& partition,
+                                 Lookup lookup)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->items = items;
+  impl_->partition = partition;
+  impl_->last_request_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+  impl_->lookup = std::move(lookup);
+  error_code ec;
+  const auto address = asio::ip::make_address(listen.host == "localhost" ? "127.0.0.1" : listen.host, ec);
+  if (ec)
+    throw std::runtime_error(
+        fmt::format("peer cache: cannot listen on {}: not an address of this node", listen.to_string()));
+  const tcp::endpoint endpoint(address, listen.port);
+  impl_->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl_->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) impl_->acceptor.bind(endpoint, ec);
+  if (!ec) impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    throw std::runtime_error(fmt::format("peer cache: cannot listen on {}: {}", listen.to_string(), ec.message()));
+  impl_->accept();
+  const int n = std::max(1, partition.server_threads);
+  for (int i = 0; i < n; ++i) impl_->threads.emplace_back([this] { impl_->ctx.run(); });
+}
+
+PeerCacheServer::~PeerCacheServer() {
+  impl_->ctx.stop();
+  for (auto& t : impl_->threads) t.join();
+  error_code ignored;
+  impl_->acceptor.close(ignored);  // the sessions go with the io_context
+}
+
+std::uint16_t PeerCacheServer::port() const {
+  return impl_->acceptor.local_endpoint().port();
+}
+
+double PeerCacheServer::seconds_since_last_request() const {
+  const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::duration(now - impl_->last_request_ns.load()))
+      .count();
+}
+
+PeerCacheServer::Counters PeerCacheServer::counters() const {
+  return {impl_->requests.load(), impl_->from_cache.load(), impl_->from_storage.load(), impl_->misses.load(),
+          impl_->rejected.load(), impl_->bytes.load(),      impl_->storage_bytes.load()};
+}
+
+// --- client ----------------------------------------------------------------------------------
+
+namespace {
+
+// One connection with its own io_context, so that any thread can drive it (one at a time).
+struct Connection {
+  asio::io_context ctx;
+  tcp::socket socket{ctx};
+
+  // Runs the operations started on this connection until they finish or `deadline`
+  // passes; then cancels them (closing the socket) and returns false.
+  bool run_until(std::chrono::steady_clock::time_point deadline) {
+    ctx.restart();
+    ctx.run_until(deadline);
+    if (ctx.stopped()) return true;
+    error_code ignored;
+    socket.close(ignored);
+    ctx.restart();
+    ctx.run();  // the cancelled handlers
+    return false;
+  }
+};
+
+}  // namespace
+
+struct PeerCacheClient::Impl {
+  PartitionConfig config;
+  Clock clock;
+  struct Peer {
+    mutable std::mutex mu;
+    std::vector<std::unique_ptr<Connection>> idle;
+    std::chrono::steady_clock::time_point down_until{};
+    std::string down_reason;
+  };
+  std::vector<std::unique_ptr<Peer>> peers;
+
+  std::chrono::steady_clock::time_point now() const { return clock ? clock() : std::chrono::steady_clock::now(); }
+};
+
+PeerCacheClient::PeerCacheClient(PartitionConfig config, Clock clock) : impl_(std::make_unique<Impl>()) {
+  impl_->config = std::move(config);
+  impl_->clock = std::move(clock);
+  for (std::size_t i = 0; i < impl_->config.peers.size(); ++i) impl_->peers.push_back(std::make_unique<Impl::Peer>());
+}
+
+PeerCacheClient::~PeerCacheClient() = default;
+
+std::size_t PeerCacheClient::idle_connections(int peer) const {
+  const auto& p = *impl_->peers.at(static_cast<std::size_t>(peer));
+  std::lock_guard lock(p.mu);
+  return p.idle.size();
+}
+
+bool PeerCacheClient::wait_until_up(int peer, double timeout_s) {
+  if (peer < 0 || peer >= static_cast<int>(impl_->peers.size())) return false;
+  const PeerAddress& address = impl_->config.peers[static_cast<std::size_t>(peer)];
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
+  error_code ec;
+  const auto ip = asio::ip::make_address(address.host, ec);
+  for (;;) {
+    auto conn = std::make_unique<Connection>();
+    std::vector<tcp::endpoint> endpoints;
+    if (!ec) {
+      endpoints.emplace_back(ip, address.port);
+    } else {
+      error_code rec;
+      tcp::resolver resolver(conn->ctx);
+      for (const auto& e : resolver.resolve(address.host, std::to_string(address.port), rec)) {
+        endpoints.push_back(e.endpoint());
+      }
+    }
+    if (!endpoints.empty()) {
+      error_code cec = asio::error::would_block;
+      asio::async_connect(conn->socket, endpoints, [&](error_code e, const tcp::endpoint&) { cec = e; });
+      const auto attempt = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+      if (conn->run_until(attempt) && !cec) {
+        conn->socket.set_option(tcp::no_delay(true), cec);
+        auto& p = *impl_->peers[static_cast<std::size_t>(peer)];
+        std::lock_guard lock(p.mu);
+        p.down_until = {};
+        p.idle.push_back(std::move(conn));
+        return true;
+      }
+    }
+    if (std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+PeerCacheClient::Reply PeerCacheClient::get(int peer, std::size_t index, Bytes& out) {
+  if (peer < 0 || peer >= static_cast<int>(impl_->peers.size())) {
+    return {Result::kFailed, PeerStatus::kMiss, fmt::format("no peer {}", peer)};
+  }
+  auto& p = *impl_->peers[static_cast<std::size_t>(peer)];
+  const PeerAddress& address = impl_->config.peers[static_cast<std::size_t>(peer)];
+  std::unique_ptr<Connection> conn;
+  {
+    std::lock_guard lock(p.mu);
+    if (impl_->now() < p.down_until) {
+      return {Result::kFailed, PeerStatus::kMiss,
+              fmt::format("{} skipped after: {}", address.to_string(), p.down_reason)};
+    }
+    if (!p.idle.empty()) {
+      conn = std::move(p.idle.back());
+      p.idle.pop_back();
+    }
+  }
+  const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(impl_->config.timeout_s));
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto fail = [&](const std::string& what) -> Reply {
+    const std::string reason = fmt::format("{}: {}", address.to_string(), what);
+    std::lock_guard lock(p.mu);
+    p.down_until = impl_->now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double>(impl_->config.retry_after_s));
+    p.down_reason = reason;
+    p.idle.clear();  // the others to that peer are as suspect
+    return {Result::kFailed, PeerStatus::kMiss, reason};
+  };
+  const std::string timed_out = fmt::format("timed out after {} s", impl_->config.timeout_s);
+
+  error_code ec;
+  if (!conn) {
+    conn = std::make_unique<Connection>();
+    std::vector<tcp::endpoint> endpoints;
+    const auto address_ip = asio::ip::make_address(address.host, ec);
+    if (!ec) {
+      endpoints.emplace_back(address_ip, address.port);
+    } else {
+      tcp::resolver resolver(conn->ctx);
+      const auto found = resolver.resolve(address.host, std::to_string(address.port), ec);
+      if (ec) return fail("resolve: " + ec.message());
+      for (const auto& e : found) endpoints.push_back(e.endpoint());
+    }
+    ec = asio::error::would_block;
+    asio::async_connect(conn->socket, endpoints, [&](error_code e, const tcp::endpoint&) { ec = e; });
+    if (!conn->run_until(deadline)) return fail("connect " + timed_out);
+    if (ec) return fail("connect: " + ec.message());
+    conn->socket.set_option(tcp::no_delay(true), ec);
+  }
+
+  std::array<std::uint8_t, 4 + kPeerRequestBytes> request{};
+  put_u32(request.data(), kPeerRequestBytes);
+  put_u32(request.data() + 4, kPeerMagic);
+  put_u64(request.data() + 8, index);
+  std::array<std::uint8_t, kPeerReplyHeaderBytes> header{};
+  ec = asio::error::would_block;
+  asio::async_write(conn->socket, asio::buffer(request), [&](error_code e, std::size_t) {
+    if (e) {
+      ec = e;
+      return;
+    }
+    asio::async_read(conn->socket, asio::buffer(header), [&](error_code e2, std::size_t) { ec = e2; });
+  });
+  if (!conn->run_until(deadline)) return fail(timed_out);
+  if (ec) return fail(ec == asio::error::eof ? "closed the connection" : ec.message());
+
+  const std::uint32_t status = get_u32(header.data());
+  const std::uint64_t length = get_u64(header.data() + 4);
+  if (status > static_cast<std::uint32_t>(PeerStatus::kRejected))
+    return fail(fmt::format("bad reply status {}", status));
+  const auto st = static_cast<PeerStatus>(status);
+  const bool has_body = st == PeerStatus::kCacheHit || st == PeerStatus::kStorage;
+  if (!has_body && length != 0) return fail("a miss with a body");
+  if (length > impl_->config.max_item_bytes) {
+    return fail(
+        fmt::format("announced {} bytes, more than the {} an item may have", length, impl_->config.max_item_bytes));
+  }
+  if (has_body) {
+    out.resize(static_cast<std::size_t>(length));
+    if (length > 0) {
+      ec = asio::error::would_block;
+      asio::async_read(conn->socket, asio::buffer(out), [&](error_code e, std::size_t) { ec = e; });
+      if (!conn->run_until(deadline)) return fail(timed_out);
+      if (ec) return fail(ec == asio::error::eof ? "closed the connection mid-item" : ec.message());
+    }
+  }
+  {
+    std::lock_guard lock(p.mu);
+    p.idle.push_back(std::move(conn));
+  }
+  if (st == PeerStatus::kRejected) return {Result::kMiss, st, "rejected"};
+  return {has_body ? Result::kHit : Result::kMiss, st, {}};
+}
+
+// --- the loader's source -----------------------------------------------------------------------
+
+PartitionedSource::PartitionedSource(std::shared_ptr<const ItemSource> storage, PartitionConfig config,
+                                     PeerCacheClient::Clock clock)
+    : storage_(std::move(storage)), config_(config), client_(std::move(config), std::move(clock)) {}
+
+void PartitionedSource::from_storage(std::size_t index, Bytes& out) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  storage_->fetch(index, out);
+  storage_ns_ += elapsed_ns(t0);
+  ++storage_items_;
+  storage_bytes_ += out.size();
+}
+
+void PartitionedSource::fetch(std::size_t index, Bytes& out) const {
+  if (config_.owns(index)) return from_storage(index, out);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto reply = client_.get(config_.owner(index), index, out);
+  peer_ns_ += elapsed_ns(t0);
+  if (reply.result == PeerCacheClient::Result::kHit) {
+    ++(reply.status == PeerStatus::kCacheHit ? peer_cache_items_ : peer_storage_items_);
+    peer_bytes_ += out.size();
+    return;
+  }
+  if (reply.result == PeerCacheClient::Result::kMiss) {
+    ++peer_misses_;
+  } else {
+    ++peer_failures_;
+    std::lock_guard lock(error_mu_);
+    last_error_ = reply.error;
+  }
+  from_storage(index, out);
+}
+
+bool PartitionedSource::fetch_if_cached(std::size_t index, Bytes& out) const {
+  if (!config_.owns(index)) return false;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!storage_->fetch_if_cached(index, out)) return false;
+  storage_ns_ += elapsed_ns(t0);
+  ++storage_items_;
+  storage_bytes_ += out.size();
+  return true;
+}
+
+std::vector<int> PartitionedSource::wait_for_peers(double timeout_s) const {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  std::vector<int> down;
+  for (int r = 0; r < config_.world(); ++r) {
+    if (r == config_.rank) continue;
+    const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    if (!client_.wait_until_up(r, std::max(left, 0.0))) down.push_back(r);
+  }
+  return down;
+}
+
+PartitionedSource::Counters PartitionedSource::counters() const {
+  return {peer_cache_items_.load(), peer_storage_items_.load(), peer_bytes_.load(),
+          peer_ns_.load(),          peer_misses_.load(),        peer_failures_.load(),
+          storage_items_.load(),    storage_bytes_.load(),      storage_ns_.load()};
+}
+
+std::string PartitionedSource::last_peer_error() const {
+  std::lock_guard lock(error_mu_);
+  return last_error_;
+}
+
+nlohmann::json partitioned_cache_report(const PartitionedSource& source, const PeerCacheServer* server) {
+  const auto& c = source.config();
+  const auto n = source.counters();
+  nlohmann::json peers = nlohmann::json::array();
+  for (const auto& p : c.peers) peers.push_back(p.to_string());
+  std::size_t owned = 0;
+  for (std::size_t i = 0; i < source.size(); ++i) owned += c.owns(i) ? 1 : 0;
+  const std::string error = source.last_peer_error();
+  nlohmann::json j = {
+      {"rank", c.rank},
+      {"world", c.world()},
+      {"peers", peers},
+      {"owned_items", owned},
+      {"timeout_s", c.timeout_s},
+      {"retry_after_s", c.retry_after_s},
+      {"peer",
+       {{"cache_items", n.peer_cache_items},
+        {"storage_items", n.peer_storage_items},
+        {"bytes", n.peer_bytes},
+        {"seconds", static_cast<double>(n.peer_ns) * 1e-9},
+        {"misses", n.peer_misses},
+        {"failures", n.peer_failures},
+        {"last_error", error.empty() ? nlohmann::json() : nlohmann::json(error)}}},
+      {"storage",
+       {{"items", n.storage_items}, {"bytes", n.storage_bytes}, {"seconds", static_cast<double>(n.storage_ns) * 1e-9}}},
+      {"peer_failures", n.peer_failures}};
+  if (server) {
+    const auto s = server->counters();
+    j["served"] = {
+        {"requests", s.requests}, {"from_cache", s.from_cache}, {"from_storage", s.from_storage},  {"misses", s.misses},
+        {"rejected", s.rejected}, {"bytes", s.bytes},           {"storage_bytes", s.storage_bytes}};
+  } else {
+    j["served"] = nullptr;
+  }
+  return j;
+}
+
+}  // namespace mlbench::pipeline

@@ -1,0 +1,334 @@
+// The partitioned cache (pipeline/peer_cache.h) on loopback: the wire protocol
+// between a server and a client, its faults (a peer that is down, one that never
+// answers, malformed and oversized requests, ids of another partition), the
+// back-off on an injected clock, and two Loaders as two nodes that read each
+// partition from storage once between them.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "pipeline/loader.h"
+#include "pipeline/peer_cache.h"
+#include "tests/support/jpeg_folder.h"
+#include "tests/support/temp_dir.h"
+
+namespace mlbench::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using mlbench::testing_support::TempDir;
+
+// A loopback TCP socket bound to an ephemeral port: listening (never accepting) or closed.
+struct RawListener {
+  int fd = -1;
+  std::uint16_t port = 0;
+  explicit RawListener(bool listening) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+    if (listening) {
+      EXPECT_EQ(::listen(fd, 8), 0);
+    } else {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ~RawListener() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// A free loopback port (bound, then released: the server binds it again at once).
+std::uint16_t free_port() {
+  return RawListener(false).port;
+}
+
+int raw_connect(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  timeval tv{5, 0};  // a test that would hang fails instead
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+void put_be32(std::uint8_t* p, std::uint32_t v) {
+  for (int i = 3; i >= 0; --i, v >>= 8) p[i] = static_cast<std::uint8_t>(v);
+}
+
+PartitionConfig two_nodes(std::uint16_t port0, std::uint16_t port1, int rank) {
+  PartitionConfig c;
+  c.rank = rank;
+  c.peers = {{"127.0.0.1", port0}, {"127.0.0.1", port1}};
+  c.timeout_s = 2;
+  c.server_threads = 2;
+  c.linger_s = 0;  // the tests read both nodes' counts after both finished
+  return c;
+}
+
+// A server for rank 1 of 2 over 10 items, whose odd items are "cached" as bytes {i, i, i}
+// except item 9, which its lookup cannot read.
+struct OddServer {
+  PartitionConfig config;
+  std::unique_ptr<PeerCacheServer> server;
+  OddServer() {
+    config = two_nodes(1, 0, 1);  // peer 1 listens on an ephemeral port; its address is set below
+    server = std::make_unique<PeerCacheServer>(PeerAddress{"127.0.0.1", 0}, 10, config,
+                                               [](std::size_t i, std::shared_ptr<const Bytes>& out) {
+                                                 if (i == 9) return PeerStatus::kMiss;
+                                                 out = std::make_shared<Bytes>(3, static_cast<std::uint8_t>(i));
+                                                 return i == 7 ? PeerStatus::kStorage : PeerStatus::kCacheHit;
+                                               });
+    config.peers[1].port = server->port();
+  }
+};
+
+TEST(PeerCache, ParsePeersReadsHostPortListsAndNamesABadEntry) {
+  const auto p = parse_peers("127.0.0.1:7000,node-b:7001,[::1]:9");
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].host, "127.0.0.1");
+  EXPECT_EQ(p[0].port, 7000);
+  EXPECT_EQ(p[1].host, "node-b");
+  EXPECT_EQ(p[2].host, "::1");
+  EXPECT_EQ(p[2].port, 9);
+  for (const char* bad : {"", "a", "a:", ":1", "a:0", "a:70000", "a:1x", "a:1,,b:2"}) {
+    try {
+      parse_peers(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("--peers"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(PeerCache, ServesItsPartitionByIdAndKeepsTheConnection) {
+  OddServer s;
+  PeerCacheClient client(s.config);
+  Bytes out;
+  auto r = client.get(1, 3, out);
+  EXPECT_EQ(r.result, PeerCacheClient::Result::kHit) << r.error;
+  EXPECT_EQ(r.status, PeerStatus::kCacheHit);
+  EXPECT_EQ(out, Bytes(3, 3));
+  r = client.get(1, 7, out);
+  EXPECT_EQ(r.result, PeerCacheClient::Result::kHit);
+  EXPECT_EQ(r.status, PeerStatus::kStorage);
+  EXPECT_EQ(out, Bytes(3, 7));
+  // The owner's miss: the asker reads it itself.
+  r = client.get(1, 9, out);
+  EXPECT_EQ(r.result, PeerCacheClient::Result::kMiss);
+  EXPECT_EQ(r.status, PeerStatus::kMiss);
+  // Another partition's item, and one past the dataset: refused, the connection kept.
+  r = client.get(1, 4, out);
+  EXPECT_EQ(r.result, PeerCacheClient::Result::kMiss);
+  EXPECT_EQ(r.status, PeerStatus::kRejected);
+  r = client.get(1, 11, out);
+  EXPECT_EQ(r.status, PeerStatus::kRejected);
+  EXPECT_EQ(client.idle_connections(1), 1u);  // one connection carried all five
+  const auto c = s.server->counters();
+  EXPECT_EQ(c.requests, 5u);
+  EXPECT_EQ(c.from_cache, 1u);
+  EXPECT_EQ(c.from_storage, 1u);
+  EXPECT_EQ(c.misses, 1u);
+  EXPECT_EQ(c.rejected, 2u);
+  EXPECT_EQ(c.bytes, 6u);
+  EXPECT_EQ(c.storage_bytes, 3u);
+}
+
+TEST(PeerCache, MalformedAndOversizedRequestsAreRejectedAndTheConnectionClosed) {
+  OddServer s;
+  std::uint8_t msg[16];
+  char reply[16];
+  // A length that is not 12 (an oversized request): closed without a reply.
+  int fd = raw_connect(s.server->port());
+  put_be32(msg, 1u << 30);
+  ASSERT_EQ(::write(fd, msg, 4), 4);
+  EXPECT_EQ(::read(fd, reply, sizeof reply), 0);
+  ::close(fd);
+  // The right length with a wrong magic (a path name, say): the same.
+  fd = raw_connect(s.server->port());
+  put_be32(msg, kPeerRequestBytes);
+  std::memcpy(msg + 4, "/etc/passwd\0", 12);
+  ASSERT_EQ(::write(fd, msg, 16), 16);
+  EXPECT_EQ(::read(fd, reply, sizeof reply), 0);
+  ::close(fd);
+  EXPECT_EQ(s.server->counters().rejected, 2u);
+  EXPECT_EQ(s.server->counters().requests, 0u);
+  // The server still answers a well-formed request.
+  PeerCacheClient client(s.config);
+  Bytes out;
+  EXPECT_EQ(client.get(1, 5, out).result, PeerCacheClient::Result::kHit);
+}
+
+TEST(PeerCache, APeerThatIsDownFailsAtOnceAndIsSkippedUntilRetryAfter) {
+  const RawListener closed(false);
+  auto now = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+  PartitionConfig c = two_nodes(free_port(), closed.port, 0);
+  c.retry_after_s = 5;
+  PeerCacheClient client(c, [&] { return now; });
+  Bytes out;
+  auto r = client.get(1, 1, out);
+  EXPECT_EQ(r.result, PeerCacheClient::Result::kFailed);
+  EXPECT_NE(r.error.find("connect"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find(std::to_string(closed.port)), std::string::npos) << r.error;
+  now += std::chrono::seconds(4);
+  r = client.get(1, 3, out);
+  EXPECT_EQ(r.result, PeerCacheClient::Result::kFailed);
+  EXPECT_NE(r.error.find("skipped after"), std::string::npos) << r.error;  // not asked again
+  now += std::chrono::seconds(2);
+  r = client.get(1, 3, out);
+  EXPECT_EQ(r.result, PeerCacheClient::Result::kFailed);
+  EXPECT_EQ(r.error.find("skipped after"), std::string::npos) << r.error;  // asked again, and down again
+}
+
+TEST(PeerCache, APeerThatNeverAnswersTimesOut) {
+  const RawListener silent(true);  // the kernel accepts the connection; nobody reads or writes
+  PartitionConfig c = two_nodes(free_port(), silent.port, 0);
+  c.timeout_s = 0.2;
+  PeerCacheClient client(c);
+  Bytes out;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = client.get(1, 1, out);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.result, PeerCacheClient::Result::kFailed);
+  EXPECT_NE(r.error.find("timed out after 0.2 s"), std::string::npos) << r.error;
+  EXPECT_GE(waited, 0.19);
+  EXPECT_EQ(client.idle_connections(1), 0u);  // the stuck connection is not reused
+}
+
+TEST(PeerCache, AReplyAnnouncingMoreThanAnItemMayHaveIsAFailure) {
+  OddServer s;
+  PartitionConfig c = s.config;
+  c.max_item_bytes = 2;  // the server's items have 3 bytes
+  PeerCacheClient client(c);
+  Bytes out;
+  const auto r = client.get(1, 3, out);
+  EXPECT_EQ(r.result, PeerCacheClient::Result::kFailed);
+  EXPECT_NE(r.error.find("more than the 2"), std::string::npos) << r.error;
+}
+
+// Two Loaders as two nodes, each caching half the dataset (its partition), over 2 epochs.
+struct TwoNodes {
+  TempDir tmp{"peer_cache_nodes"};
+  std::shared_ptr<ImageFolderReader> source;
+  LoaderConfig config[2];
+  std::ostringstream lines[2];
+  explicit TwoNodes(int io_depth) {
+    source = std::make_shared<ImageFolderReader>(mlbench::testing_support::make_jpeg_folder(tmp.path(), 2, 8));
+    const std::uint16_t p0 = free_port(), p1 = free_port();
+    for (int r = 0; r < 2; ++r) {
+      LoaderConfig& c = config[r];
+      c.batch_size = 4;
+      c.workers = 1;
+      c.io_depth = io_depth;
+      c.transform.image_size = 16;
+      c.max_epochs = 2;
+      c.seed = 11 + static_cast<std::uint64_t>(r);  // different orders, as two jobs would have
+      c.cache = parse_cache_size("50%");
+      c.partition = two_nodes(p0, p1, r);
+    }
+    // Built one after the other in one thread: node 0 cannot wait for node 1, which then finds it up.
+    config[0].partition.join_timeout_s = 0;
+    config[1].partition.join_timeout_s = 10;
+    config[0].warnings = &lines[0];
+    config[1].warnings = &lines[1];
+  }
+};
+
+long drain(Loader& loader) {
+  long batches = 0;
+  while (loader.next()) ++batches;
+  return batches;
+}
+
+void expect_each_partition_read_once(int io_depth) {
+  TwoNodes nodes(io_depth);
+  Loader a(nodes.source, nodes.config[0]), b(nodes.source, nodes.config[1]);
+  long na = 0, nb = 0;
+  std::thread tb([&] { nb = drain(b); });
+  na = drain(a);
+  tb.join();
+  EXPECT_NE(nodes.lines[1].str().find("partitioned cache: rank 1 of 2: all peers up"), std::string::npos)
+      << nodes.lines[1].str();
+  EXPECT_EQ(na, 8);  // 16 items, batch 4, 2 epochs
+  EXPECT_EQ(nb, 8);
+  for (const Loader* l : {&a, &b}) {
+    const auto j = l->to_json()["partitioned_cache"];
+    ASSERT_TRUE(j.is_object());
+    SCOPED_TRACE(j.dump());
+    EXPECT_EQ(j["owned_items"], 8);
+    // This node read its own 8 items from storage once, in epoch 1 (or the other node's request
+    // had its owner read them first: then fewer); the other 8 came from the owner, twice.
+    EXPECT_LE(j["storage"]["items"].get<int>(), 8);
+    EXPECT_EQ(j["peer"]["cache_items"].get<int>() + j["peer"]["storage_items"].get<int>(), 16);
+    EXPECT_EQ(j["peer"]["failures"], 0);
+    EXPECT_EQ(j["peer"]["misses"], 0);
+    EXPECT_EQ(l->cache()->items(), 8u);  // its partition, and only it
+    // Epoch 2's own items all hit; in epoch 1 an own item the other node asked for first hits too.
+    EXPECT_GE(l->cache()->hits(), 8u);
+    EXPECT_LE(l->cache()->hits(), 16u);
+  }
+  // Between the two nodes, each item left storage once: 16 reads, where two nodes caching half
+  // each on their own read 2 x (16 + 8) = 48. (An owner's worker and its server can both miss
+  // the same item at the same moment: then it is read twice; a few such races are allowed.)
+  const auto ja = a.to_json()["partitioned_cache"], jb = b.to_json()["partitioned_cache"];
+  const int reads = ja["storage"]["items"].get<int>() + jb["storage"]["items"].get<int>() +
+                    ja["served"]["from_storage"].get<int>() + jb["served"]["from_storage"].get<int>();
+  EXPECT_GE(reads, 16);
+  EXPECT_LE(reads, 20);
+}
+
+TEST(PeerCache, TwoNodesReadEachItemFromStorageOnceSerialWorkers) {
+  expect_each_partition_read_once(0);
+}
+TEST(PeerCache, TwoNodesReadEachItemFromStorageOnceWithReadAhead) {
+  expect_each_partition_read_once(4);
+}
+
+TEST(PeerCache, WhenTheOtherNodeIsGoneItsItemsComeFromStorageAndTrainingGoesOn) {
+  TwoNodes nodes(0);
+  // Node 1 never started (or died): its port refuses connections.
+  nodes.config[0].partition.join_timeout_s = 0.2;
+  Loader a(nodes.source, nodes.config[0]);
+  EXPECT_NE(nodes.lines[0].str().find("rank(s) 1 not up after"), std::string::npos) << nodes.lines[0].str();
+  EXPECT_EQ(drain(a), 8);
+  const auto j = a.to_json()["partitioned_cache"];
+  SCOPED_TRACE(j.dump());
+  // Node 1's 8 items, in each of 2 epochs, from this node's storage; each counted.
+  EXPECT_EQ(j["peer_failures"], 16);
+  EXPECT_EQ(j["peer"]["cache_items"], 0);
+  EXPECT_EQ(j["storage"]["items"], 8 + 16);
+  EXPECT_NE(j["peer"]["last_error"].get<std::string>().find("127.0.0.1:"), std::string::npos);
+  EXPECT_EQ(a.cache()->items(), 8u);  // node 1's items were not admitted
+}
+
+TEST(PeerCache, LoaderRefusesPeersWithoutACache) {
+  TwoNodes nodes(0);
+  nodes.config[0].cache = CacheCapacity{};
+  try {
+    Loader a(nodes.source, nodes.config[0]);
+    ADD_FAILURE() << "accepted --peers without --cache-size";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--cache-size"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace mlbench::pipeline
