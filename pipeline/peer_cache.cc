@@ -1,4 +1,7 @@
 #include "pipeline/peer_cache.h"
+#include "pipeline/peer_rate.h"
+
+#include <sys/resource.h>
 
 #include <array>
 #include <cstring>
@@ -477,6 +480,55 @@ PartitionedSource::Counters PartitionedSource::counters() const {
 std::string PartitionedSource::last_peer_error() const {
   std::lock_guard lock(error_mu_);
   return last_error_;
+}
+
+namespace {
+double process_cpu_s() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+}  // namespace
+
+LoopbackPeerRate loopback_peer_rate(std::size_t item_bytes, int threads, double seconds) {
+  PartitionConfig config;
+  config.rank = 1;
+  config.peers = {{"127.0.0.1", 1}, {"127.0.0.1", 0}};
+  config.server_threads = std::max(1, threads);
+  auto item = std::make_shared<const Bytes>(std::max<std::size_t>(1, item_bytes), std::uint8_t{7});
+  PeerCacheServer server(config.peers[1], std::size_t{1} << 20, config,
+                         [item](std::size_t, std::shared_ptr<const Bytes>& out) {
+                           out = item;
+                           return PeerStatus::kCacheHit;
+                         });
+  config.peers[1].port = server.port();
+  config.rank = 0;
+  PeerCacheClient client(config);
+  std::atomic<std::uint64_t> fetched{0};
+  std::atomic<bool> failed{false};
+  const double cpu0 = process_cpu_s();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto until = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(seconds));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::max(1, threads); ++t) {
+    pool.emplace_back([&, t] {
+      Bytes out;
+      for (std::size_t i = 2 * static_cast<std::size_t>(t) + 1; std::chrono::steady_clock::now() < until; i += 2) {
+        if (client.get(1, i % (std::size_t{1} << 20), out).result != PeerCacheClient::Result::kHit) {
+          failed = true;
+          return;
+        }
+        ++fetched;
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  if (failed) throw std::runtime_error("peer cache: the loopback rate measurement failed");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double n = static_cast<double>(std::max<std::uint64_t>(1, fetched.load()));
+  return {static_cast<double>(fetched.load()) / s, (process_cpu_s() - cpu0) / n};
 }
 
 nlohmann::json partitioned_cache_report(const PartitionedSource& source, const PeerCacheServer* server) {

@@ -13,6 +13,7 @@
 
 #include "analysis.h"
 #include "coordinated_model.h"
+#include "partitioned_model.h"
 #include "serial_model.h"
 
 namespace mlbench::stall {
@@ -294,6 +295,33 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                             uncached, predicted_speed(0.0, 2 * P, G, C, S_model, exposed)});
     }
   }
+  // Partitioned cache (issue 18): N nodes like this one (or sharing its CPUs), each caching 1/N
+  // (--node-cache), their misses on one storage of rate S, peers at the loopback rate measured.
+  PartitionedNodes nodes;
+  nodes.prep_rate = P;
+  nodes.device_rate = G;
+  nodes.memory_rate = C;
+  nodes.storage_rate = S_model;
+  nodes.peer_rate = raw.peer_rate > 0 ? raw.peer_rate : std::numeric_limits<double>::infinity();
+  nodes.memory_fraction = ctx.config.node_cache;
+  nodes.shared_cpus = ctx.config.nodes_share_cpus;
+  // The CPU budget: this machine's CPUs (each node's, or shared by the N), a sample's prep from
+  // the one-CPU run, a peer fetch's CPU (both ends) from the loopback measurement.
+  nodes.cores = ctx.cores_now;
+  nodes.prep_cpu_s = p_by_cores.count(1) && p_by_cores.at(1) > 0 ? 1.0 / p_by_cores.at(1) : 0.0;
+  nodes.peer_cpu_s = raw.peer_cpu_s;
+  const bool partitioned_known = raw.peer_rate > 0;
+  if (!withheld && partitioned_known) {
+    PartitionedNodes two = nodes;
+    two.nodes = 2;
+    if (two.memory_fraction <= 0) two.memory_fraction = 0.5;
+    const PartitionedPrediction pp = predict_partitioned(two);
+    candidates.push_back({"partitioned cache",
+                          fmt::format("2 nodes{}, each caching {:.0f}% of the dataset, partitioned (--peers), per node",
+                                      two.shared_cpus ? " on this machine" : " like this one",
+                                      100 * two.memory_fraction),
+                          pp.own, pp.partitioned});
+  }
   {
     CoordinatedJobs two = coordinated;
     two.jobs = 2;
@@ -323,6 +351,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         {"rand_cold_MBps", raw.rand_cold.mb_per_s},
         {"cached_MBps", raw.cached.mb_per_s},
         {"mean_file_bytes", raw.mean_file_bytes},
+        {"peer_rate", raw.peer_rate > 0 ? nlohmann::json(raw.peer_rate) : nlohmann::json()},
+        {"peer_cpu_us", raw.peer_rate > 0 ? nlohmann::json(1e6 * raw.peer_cpu_s) : nlohmann::json()},
         {"S_raw", mb > 0 ? num(raw.rand_cold.mb_per_s / mb) : nlohmann::json()},
         {"C_raw", mb > 0 ? num(raw.cached.mb_per_s / mb) : nlohmann::json()},
         {"unit_raw", "samples/s from whole-file reads"}}},
@@ -379,7 +409,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         {"max_error_pct", measured.empty() ? nlohmann::json() : nlohmann::json(max_err)},
         {"mean_error_pct", measured.empty() ? nlohmann::json() : nlohmann::json(sum_err / measured.size())},
         {"storage", storage_whatif},
-        {"coordinated", coordinated_whatif_json(coordinated, {2, 4, 8})}}},
+        {"coordinated", coordinated_whatif_json(coordinated, {2, 4, 8})},
+        {"partitioned", partitioned_known ? partitioned_whatif_json(nodes, {2, 4, 8}) : nlohmann::json()}}},
       {"warnings", warnings},
       {"runs", run_json},
   };
@@ -445,6 +476,15 @@ std::string console_summary(const nlohmann::json& r) {
     for (const auto& k : cj["predictions"]) {
       out += fmt::format(" {} jobs {:.1f} -> {:.1f} (x{:.2f});", k["jobs"].get<int>(), k["uncoordinated"].get<double>(),
                          k["coordinated"].get<double>(), k["gain"].get<double>());
+    }
+    out += "\n";
+  }
+  if (const auto& pj = r["whatif"].value("partitioned", nlohmann::json()); pj.is_object()) {
+    out += "partitioned cache (per node, samples/s, own -> partitioned):";
+    for (const auto& k : pj["predictions"]) {
+      out += fmt::format(" {} nodes caching {:.0f}% each {:.1f} -> {:.1f} (x{:.2f});", k["nodes"].get<int>(),
+                         100 * k["memory_fraction"].get<double>(), k["own"].get<double>(),
+                         k["partitioned"].get<double>(), k["gain"].get<double>());
     }
     out += "\n";
   }

@@ -20,6 +20,8 @@ struct RawRates {
   ReadRate rand_cold;
   ReadRate cached;
   double mean_file_bytes = 0;
+  double peer_rate = 0;  // items of mean_file_bytes one node fetches from a peer over loopback (0: not measured)
+  double peer_cpu_s = 0;  // CPU seconds per such item, asking and answering
 };
 
 struct AnalysisContext {
@@ -31,9 +33,10 @@ struct AnalysisContext {
 
 // stall.json's schema: 1 (no field) before issue 14; 2 adds schema_version,
 // whatif.{io_depth, loader, serial, page_cache} and recommendation.{cache,
-// page_cache_fraction}; 3 adds whatif.coordinated (issue 18). Every change
-// adds fields: readers of 1 read 2 and 3.
-constexpr int kStallSchemaVersion = 3;
+// page_cache_fraction}; 3 adds whatif.coordinated (issue 18); 4 adds
+// whatif.partitioned and raw.peer_rate (issue 18). Every change adds fields:
+// readers of 1 read 2, 3 and 4.
+constexpr int kStallSchemaVersion = 4;
 
 // The stall.json object (documented in docs/stall.md). Needs the runs
 // synthetic, cached, cold, fetch-cold and fetch-cached; throws naming a missing one.

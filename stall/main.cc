@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 
 #include "analyzer.h"
+#include "pipeline/loader.h"
+#include "pipeline/peer_rate.h"
 #include "charts.h"
 #include "core/cli.h"
 #include "core/progress.h"
@@ -97,6 +99,13 @@ int main(int argc, char** argv) {
       ->check(core::integer_in(1, 1 << 24))
       ->capture_default_str();
   app.add_option("--out", out_dir, "Output directory (default: stall-<bench>)");
+  app.add_option("--node-cache", config.node_cache,
+                 "Partitioned-cache what-if: each node's item cache as a fraction of the dataset (default: 1/N "
+                 "for N nodes)")
+      ->check(core::number_in(0.0, 1.0));
+  app.add_flag("--nodes-share-cpus", config.nodes_share_cpus,
+               "Partitioned-cache what-if: the N nodes share this machine's CPUs (a test on one machine), "
+               "instead of as many CPUs each");
   app.add_flag("--drop-caches", use_drop_caches, "Also drop the whole page cache before cold runs (root)");
   app.add_option("--timeout", timeout_s, "Seconds before one run is killed")
       ->check(core::integer_at_least(1))
@@ -205,9 +214,21 @@ int main(int argc, char** argv) {
   std::map<std::string, RunOutcome> runs;
   AnalysisContext ctx{config, files.size(), 0, all_cpus};
   try {
-    const RawRates raw = measure_raw(files, use_drop_caches);
+    RawRates raw = measure_raw(files, use_drop_caches);
     std::cout << fmt::format("storage: {:.1f} MB/s sequential, {:.1f} MB/s random (cold); memory: {:.1f} MB/s\n",
                              raw.seq_cold.mb_per_s, raw.rand_cold.mb_per_s, raw.cached.mb_per_s);
+    // The network rate between nodes for the partitioned-cache what-if: a peer on loopback,
+    // as many fetching threads as the loader's default read-ahead.
+    try {
+      const auto peer = pipeline::loopback_peer_rate(static_cast<std::size_t>(raw.mean_file_bytes),
+                                                     pipeline::kDefaultIoDepth, 0.5);
+      raw.peer_rate = peer.items_per_s;
+      raw.peer_cpu_s = peer.cpu_s_per_item;
+      std::cout << fmt::format("peers (loopback): {:.0f} items/s ({:.1f} MB/s), {:.1f} us of CPU per item\n",
+                               raw.peer_rate, raw.peer_rate * raw.mean_file_bytes / 1e6, 1e6 * raw.peer_cpu_s);
+    } catch (const std::exception& e) {
+      std::cerr << "mlbench-stall: warning: " << e.what() << "; no partitioned-cache what-if\n";
+    }
     ProcessExecutor executor(bench, out, files, use_drop_caches, timeout_s);
     if (exec_mode) executor.run_commands(exec);
     // The synthetic run first: its report gives the batch size the plan needs.

@@ -18,6 +18,11 @@ struct StallConfig {
   std::vector<double> cache_fracs;   // measured what-if points
   int iterations = 100;              // timed iterations per run
   std::vector<std::string> extra;    // passed through to every run
+  // The partitioned-cache what-if (issue 18): each node's cache as a fraction of the dataset
+  // (<= 0: 1/N for N nodes, each holding its partition), and whether the N nodes share this
+  // machine's CPUs (a test on one machine) instead of having as many as it each.
+  double node_cache = 0;
+  bool nodes_share_cpus = false;
 };
 
 struct RunSpec {

@@ -68,6 +68,42 @@ TEST(Analyzer, FetchBoundCase) {
   EXPECT_NE(text.find("remedy: item cache helps most: x2.00"), std::string::npos) << text;
 }
 
+TEST(Analyzer, APartitionedCacheIsPredictedWhenThePeerRateWasMeasured) {
+  // The fetch-bound case above, with peers measured at 1,000 items/s (no CPU cost).
+  std::map<std::string, RunOutcome> runs{{"synthetic", outcome(400)},      {"cached", outcome(200, 50)},
+                                         {"cold", outcome(100, 74)},       {"fetch-cold", outcome(100)},
+                                         {"fetch-cached", outcome(1000)},  {"cpus-1", outcome(100)},
+                                         {"cpus-2", outcome(200)},         {"cache-0.50", outcome(180)}};
+  RawRates raw;
+  raw.peer_rate = 1000;
+  const auto r = analyze(context(), runs, raw);
+  EXPECT_EQ(r["schema_version"], 4);
+  const auto& pj = r["whatif"]["partitioned"];
+  ASSERT_TRUE(pj.is_object()) << r["whatif"].dump();
+  EXPECT_EQ(pj["memory_fraction"], "1/N");
+  ASSERT_EQ(pj["predictions"].size(), 3u);
+  // 2 nodes of 50%: own 1 / (0.5/1000 + 0.5 x 2/100) = 95.2/s (their misses share S = 100/s);
+  // partitioned, half local and half from the peer, 1,000/s of fetch: prep-bound at P = 200/s.
+  const auto& two = pj["predictions"][0];
+  EXPECT_EQ(two["nodes"], 2);
+  EXPECT_NEAR(two["own"].get<double>(), 1.0 / (0.5 / 1000 + 0.5 * 2 / 100), 1e-9);
+  EXPECT_NEAR(two["partitioned"].get<double>(), 200.0, 1e-9);
+  EXPECT_EQ(two["bound_partitioned"], "prep");
+  // It ranks among the remedies: x2.10, above the item cache's x2.00.
+  const auto& rem = r["recommendation"]["remedies"];
+  ASSERT_EQ(rem.size(), 3u) << rem;
+  EXPECT_EQ(rem[0]["name"], "partitioned cache");
+  EXPECT_NEAR(rem[0]["gain"].get<double>(), 200.0 * (0.5 / 1000 + 0.5 * 2 / 100), 1e-9);
+  EXPECT_NE(console_summary(r).find("partitioned cache (per node, samples/s, own -> partitioned): 2 nodes caching "
+                                    "50% each 95.2 -> 200.0 (x2.10)"),
+            std::string::npos)
+      << console_summary(r);
+  // Not measured: no prediction, and not a remedy.
+  const auto plain = analyze(context(), runs, RawRates{});
+  EXPECT_TRUE(plain["whatif"]["partitioned"].is_null());
+  EXPECT_EQ(plain["recommendation"]["remedies"].size(), 2u);
+}
+
 TEST(Analyzer, MoreCpusIsARemedyOnlyWithComputeOnADeviceOfItsOwn) {
   // Prep-bound on a GPU: P 200/s, G 1000/s, storage fast. Twice the CPUs: 400/s.
   auto on_gpu = [](double rate) {
