@@ -1,5 +1,4 @@
 #include "pipeline/peer_cache.h"
-#include "pipeline/peer_rate.h"
 
 #include <sys/resource.h>
 
@@ -9,8 +8,11 @@
 #include <stdexcept>
 #include <thread>
 
-#include <fmt/format.h>
 #include <boost/asio.hpp>
+#include <fmt/format.h>
+
+#include "pipeline/fetch_origin.h"
+#include "pipeline/peer_rate.h"
 
 namespace mlbench::pipeline {
 
@@ -418,11 +420,17 @@ PeerCacheClient::Reply PeerCacheClient::get(int peer, std::size_t index, Bytes& 
 
 // --- the loader's source -----------------------------------------------------------------------
 
+FetchOrigin& this_thread_fetch_origin() {
+  thread_local FetchOrigin origin = FetchOrigin::kUnknown;
+  return origin;
+}
+
 PartitionedSource::PartitionedSource(std::shared_ptr<const ItemSource> storage, PartitionConfig config,
                                      PeerCacheClient::Clock clock)
     : storage_(std::move(storage)), config_(config), client_(std::move(config), std::move(clock)) {}
 
 void PartitionedSource::from_storage(std::size_t index, Bytes& out) const {
+  this_thread_fetch_origin() = FetchOrigin::kStorage;
   const auto t0 = std::chrono::steady_clock::now();
   storage_->fetch(index, out);
   storage_ns_ += elapsed_ns(t0);
@@ -436,6 +444,7 @@ void PartitionedSource::fetch(std::size_t index, Bytes& out) const {
   const auto reply = client_.get(config_.owner(index), index, out);
   peer_ns_ += elapsed_ns(t0);
   if (reply.result == PeerCacheClient::Result::kHit) {
+    this_thread_fetch_origin() = FetchOrigin::kPeer;
     ++(reply.status == PeerStatus::kCacheHit ? peer_cache_items_ : peer_storage_items_);
     peer_bytes_ += out.size();
     return;
@@ -454,6 +463,7 @@ bool PartitionedSource::fetch_if_cached(std::size_t index, Bytes& out) const {
   if (!config_.owns(index)) return false;
   const auto t0 = std::chrono::steady_clock::now();
   if (!storage_->fetch_if_cached(index, out)) return false;
+  this_thread_fetch_origin() = FetchOrigin::kStorage;
   storage_ns_ += elapsed_ns(t0);
   ++storage_items_;
   storage_bytes_ += out.size();
@@ -509,8 +519,8 @@ LoopbackPeerRate loopback_peer_rate(std::size_t item_bytes, int threads, double 
   std::atomic<bool> failed{false};
   const double cpu0 = process_cpu_s();
   const auto t0 = std::chrono::steady_clock::now();
-  const auto until = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                              std::chrono::duration<double>(seconds));
+  const auto until =
+      t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
   std::vector<std::thread> pool;
   for (int t = 0; t < std::max(1, threads); ++t) {
     pool.emplace_back([&, t] {

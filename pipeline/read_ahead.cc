@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "pipeline/fetch_origin.h"
+
 namespace mlbench::pipeline {
 
 namespace {
@@ -129,6 +131,7 @@ void ReadAhead::run(int thread) {
     const auto t0 = timed ? Clock::now() : Clock::time_point{};
     try {
       std::shared_ptr<Bytes> bytes = buffers_.acquire();
+      this_thread_fetch_origin() = FetchOrigin::kUnknown;
       source_->fetch(r->index, *bytes);
       if (cache_) cache_->put(r->index, bytes);
       r->data = std::move(bytes);
@@ -138,7 +141,9 @@ void ReadAhead::run(int thread) {
     if (timed) {
       const auto t1 = Clock::now();
       if (stats_ && timed_) stats_->add_io_read(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
-      if (track) track->span("read", t0, t1, r->batch, static_cast<std::int64_t>(r->index));
+      // A partitioned cache's fetch from a peer is its own span name (docs/pipeline.md, "Trace").
+      const char* name = this_thread_fetch_origin() == FetchOrigin::kPeer ? "read peer" : "read";
+      if (track) track->span(name, t0, t1, r->batch, static_cast<std::int64_t>(r->index));
     }
     {
       std::lock_guard<std::mutex> lock(mu_);

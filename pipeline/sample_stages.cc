@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "pipeline/fetch_origin.h"
 #include "pipeline/sampler.h"
 
 namespace mlbench::pipeline {
@@ -42,13 +43,16 @@ void SampleStages::load(SampleWorker& w, const std::vector<std::size_t>& order, 
   // Runs `f` as stage `stage`, timing it when stats or the trace want it.
   auto stage = [&](Stage st, std::size_t item, auto&& f) {
     if (!timed) return f();
+    this_thread_fetch_origin() = FetchOrigin::kUnknown;
     const auto t0 = Clock::now();
     f();
     const auto t1 = Clock::now();
     const int i = static_cast<int>(st);
     w.counters.busy_ns[i] += std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
     w.counters.items[i] += 1;
-    if (w.track) w.track->span(stage_name(st), t0, t1, seq, static_cast<std::int64_t>(item));
+    // A partitioned cache's fetch from a peer is its own span name (docs/pipeline.md, "Trace").
+    const bool peer = st == Stage::Fetch && this_thread_fetch_origin() == FetchOrigin::kPeer;
+    if (w.track) w.track->span(peer ? "fetch peer" : stage_name(st), t0, t1, seq, static_cast<std::int64_t>(item));
   };
   for (int attempt = 0; attempt <= kMaxReplacements; ++attempt) {
     // A bad sample is replaced by another of the same epoch, chosen deterministically.

@@ -22,26 +22,26 @@
 namespace mlbench::stall {
 
 struct PartitionedNodes {
-  int nodes = 2;                  // N
-  double memory_fraction = 0;     // m: one node's item cache, as a fraction of the dataset, in [0, 1]
+  int nodes = 2;               // N
+  double memory_fraction = 0;  // m: one node's item cache, as a fraction of the dataset, in [0, 1]
   double prep_rate = std::numeric_limits<double>::infinity();     // P of one node
   double device_rate = std::numeric_limits<double>::infinity();   // G of one node
   double memory_rate = std::numeric_limits<double>::infinity();   // C: a cached item's fetch rate
   double storage_rate = std::numeric_limits<double>::infinity();  // S, shared by the N nodes
   double peer_rate = std::numeric_limits<double>::infinity();     // R: one node's fetch rate from its peers
   bool shared_cpus = false;                                       // the N nodes share one machine's CPUs
-  double cores = 0;          // CPUs of a node (of the machine with shared_cpus); 0: no CPU budget, P alone
-  double prep_cpu_s = 0;     // CPU seconds of one sample's prep: 1 / P(1 CPU)
-  double peer_cpu_s = 0;     // CPU seconds of one item fetched from a peer, both ends (loopback measurement)
+  double cores = 0;       // CPUs of a node (of the machine with shared_cpus); 0: no CPU budget, P alone
+  double prep_cpu_s = 0;  // CPU seconds of one sample's prep: 1 / P(1 CPU)
+  double peer_cpu_s = 0;  // CPU seconds of one item fetched from a peer, both ends (loopback measurement)
 };
 
 struct PartitionedPrediction {
-  double cluster_cached = 0;  // min(1, N m): the dataset's share cached somewhere
+  double cluster_cached = 0;                // min(1, N m): the dataset's share cached somewhere
   double local = 0, peer = 0, storage = 0;  // where a node's items come from (partitioned), summing to 1
-  double own = 0;             // per node, each caching on its own (samples/s)
-  double partitioned = 0;     // per node, the partitioned cache
-  double gain = 0;            // partitioned / own
-  std::string bound_own;      // "device", "prep", "fetch"
+  double own = 0;                           // per node, each caching on its own (samples/s)
+  double partitioned = 0;                   // per node, the partitioned cache
+  double gain = 0;                          // partitioned / own
+  std::string bound_own;                    // "device", "prep", "fetch"
   std::string bound_partitioned;
 };
 

@@ -14,11 +14,13 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "pipeline/loader.h"
 #include "pipeline/peer_cache.h"
+#include "pipeline/trace.h"
 #include "tests/support/jpeg_folder.h"
 #include "tests/support/temp_dir.h"
 
@@ -300,6 +302,36 @@ TEST(PeerCache, TwoNodesReadEachItemFromStorageOnceSerialWorkers) {
 }
 TEST(PeerCache, TwoNodesReadEachItemFromStorageOnceWithReadAhead) {
   expect_each_partition_read_once(4);
+}
+
+// The trace tells a peer's item from a storage read: "read peer" on the I/O threads'
+// tracks with read-ahead, "fetch peer" on the worker's without.
+void expect_trace_names_peer_fetches(int io_depth, const char* peer_span, const char* storage_span) {
+  TwoNodes nodes(io_depth);
+  TraceRecorder trace;
+  nodes.config[0].trace = &trace;
+  Loader a(nodes.source, nodes.config[0]), b(nodes.source, nodes.config[1]);
+  std::thread tb([&] { drain(b); });
+  drain(a);
+  tb.join();
+  std::map<std::string, std::set<std::int64_t>> items;  // span name -> dataset indices
+  const nlohmann::json events = trace.to_json()["traceEvents"];
+  for (const auto& e : events) {
+    if (e.contains("args") && e["args"].contains("item")) {
+      items[e["name"].get<std::string>()].insert(e["args"]["item"].get<std::int64_t>());
+    }
+  }
+  ASSERT_TRUE(items.count(peer_span)) << events.dump().substr(0, 2000);
+  for (std::int64_t i : items[peer_span]) EXPECT_EQ(i % 2, 1) << "node 0 asked a peer for its own item " << i;
+  for (std::int64_t i : items[storage_span]) EXPECT_EQ(i % 2, 0) << "node 0 read node 1's item " << i;
+  EXPECT_EQ(items[peer_span].size(), 8u);  // node 1's 8 items
+}
+
+TEST(PeerCache, TheTraceNamesPeerFetchesWithReadAhead) {
+  expect_trace_names_peer_fetches(4, "read peer", "read");
+}
+TEST(PeerCache, TheTraceNamesPeerFetchesSerialWorkers) {
+  expect_trace_names_peer_fetches(0, "fetch peer", "fetch");
 }
 
 TEST(PeerCache, WhenTheOtherNodeIsGoneItsItemsComeFromStorageAndTrainingGoesOn) {
