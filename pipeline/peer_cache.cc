@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <array>
+#include <charconv>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -59,14 +60,10 @@ std::vector<PeerAddress> parse_peers(const std::string& text) {
     std::string host = entry.substr(0, colon);
     if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
     const std::string port_text = entry.substr(colon + 1);
-    std::size_t used = 0;
     long port = -1;
-    try {
-      port = std::stol(port_text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != port_text.size() || port < 1 || port > 65535) {
+    const char* end = port_text.data() + port_text.size();
+    const auto [stop, err] = std::from_chars(port_text.data(), end, port);
+    if (err != std::errc() || stop != end || port < 1 || port > 65535) {
       throw std::invalid_argument(fmt::format("--peers: '{}' has no port in 1..65535", entry));
     }
     out.push_back({host, static_cast<std::uint16_t>(port)});
