@@ -113,7 +113,7 @@ pid_t spawn(const ProcessSpec& spec, Io&&... io) {
 
 }  // namespace
 
-double ExitStatus::cpu_seconds() const {
+double cpu_seconds(const rusage& usage) {
   return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }

@@ -52,6 +52,9 @@ struct ProcessSpec {
   std::string child_setup_what = "child set-up failed";
 };
 
+// User + system CPU seconds of a resource usage (a child's from wait4, or this process's).
+double cpu_seconds(const rusage& usage);
+
 // How a child ended.
 struct ExitStatus {
   bool exited = false;  // normal exit with `code`; else killed by `signal`
@@ -61,7 +64,7 @@ struct ExitStatus {
 
   // Exit code, or 128 + signal as a shell reports it.
   int shell_code() const { return exited ? code : 128 + signal; }
-  double cpu_seconds() const;
+  double cpu_seconds() const { return core::cpu_seconds(usage); }
 };
 
 class Process {

@@ -12,6 +12,7 @@
 #include <boost/asio.hpp>
 #include <fmt/format.h>
 
+#include "core/process.h"
 #include "pipeline/fetch_origin.h"
 #include "pipeline/peer_rate.h"
 
@@ -38,6 +39,10 @@ std::uint64_t get_u64(const std::uint8_t* p) {
   std::uint64_t v = 0;
   for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
   return v;
+}
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
 }
 
 std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
@@ -251,6 +256,29 @@ struct Connection {
   }
 };
 
+// Connects `conn` to `address` (an address as given, else the name resolved) by `deadline`.
+// Returns "" when connected, else why not: "resolve: ...", "connect " + `timed_out`, "connect: ...".
+std::string connect(Connection& conn, const PeerAddress& address, std::chrono::steady_clock::time_point deadline,
+                    const std::string& timed_out) {
+  error_code ec;
+  std::vector<tcp::endpoint> endpoints;
+  const auto ip = asio::ip::make_address(address.host, ec);
+  if (!ec) {
+    endpoints.emplace_back(ip, address.port);
+  } else {
+    tcp::resolver resolver(conn.ctx);
+    const auto found = resolver.resolve(address.host, std::to_string(address.port), ec);
+    if (ec) return "resolve: " + ec.message();
+    for (const auto& e : found) endpoints.push_back(e.endpoint());
+  }
+  ec = asio::error::would_block;
+  asio::async_connect(conn.socket, endpoints, [&](error_code e, const tcp::endpoint&) { ec = e; });
+  if (!conn.run_until(deadline)) return "connect " + timed_out;
+  if (ec) return "connect: " + ec.message();
+  conn.socket.set_option(tcp::no_delay(true), ec);
+  return {};
+}
+
 }  // namespace
 
 struct PeerCacheClient::Impl {
@@ -284,35 +312,16 @@ std::size_t PeerCacheClient::idle_connections(int peer) const {
 bool PeerCacheClient::wait_until_up(int peer, double timeout_s) {
   if (peer < 0 || peer >= static_cast<int>(impl_->peers.size())) return false;
   const PeerAddress& address = impl_->config.peers[static_cast<std::size_t>(peer)];
-  const auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
-  error_code ec;
-  const auto ip = asio::ip::make_address(address.host, ec);
+  const auto deadline = std::chrono::steady_clock::now() + seconds(timeout_s);
   for (;;) {
     auto conn = std::make_unique<Connection>();
-    std::vector<tcp::endpoint> endpoints;
-    if (!ec) {
-      endpoints.emplace_back(ip, address.port);
-    } else {
-      error_code rec;
-      tcp::resolver resolver(conn->ctx);
-      for (const auto& e : resolver.resolve(address.host, std::to_string(address.port), rec)) {
-        endpoints.push_back(e.endpoint());
-      }
-    }
-    if (!endpoints.empty()) {
-      error_code cec = asio::error::would_block;
-      asio::async_connect(conn->socket, endpoints, [&](error_code e, const tcp::endpoint&) { cec = e; });
-      const auto attempt = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1));
-      if (conn->run_until(attempt) && !cec) {
-        conn->socket.set_option(tcp::no_delay(true), cec);
-        auto& p = *impl_->peers[static_cast<std::size_t>(peer)];
-        std::lock_guard lock(p.mu);
-        p.down_until = {};
-        p.idle.push_back(std::move(conn));
-        return true;
-      }
+    const auto attempt = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+    if (connect(*conn, address, attempt, "timed out").empty()) {
+      auto& p = *impl_->peers[static_cast<std::size_t>(peer)];
+      std::lock_guard lock(p.mu);
+      p.down_until = {};
+      p.idle.push_back(std::move(conn));
+      return true;
     }
     if (std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -337,39 +346,22 @@ PeerCacheClient::Reply PeerCacheClient::get(int peer, std::size_t index, Bytes& 
       p.idle.pop_back();
     }
   }
-  const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(impl_->config.timeout_s));
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = std::chrono::steady_clock::now() + seconds(impl_->config.timeout_s);
   auto fail = [&](const std::string& what) -> Reply {
     const std::string reason = fmt::format("{}: {}", address.to_string(), what);
     std::lock_guard lock(p.mu);
-    p.down_until = impl_->now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                      std::chrono::duration<double>(impl_->config.retry_after_s));
+    p.down_until = impl_->now() + seconds(impl_->config.retry_after_s);
     p.down_reason = reason;
     p.idle.clear();  // the others to that peer are as suspect
     return {Result::kFailed, PeerStatus::kMiss, reason};
   };
   const std::string timed_out = fmt::format("timed out after {} s", impl_->config.timeout_s);
 
-  error_code ec;
   if (!conn) {
     conn = std::make_unique<Connection>();
-    std::vector<tcp::endpoint> endpoints;
-    const auto address_ip = asio::ip::make_address(address.host, ec);
-    if (!ec) {
-      endpoints.emplace_back(address_ip, address.port);
-    } else {
-      tcp::resolver resolver(conn->ctx);
-      const auto found = resolver.resolve(address.host, std::to_string(address.port), ec);
-      if (ec) return fail("resolve: " + ec.message());
-      for (const auto& e : found) endpoints.push_back(e.endpoint());
-    }
-    ec = asio::error::would_block;
-    asio::async_connect(conn->socket, endpoints, [&](error_code e, const tcp::endpoint&) { ec = e; });
-    if (!conn->run_until(deadline)) return fail("connect " + timed_out);
-    if (ec) return fail("connect: " + ec.message());
-    conn->socket.set_option(tcp::no_delay(true), ec);
+    if (const std::string why = connect(*conn, address, deadline, timed_out); !why.empty()) return fail(why);
   }
+  error_code ec;
 
   std::array<std::uint8_t, 4 + kPeerRequestBytes> request{};
   put_u32(request.data(), kPeerRequestBytes);
@@ -493,12 +485,11 @@ namespace {
 double process_cpu_s() {
   rusage u{};
   ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+  return core::cpu_seconds(u);
 }
 }  // namespace
 
-LoopbackPeerRate loopback_peer_rate(std::size_t item_bytes, int threads, double seconds) {
+LoopbackPeerRate loopback_peer_rate(std::size_t item_bytes, int threads, double duration_s) {
   PartitionConfig config;
   config.rank = 1;
   config.peers = {{"127.0.0.1", 1}, {"127.0.0.1", 0}};
@@ -516,8 +507,7 @@ LoopbackPeerRate loopback_peer_rate(std::size_t item_bytes, int threads, double 
   std::atomic<bool> failed{false};
   const double cpu0 = process_cpu_s();
   const auto t0 = std::chrono::steady_clock::now();
-  const auto until =
-      t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+  const auto until = t0 + seconds(duration_s);
   std::vector<std::thread> pool;
   for (int t = 0; t < std::max(1, threads); ++t) {
     pool.emplace_back([&, t] {
@@ -543,8 +533,9 @@ nlohmann::json partitioned_cache_report(const PartitionedSource& source, const P
   const auto n = source.counters();
   nlohmann::json peers = nlohmann::json::array();
   for (const auto& p : c.peers) peers.push_back(p.to_string());
-  std::size_t owned = 0;
-  for (std::size_t i = 0; i < source.size(); ++i) owned += c.owns(i) ? 1 : 0;
+  // Items i < size with i % world == rank.
+  const auto world = static_cast<std::size_t>(c.world()), rank = static_cast<std::size_t>(c.rank);
+  const std::size_t owned = source.size() > rank ? (source.size() - rank + world - 1) / world : 0;
   const std::string error = source.last_peer_error();
   nlohmann::json j = {
       {"rank", c.rank},
