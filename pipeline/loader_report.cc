@@ -46,7 +46,10 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
   j["strict_data"] = config.strict;
   j["fetch_only"] = config.fetch_only;
   j["custom_prep"] = static_cast<bool>(config.prep);
-  if (folder) j["drop_after_read"] = folder->drop_after_read();
+  if (folder) {
+    j["drop_after_read"] = folder->drop_after_read();
+    j["hold_page_cache"] = folder->hold_page_cache();
+  }
   if (const ItemCache* cache = facts.cache) {
     auto limit = [](std::uint64_t v) { return v == UINT64_MAX ? nlohmann::json() : nlohmann::json(v); };
     j["cache"] = {{"capacity_items", limit(cache->max_items())},

@@ -27,8 +27,12 @@ void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
                core::ArgKind::Runtime);
   cli.add_flag("--no-shuffle", o.no_shuffle, "Sequential order instead of a new permutation per epoch");
   cli.add_flag("--keep-last", o.keep_last, "Keep the last, smaller batch of an epoch (default: drop it)");
-  cli.add_flag("--drop-after-read", o.drop_after_read,
-               "Drop each file from the page cache after reading it: every read comes from storage");
+  auto* drop = cli.add_flag("--drop-after-read", o.drop_after_read,
+                           "Drop each file from the page cache after reading it: every read comes from storage");
+  cli.add_flag("--hold-page-cache", o.hold_page_cache,
+               "Leave the page cache as each read found it: drop a file after reading it only when it was not "
+               "resident, so a resident fraction holds over every epoch (the analyzer's page-cache checks)")
+      ->excludes(drop);
   cli.add_flag("--fetch-only", o.fetch_only,
                "Run the pipeline's fetch stage alone (no decode, augment, or model step): measures fetch rates");
   cli.add_option("--coordinated", o.coordinated,
@@ -148,6 +152,7 @@ std::shared_ptr<ImageFolderReader> open_image_folder(const std::string& root, co
                                                      const PipelineOptions& options) {
   auto reader = std::make_shared<ImageFolderReader>(root, hint);
   reader->set_drop_after_read(options.drop_after_read);
+  reader->set_hold_page_cache(options.hold_page_cache);
   return reader;
 }
 

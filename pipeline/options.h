@@ -20,6 +20,7 @@ struct PipelineOptions {
   bool no_shuffle = false;          // --no-shuffle
   bool keep_last = false;           // --keep-last (drop_last off)
   bool drop_after_read = false;     // --drop-after-read (every read from storage)
+  bool hold_page_cache = false;     // --hold-page-cache (drop only what a read brought in)
   bool fetch_only = false;          // --fetch-only (fetch stage alone, no model step)
   int coordinated = 0;              // --coordinated K (0: off; pipeline/coordinated.h)
   std::string group;                // --group NAME

@@ -1,6 +1,7 @@
 #include "pipeline/source.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -32,8 +33,12 @@ bool entry_is(const fs::directory_entry& entry, bool regular) {
   return regular ? fs::is_regular_file(st) : fs::is_directory(st);
 }
 
+// What a read leaves in the page cache: everything it read, nothing, or what was there
+// before it (--hold-page-cache: the pages of a file it had to bring in are dropped).
+enum class AfterRead { Keep, Drop, DropWhatItBroughtIn };
+
 // Reads all of `name` (relative to `dir_fd`, or AT_FDCWD) into `out`; `shown` names it in errors.
-void read_at(int dir_fd, const char* name, const fs::path& shown, Bytes& out, bool drop_after_read,
+void read_at(int dir_fd, const char* name, const fs::path& shown, Bytes& out, AfterRead after,
              std::optional<std::size_t> size_hint);
 
 }  // namespace
@@ -104,12 +109,12 @@ ImageFolderReader::ImageFolderReader(fs::path root, const std::string& hint) : r
 }
 
 void read_file(const fs::path& file, Bytes& out, bool drop_after_read, std::optional<std::size_t> size_hint) {
-  read_at(AT_FDCWD, file.c_str(), file, out, drop_after_read, size_hint);
+  read_at(AT_FDCWD, file.c_str(), file, out, drop_after_read ? AfterRead::Drop : AfterRead::Keep, size_hint);
 }
 
 namespace {
 
-void read_at(int dir_fd, const char* name, const fs::path& file, Bytes& out, bool drop_after_read,
+void read_at(int dir_fd, const char* name, const fs::path& file, Bytes& out, AfterRead after,
              std::optional<std::size_t> size_hint) {
   const int fd = ::openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw DataError("cannot open " + file.string() + ": " + std::strerror(errno));
@@ -125,6 +130,7 @@ void read_at(int dir_fd, const char* name, const fs::path& file, Bytes& out, boo
     if (::fstat(fd, &st) != 0) fail("stat", errno);
     expect = static_cast<std::size_t>(st.st_size);
   }
+  const bool drop = after == AfterRead::Drop || (after == AfterRead::DropWhatItBroughtIn && !file_resident(fd, expect));
   // Read until the end of the file. One byte more than expected is asked for: a read that
   // fills it means the file is longer than its size said (it grew), and the buffer grows.
   // A short read means the end of the file (a regular file's pread returns less only at its
@@ -147,11 +153,22 @@ void read_at(int dir_fd, const char* name, const fs::path& file, Bytes& out, boo
     throw DataError("cannot read " + file.string() + ": file shrank while reading");
   }
   out.resize(done);
-  if (drop_after_read) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  if (drop) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   ::close(fd);
 }
 
 }  // namespace
+
+bool file_resident(int fd, std::size_t size) {
+  if (size == 0) return true;
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) return false;
+  const long page = ::sysconf(_SC_PAGESIZE);
+  std::vector<unsigned char> pages((size + static_cast<std::size_t>(page) - 1) / static_cast<std::size_t>(page));
+  const bool ok = ::mincore(map, size, pages.data()) == 0;
+  ::munmap(map, size);
+  return ok && std::all_of(pages.begin(), pages.end(), [](unsigned char v) { return (v & 1) != 0; });
+}
 
 bool ImageFolderReader::fetch_if_cached(std::size_t index, Bytes& out) const {
   if (drop_after_read_) return false;  // every read is to come from storage
@@ -159,6 +176,19 @@ bool ImageFolderReader::fetch_if_cached(std::size_t index, Bytes& out) const {
   const int fd = root_fd_ ? ::openat(root_fd_->fd, file.c_str() + root_prefix_, O_RDONLY | O_CLOEXEC)
                           : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
+  if (hold_page_cache_) {
+    // mincore, not RWF_NOWAIT: a RWF_NOWAIT read of a page that is not resident starts
+    // reading it (the kernel's readahead), and fetch() could then take it for resident.
+    const bool resident = file_resident(fd, sizes_[index]);
+    ::close(fd);
+    if (!resident) return false;
+    try {
+      fetch(index, out);  // resident: nothing will be dropped
+    } catch (const DataError&) {
+      return false;  // fetch() reports it again
+    }
+    return true;
+  }
   // As read_at with the scan's size hint: one byte more than expected is asked for, so a
   // file that grew is read to its end; a short read before the expected end means a page
   // that is not cached (RWF_NOWAIT stops there) or a file that shrank: fetch() decides.
@@ -189,10 +219,13 @@ bool ImageFolderReader::fetch_if_cached(std::size_t index, Bytes& out) const {
 
 void ImageFolderReader::fetch(std::size_t index, Bytes& out) const {
   const fs::path& file = files_[index];
+  const AfterRead after = drop_after_read_   ? AfterRead::Drop
+                          : hold_page_cache_ ? AfterRead::DropWhatItBroughtIn
+                                             : AfterRead::Keep;
   if (root_fd_) {
-    read_at(root_fd_->fd, file.c_str() + root_prefix_, file, out, drop_after_read_, sizes_[index]);
+    read_at(root_fd_->fd, file.c_str() + root_prefix_, file, out, after, sizes_[index]);
   } else {
-    read_file(file, out, drop_after_read_, sizes_[index]);
+    read_at(AT_FDCWD, file.c_str(), file, out, after, sizes_[index]);
   }
 }
 

@@ -28,6 +28,10 @@ enum class Encoding { Jpeg, RawHwc };
 void read_file(const std::filesystem::path& file, Bytes& out, bool drop_after_read = false,
                std::optional<std::size_t> size_hint = std::nullopt);
 
+// Whether every page of the first `size` bytes of the open file `fd` is in the page
+// cache (mincore over a mapping: it reads nothing itself). False when it cannot tell.
+bool file_resident(int fd, std::size_t size);
+
 class ItemSource {
  public:
   virtual ~ItemSource() = default;
@@ -74,6 +78,13 @@ class ImageFolderReader : public ItemSource {
   // with a dataset much larger than memory (the Mila suite's `nocache`).
   void set_drop_after_read(bool on) { drop_after_read_ = on; }
   bool drop_after_read() const { return drop_after_read_; }
+  // --hold-page-cache: leave the page cache as each read found it: a file that was not
+  // wholly resident when read is dropped after the read (so is its resident part), one
+  // that was stays. A fixed resident fraction then holds over any number of epochs
+  // (the analyzer's page-cache checks). Residency is asked with mincore (a mapping per
+  // read, a few us). --drop-after-read, when also on, wins.
+  void set_hold_page_cache(bool on) { hold_page_cache_ = on; }
+  bool hold_page_cache() const { return hold_page_cache_; }
   // Sum of file sizes (from the scan).
   std::uint64_t total_bytes() const { return total_bytes_; }
 
@@ -91,6 +102,7 @@ class ImageFolderReader : public ItemSource {
   std::size_t root_prefix_ = 0;  // characters of root_ (with its separator) at the start of every files_[i]
   std::uint64_t total_bytes_ = 0;
   bool drop_after_read_ = false;
+  bool hold_page_cache_ = false;
 };
 
 // Pre-decoded images (HWC uint8, all the same shape) held in memory: no decode.

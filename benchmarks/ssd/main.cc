@@ -44,8 +44,9 @@ v::PipelineSource open_coco(const core::BenchOptions& o, const pipeline::Pipelin
   const std::filesystem::path ann = annotations.empty() ? root / "annotations" / "instances_train2017.json"
                                                         : std::filesystem::path(annotations);
   std::shared_ptr<pipeline::CocoImageSource> source;
-  if (popts.drop_after_read) {
-    throw core::UsageError("--drop-after-read is not supported by the COCO reader of ssd");
+  if (popts.drop_after_read || popts.hold_page_cache) {
+    throw core::UsageError(std::string(popts.drop_after_read ? "--drop-after-read" : "--hold-page-cache") +
+                           " is not supported by the COCO reader of ssd");
   }
   try {
     if (!std::filesystem::exists(ann)) {

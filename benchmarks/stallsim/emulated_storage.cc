@@ -1,7 +1,6 @@
 #include "emulated_storage.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -12,25 +11,6 @@
 #include <vector>
 
 namespace mlbench::stallsim {
-namespace {
-
-// Whether every page of the open file is resident (mincore over a mapping).
-bool resident(int fd, std::size_t size) {
-  if (size == 0) return true;
-  void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  if (map == MAP_FAILED) return false;
-  const long page = sysconf(_SC_PAGESIZE);
-  std::vector<unsigned char> vec((size + page - 1) / page);
-  const bool ok = mincore(map, size, vec.data()) == 0;
-  munmap(map, size);
-  if (!ok) return false;
-  for (unsigned char v : vec) {
-    if (!(v & 1)) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 EmulatedStorage::EmulatedStorage(std::shared_ptr<const pipeline::ImageFolderReader> files, double mb_per_s)
     : files_(std::move(files)), bytes_per_s_(mb_per_s * 1e6) {}
@@ -52,7 +32,7 @@ void EmulatedStorage::fetch(std::size_t index, pipeline::Bytes& out) const {
   struct stat st {};
   ::fstat(fd, &st);
   const auto size = static_cast<std::size_t>(st.st_size);
-  const bool cached = resident(fd, size);
+  const bool cached = pipeline::file_resident(fd, size);
   const auto device_done = cached ? std::chrono::steady_clock::time_point{} : reserve(size);
   if (!cached && bytes_per_s_ > 0 && files_->drop_after_read()) {
     // A read that goes to the emulated device and leaves nothing in the page
