@@ -756,7 +756,10 @@ void CoordinatedDataset::prepare(const BuildSetup& setup) {
   group_ = std::make_unique<CoordinationGroup>(options_);
 }
 
-Batch CoordinatedDataset::get_batch(const BatchRequest& r) {
+Batch CoordinatedDataset::get_batch(const BatchRequest& request_in) {
+  // Not the loader's next batch: which batch this member builds next is the group's plan.
+  BatchRequest r = request_in;
+  r.claim_next = nullptr;
   std::function<Batch(long)> ahead;
   if (plan_) ahead = [&](long s) { return inner_->get_batch(request(s, r.worker)); };
   return group_->acquire(

@@ -80,11 +80,30 @@ class DataLoader {
     dataset_->prepare(BuildSetup{builders_, options_.prefetch, &stats_, options_.trace});
     for (int i = 0; i < builders_; ++i) {
       threads_.emplace_back([this, i] {
-        while (auto seq = queue_->claim()) {
+        // A worker's next batch, claimed early by the dataset while it built the
+        // previous one (BatchRequest::claim_next): built next.
+        std::optional<Claimed> ahead;
+        while (true) {
+          std::optional<Claimed> current;
+          if (ahead && !queue_->stopping()) {
+            current = std::move(ahead);
+            ahead.reset();
+          } else if (auto seq = queue_->claim()) {
+            current = claimed(*seq, i);
+          } else {
+            break;
+          }
+          current->request.claim_next = [this, i, &ahead]() -> const BatchRequest* {
+            if (!ahead) {
+              if (auto seq = queue_->try_claim()) ahead = claimed(*seq, i);
+            }
+            return ahead ? &ahead->request : nullptr;
+          };
+          const long seq = current->request.sequence;
           try {
-            queue_->put(*seq, build(*seq, i));
+            queue_->put(seq, build(current->request));
           } catch (...) {
-            queue_->fail(*seq, std::current_exception());
+            queue_->fail(seq, std::current_exception());
           }
         }
       });
@@ -103,7 +122,7 @@ class DataLoader {
       b.emplace(queue_->take(ready));
     } else {
       inline_claimed_ = delivered_ + 1;
-      b.emplace(build(delivered_, 0));
+      b.emplace(build(claimed(delivered_, 0).request));
     }
     ++delivered_;
     stats_.record_wait(std::chrono::duration<double>(Clock::now() - t0).count(), ready);
@@ -135,16 +154,27 @@ class DataLoader {
  private:
   using Clock = std::chrono::steady_clock;
 
-  B build(long sequence, int worker) {
-    BatchRequest r;
+  // A claimed batch: its request, and the epoch order it points into (kept alive with it).
+  struct Claimed {
+    BatchRequest request;
+    std::shared_ptr<const std::vector<std::size_t>> order;
+  };
+
+  Claimed claimed(long sequence, int worker) {
+    Claimed c;
+    BatchRequest& r = c.request;
     r.sequence = sequence;
     r.epoch = sequence / static_cast<long>(batches_per_epoch_);
     r.index = sequence % static_cast<long>(batches_per_epoch_);
-    const auto order = epoch_order(r.epoch);
-    r.order = order.get();
+    c.order = epoch_order(r.epoch);
+    r.order = c.order.get();
     r.first = static_cast<std::size_t>(r.index) * options_.batch_size;
-    r.count = std::min<std::size_t>(options_.batch_size, order->size() - r.first);
+    r.count = std::min<std::size_t>(options_.batch_size, c.order->size() - r.first);
     r.worker = worker;
+    return c;
+  }
+
+  B build(const BatchRequest& r) {
     if (!options_.stats) return dataset_->get_batch(r);
     const auto t0 = Clock::now();
     B b = dataset_->get_batch(r);

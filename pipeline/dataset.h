@@ -26,6 +26,11 @@ struct BatchRequest {
   std::size_t first = 0;          // the batch's first position in `order`
   std::size_t count = 0;          // its number of items
   int worker = 0;                 // which builder (0 .. builders-1; 0 when built inline)
+  // The same worker's next batch, claimed now if it can be without waiting (the
+  // loader then builds it next), so that its reads can be issued while this one
+  // is built; null when none can be (the loader is `prefetch` batches ahead, or
+  // at its end). Empty when the loader has no builders.
+  std::function<const BatchRequest*()> claim_next;
 
   std::size_t item(std::size_t k) const { return (*order)[first + k]; }
   std::vector<std::size_t> indices() const {

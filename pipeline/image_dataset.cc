@@ -42,6 +42,7 @@ void ImageDataset::prepare(const BuildSetup& setup) {
     // io_depth reads in flight over the loader: each worker keeps its share ahead (at least one).
     read_window_ = static_cast<std::size_t>(std::max(1, io_depth_ / n));
     read_ahead_ = std::make_unique<ReadAhead>(source_, cache_.get(), io_depth_, stats_, setup.stats, setup.trace);
+    next_reads_.resize(static_cast<std::size_t>(n));
   }
 }
 
@@ -75,8 +76,23 @@ Batch ImageDataset::get_batch(const BatchRequest& r) {
   }
   w.hwc.resize(static_cast<std::size_t>(s) * s * std::max(channels, 4));  // JPEGs resize as RGBX
   if (read_ahead_) {
-    ReadStream reads(*read_ahead_, r.indices(), read_window_, r.sequence);
-    for (int k = 0; k < n; ++k) stages_.load(w, *r.order, r.first + k, r.epoch, b, k, &reads);
+    // This batch's reads: started by the previous batch when it claimed this one.
+    std::unique_ptr<ReadStream>& next = next_reads_.at(static_cast<std::size_t>(r.worker));
+    std::unique_ptr<ReadStream> reads = std::move(next);
+    if (!reads || reads->batch() != r.sequence) {
+      reads = std::make_unique<ReadStream>(*read_ahead_, r.indices(), read_window_, r.sequence);
+    }
+    next.reset();  // (a stream for another batch is withdrawn)
+    if (r.claim_next) {
+      reads->set_overflow([&](std::size_t room) {
+        if (next) return next->issue_ahead(room);
+        if (const BatchRequest* following = r.claim_next()) {
+          next = std::make_unique<ReadStream>(*read_ahead_, following->indices(), read_window_, following->sequence,
+                                              room);
+        }
+      });
+    }
+    for (int k = 0; k < n; ++k) stages_.load(w, *r.order, r.first + k, r.epoch, b, k, reads.get());
   } else {
     for (int k = 0; k < n; ++k) stages_.load(w, *r.order, r.first + k, r.epoch, b, k);
   }

@@ -51,6 +51,9 @@ class ImageDataset : public Dataset<Batch> {
   int io_depth_ = 0;
   std::size_t read_window_ = 0;
   std::unique_ptr<ReadAhead> read_ahead_;
+  // Per worker: the reads of its next batch, started while it built the previous one
+  // (after read_ahead_: destroyed first, withdrawing what they issued).
+  std::vector<std::unique_ptr<ReadStream>> next_reads_;
 };
 
 // One batch of random pixels and labels (seeded), made once and served forever

@@ -29,6 +29,19 @@ class ReorderQueue {
     if (stopping_) return std::nullopt;
     return next_to_claim_++;
   }
+  // Worker: the next sequence when one can be claimed without waiting (read-ahead
+  // of a worker's next batch); nullopt when claim() would block, or once stopped.
+  std::optional<long> try_claim() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || (end_ >= 0 && next_to_claim_ >= end_) || next_to_claim_ >= next_to_take_ + window_) {
+      return std::nullopt;
+    }
+    return next_to_claim_++;
+  }
+  bool stopping() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stopping_;
+  }
   // Worker: the finished batch `sequence` (or the error that stopped it).
   void put(long sequence, T value) { finish(sequence, Slot{std::move(value), nullptr}); }
   void fail(long sequence, std::exception_ptr error) { finish(sequence, Slot{std::nullopt, std::move(error)}); }

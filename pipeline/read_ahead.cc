@@ -153,9 +153,10 @@ void ReadAhead::run(int thread) {
   }
 }
 
-ReadStream::ReadStream(ReadAhead& read_ahead, std::vector<std::size_t> items, std::size_t window, std::int64_t batch)
+ReadStream::ReadStream(ReadAhead& read_ahead, std::vector<std::size_t> items, std::size_t window, std::int64_t batch,
+                       std::size_t initial)
     : read_ahead_(read_ahead), items_(std::move(items)), window_(std::max<std::size_t>(1, window)), batch_(batch) {
-  issue_up_to(window_);
+  issue_up_to(std::min(initial, window_));
 }
 
 ReadStream::~ReadStream() {
@@ -167,6 +168,28 @@ void ReadStream::issue_up_to(std::size_t end) {
   while (issued_.size() < end) issued_.push_back(read_ahead_.issue(items_[issued_.size()], batch_));
 }
 
+void ReadStream::issue_ahead(std::size_t count) { issue_up_to(taken_ + std::min(count, window_)); }
+
+void ReadStream::set_overflow(std::function<void(std::size_t room)> overflow) {
+  overflow_ = std::move(overflow);
+  spill();
+}
+
+void ReadStream::refill() {
+  issue_up_to(taken_ + window_);
+  spill();
+}
+
+void ReadStream::spill() {
+  const std::size_t outstanding = issued_.size() - taken_;
+  if (!overflow_ || issued_.size() < items_.size() || outstanding >= window_) return;
+  try {
+    overflow_(window_ - outstanding);
+  } catch (...) {
+    overflow_ = nullptr;  // only an early start: the next batch then reads for itself
+  }
+}
+
 FetchedItem ReadStream::take() {
   if (taken_ >= items_.size()) throw std::logic_error("ReadStream: every item was taken");
   const std::size_t k = taken_++;
@@ -175,13 +198,13 @@ FetchedItem ReadStream::take() {
   try {
     FetchedItem item = read_ahead_.take(issued_[k]);
     issued_[k].reset();
-    issue_up_to(taken_ + window_);
+    refill();
     return item;
   } catch (const ReadAheadStopped&) {
     throw;
   } catch (...) {
     issued_[k].reset();
-    issue_up_to(taken_ + window_);
+    refill();
     throw;
   }
 }

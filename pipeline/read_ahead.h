@@ -13,8 +13,10 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <cstddef>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -100,9 +102,16 @@ class ReadAhead {
 // One worker's reads over one batch: items[0], items[1], ... taken in order,
 // at most `window` issued and not yet taken. The destructor withdraws what was
 // issued and not taken (a batch that ended early, e.g. on an error).
+//
+// Across batches: once every item of this batch is issued, the window's room
+// left (window minus the items issued and not yet taken) goes to `overflow`,
+// after each take: the worker's next batch's stream is started (or grown) with
+// it, so that a batch's first reads are under way before it begins.
 class ReadStream {
  public:
-  ReadStream(ReadAhead& read_ahead, std::vector<std::size_t> items, std::size_t window, std::int64_t batch);
+  // Issues the first `initial` items (default: `window`).
+  ReadStream(ReadAhead& read_ahead, std::vector<std::size_t> items, std::size_t window, std::int64_t batch,
+             std::size_t initial = SIZE_MAX);
   ~ReadStream();
   ReadStream(const ReadStream&) = delete;
   ReadStream& operator=(const ReadStream&) = delete;
@@ -110,9 +119,17 @@ class ReadStream {
   // The next item's bytes (the k-th call: items[k]); rethrows its read's error.
   FetchedItem take();
   std::size_t taken() const { return taken_; }
+  std::size_t issued() const { return issued_.size(); }
+  std::int64_t batch() const { return batch_; }
+  // Issues items until `count` are issued and not taken (at most `window`).
+  void issue_ahead(std::size_t count);
+  // See the class comment: called with the room (>= 1), at once when there is some.
+  void set_overflow(std::function<void(std::size_t room)> overflow);
 
  private:
   void issue_up_to(std::size_t end);
+  void refill();
+  void spill();
 
   ReadAhead& read_ahead_;
   std::vector<std::size_t> items_;
@@ -120,6 +137,7 @@ class ReadStream {
   std::int64_t batch_;
   std::vector<std::shared_ptr<ReadAhead::Request>> issued_;
   std::size_t taken_ = 0;
+  std::function<void(std::size_t)> overflow_;
 };
 
 }  // namespace mlbench::pipeline

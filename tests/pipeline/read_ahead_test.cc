@@ -4,6 +4,7 @@
 // without a hang; and the loader gives the same batches with and without it.
 // No test depends on speed: gates, not sleeps, decide what is in flight.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -19,6 +20,7 @@
 #include "datasets/fake_imagenet.h"
 #include "pipeline/loader.h"
 #include "pipeline/read_ahead.h"
+#include "stall/page_cache.h"
 #include "tests/support/jpeg_folder.h"
 #include "tests/support/temp_dir.h"
 
@@ -95,6 +97,47 @@ class RecordingSource : public ItemSource {
   mutable int running_ = 0, max_running_ = 0;
   bool open_ = true;
   bool cache_even_ = false;
+};
+
+// A real ImageFolder whose reads wait at a gate (and are counted when they start).
+class GatedFolder : public ItemSource {
+ public:
+  explicit GatedFolder(const fs::path& root) : folder_(root) {}
+  std::size_t size() const override { return folder_.size(); }
+  std::int64_t label(std::size_t i) const override { return folder_.label(i); }
+  Encoding encoding() const override { return folder_.encoding(); }
+  std::string describe(std::size_t i) const override { return folder_.describe(i); }
+  void fetch(std::size_t i, Bytes& out) const override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++started_;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return open_; });
+    }
+    folder_.fetch(i, out);
+  }
+  void close_gate() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = false;
+  }
+  void open_gate() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool wait_started(std::size_t n) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kHang, [&] { return started_ >= n; });
+  }
+
+ private:
+  ImageFolderReader folder_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable std::size_t started_ = 0;
+  bool open_ = true;
 };
 
 std::string text(const FetchedItem& f) { return std::string(f.data->begin(), f.data->end()); }
@@ -224,6 +267,47 @@ TEST(ReadAhead, ImageFolderServesPageCachedFilesWithoutWaiting) {
   EXPECT_FALSE(reader.fetch_if_cached(0, none));  // every read from storage
 }
 
+TEST(ReadAhead, HoldPageCacheDropsOnlyTheFilesItsReadsBroughtIn) {
+  const TempDir tmp("hold_page_cache");
+  const fs::path root = mlbench::testing_support::make_jpeg_folder(tmp.path(), 1, 4);
+  ImageFolderReader reader(root);
+  ASSERT_EQ(reader.size(), 4u);
+  std::vector<fs::path> files;
+  for (std::size_t i = 0; i < reader.size(); ++i) files.push_back(reader.path(i));
+  ::sync();  // just written: dirty pages are not dropped
+  mlbench::stall::evict(files);
+  if (mlbench::stall::residency(files).resident_pages != 0) {
+    GTEST_SKIP() << "the page cache of " << tmp.path() << " cannot be dropped here (tmpfs?): nothing to hold";
+  }
+  const auto resident = [&](std::size_t i) { return mlbench::stall::residency({files[i]}).fraction(); };
+  std::vector<Bytes> content(4);
+  for (std::size_t i = 0; i < 2; ++i) read_file(files[i], content[i]);  // 0 and 1 resident, 2 and 3 not
+  reader.set_hold_page_cache(true);
+  for (std::size_t i = 0; i < 4; ++i) {
+    Bytes b;
+    EXPECT_EQ(reader.fetch_if_cached(i, b), i < 2) << i;
+    reader.fetch(i, b);
+    if (i >= 2) content[i] = b;
+    EXPECT_EQ(b, content[i]) << i;
+  }
+  EXPECT_EQ(resident(0), 1.0);
+  EXPECT_EQ(resident(1), 1.0);
+  EXPECT_EQ(resident(2), 0.0);
+  EXPECT_EQ(resident(3), 0.0);
+  // A second epoch finds the same state, and reads the same bytes.
+  for (std::size_t i = 0; i < 4; ++i) {
+    Bytes b;
+    reader.fetch(i, b);
+    EXPECT_EQ(b, content[i]) << i;
+  }
+  EXPECT_EQ(mlbench::stall::residency(files).resident_pages, mlbench::stall::residency({files[0], files[1]}).pages);
+  // Without the flag a read leaves its file resident: what the flag changes.
+  reader.set_hold_page_cache(false);
+  Bytes b;
+  reader.fetch(2, b);
+  EXPECT_EQ(resident(2), 1.0);
+}
+
 TEST(ReadAhead, AReadsErrorReachesTheWorkerThatTakesTheItem) {
   auto source = std::make_shared<RecordingSource>(10);
   source->fail(3);
@@ -275,6 +359,55 @@ TEST(ReadAhead, AStreamLeftEarlyWithdrawsItsReads) {
   ReadStream next(ra, {6}, 4, 1);
   EXPECT_EQ(text(next.take()), "item 6");
   EXPECT_LE(ra.max_outstanding(), 4);
+}
+
+TEST(ReadAhead, AStreamLendsTheRoomOfItsWindowToTheNextBatch) {
+  auto source = std::make_shared<RecordingSource>(10);
+  source->close_gate();
+  ReadAhead ra(source, nullptr, 4, true, nullptr, nullptr);
+  ReadStream a(ra, {0, 1}, 3, 0);
+  std::unique_ptr<ReadStream> b;
+  std::vector<std::size_t> rooms;
+  a.set_overflow([&](std::size_t room) {
+    rooms.push_back(room);
+    if (b) return b->issue_ahead(room);
+    b = std::make_unique<ReadStream>(ra, std::vector<std::size_t>{2, 3, 4, 5}, 3, 1, room);
+  });
+  ASSERT_TRUE(b);  // batch 0 has 2 items for a window of 3: one read goes to batch 1 at once
+  EXPECT_EQ(b->issued(), 1u);
+  ASSERT_TRUE(source->wait_started(3));  // items 0, 1 and 2 in flight together
+  source->open_gate();
+  EXPECT_EQ(text(a.take()), "item 0");
+  EXPECT_EQ(b->issued(), 2u);
+  EXPECT_EQ(text(a.take()), "item 1");
+  EXPECT_EQ(b->issued(), 3u);  // the whole window, before batch 1 takes anything
+  EXPECT_EQ(rooms, (std::vector<std::size_t>{1, 2, 3}));
+  for (int k = 2; k <= 5; ++k) EXPECT_EQ(text(b->take()), "item " + std::to_string(k));
+  EXPECT_EQ(ra.max_outstanding(), 3);
+}
+
+TEST(ReadAhead, TheLoaderReadsAWorkersNextBatchWhileItsBatchIsStillReading) {
+  const TempDir tmp("read_ahead_next_batch");
+  const fs::path root = mlbench::testing_support::make_jpeg_folder(tmp.path(), 1, 6);
+  auto source = std::make_shared<GatedFolder>(root);
+  LoaderConfig c;
+  c.batch_size = 1;  // a batch of one item: any second read in flight is the next batch's
+  c.workers = 1;
+  c.prefetch = 4;
+  c.io_depth = 4;
+  c.transform.image_size = 16;
+  c.max_epochs = 1;
+  c.seed = 3;
+  source->close_gate();
+  auto batches = std::async(std::launch::async, [&] { return run_loader(source, c); });
+  const bool two_in_flight = source->wait_started(2);  // batch 0's read is held at the gate
+  source->open_gate();
+  EXPECT_TRUE(two_in_flight) << "batch 1's read did not start while batch 0's was in flight";
+  ASSERT_EQ(batches.wait_for(kHang), std::future_status::ready);
+  const auto ahead = batches.get();
+  c.io_depth = 0;
+  EXPECT_EQ(ahead, run_loader(std::make_shared<ImageFolderReader>(root), c));
+  EXPECT_EQ(ahead.size(), 6u);
 }
 
 TEST(ReadAhead, LoaderGivesTheSameBatchesWithAndWithoutReadAhead) {

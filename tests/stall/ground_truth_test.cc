@@ -140,13 +140,12 @@ INSTANTIATE_TEST_SUITE_P(Grid, GroundTruth,
                                          // spare worker hides a late wake-up, so the costs are 4x
                                          // longer (8-16 ms) to keep that jitter small beside them.
                                          Config{"serial_even", 500, 125, 125, 2},
-                                         Config{"serial_fetch_slower", 500, 125, 90, 2}),
-                                         // No read-ahead config (the loader's default, --io-depth 8):
-                                         // a worker reads ahead only within the batch it builds, so at
-                                         // stallsim's batch of 4 one read in four is not overlapped, and
-                                         // the overlap model missed a 75% point by 5.2% in a CI run
-                                         // (readahead_prep_fetch; readahead_even lost 12% to fetch).
-                                         // docs/performance.md, "The grid on a quiet machine".
+                                         Config{"serial_fetch_slower", 500, 125, 90, 2},
+                                         // Read-ahead (the loader's default): a worker's reads run
+                                         // ahead of its decode, across its batches, so fetch and prep
+                                         // overlap and the pipelined min() holds.
+                                         Config{"readahead_prep_fetch", 1000, 500, 180, 4, 4},
+                                         Config{"readahead_even", 500, 125, 125, 2, 4}),
                          [](const testing::TestParamInfo<Config>& info) { return std::string(info.param.name); });
 
 }  // namespace
