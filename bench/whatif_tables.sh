@@ -4,33 +4,45 @@
 # (a cgroup this script creates and removes; needs root and a real disk, not
 # tmpfs), and inside it:
 #   1. mlbench-stall on `loader --workers 2 --batch-size 64` at its default
-#      --cache-fracs: the analyzer's own check of its item-cache what-if;
-#   2. independently, at each --fracs fraction: the dataset evicted, that
-#      fraction of its files (a random subset) read into the page cache and
-#      checked with fincore (mincore), then one epoch of the loader (no item
-#      cache, no --drop-after-read: each file is read once) against the
-#      analyzer's page-cache what-if at the resident fraction measured.
-# Prints both tables as markdown, with the load (uptime) beside them.
-# Usage: bench/whatif_tables.sh --data DIR --mbps N [--fracs 0.3,0.6] [--rounds 2] [--out DIR] [--iterations 100]
+#      --cache-fracs, --analyses times: the analyzer's own check of its
+#      item-cache what-if (median measured and predicted per fraction);
+#   2. independently, at each --fracs fraction, --rounds times: the dataset
+#      evicted, that fraction of its files (a random subset, one per round)
+#      read into the page cache and checked with fincore (mincore), then the
+#      loader (no item cache) for --epochs timed epochs after one of warm-up,
+#      under --hold-page-cache (a read that brought a file in drops it again,
+#      so every epoch sees the fraction made), against the analyzer's
+#      page-cache what-if at the resident fraction measured (one prediction
+#      per analysis: their median and range).
+# Prints both tables as markdown (median [min-max]), with the load (uptime).
+# Usage: bench/whatif_tables.sh --data DIR --mbps N [--fracs 0.3,0.6] [--rounds 3]
+#        [--analyses 3] [--epochs 3] [--iterations 100] [--out DIR] [--io-depth N]
 # Env: MLBENCH_BUILD_DIR (default build): needs bin/mlbench-stall and benchmarks/loader.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MLBENCH_BUILD_DIR:-$root/build}"
-data=""; mbps=""; fracs="0.3,0.6"; rounds=2; out=""; iterations=100
+data=""; mbps=""; fracs="0.3,0.6"; rounds=3; analyses=3; epochs=3; out=""; iterations=100; io_depth=""
 while (($#)); do
   case "$1" in
     --data) data="$2"; shift 2 ;;
     --mbps) mbps="$2"; shift 2 ;;
     --fracs) fracs="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
+    --analyses) analyses="$2"; shift 2 ;;
+    --epochs) epochs="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --iterations) iterations="$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --io-depth) io_depth="$2"; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "whatif_tables.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ -n "$data" && -d "$data" ]] || { echo "whatif_tables.sh: error: --data DIR (an ImageFolder) is required" >&2; exit 2; }
 [[ "$mbps" =~ ^[0-9]+$ ]] || { echo "whatif_tables.sh: error: --mbps N (MB/s, an integer) is required" >&2; exit 2; }
+for n in "$rounds" "$analyses" "$epochs" "$iterations"; do
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "whatif_tables.sh: error: --rounds, --analyses, --epochs and --iterations take a positive integer, got '$n'" >&2; exit 2; }
+done
+[[ -z "$io_depth" || "$io_depth" =~ ^[0-9]+$ ]] || { echo "whatif_tables.sh: error: --io-depth N (an integer)" >&2; exit 2; }
 for exe in "$build/bin/mlbench-stall" "$build/benchmarks/loader"; do
   [[ -x "$exe" ]] || { echo "whatif_tables.sh: error: $exe is missing (build it, or set MLBENCH_BUILD_DIR)" >&2; exit 2; }
 done
@@ -51,66 +63,100 @@ trap 'rmdir "$cg" 2>/dev/null || true' EXIT
 echo "$majmin $((mbps * 1000000))" > "$cg/blkio.throttle.read_bps_device"
 # Runs a command inside the throttled cgroup.
 in_cg() { sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@"; }
+loader_flags=(--workers 2 --batch-size 64 --no-cuda)
+[[ -n "$io_depth" ]] && loader_flags+=(--io-depth "$io_depth")
 echo "# $data on $disk ($majmin) throttled to $mbps MB/s; load: $(uptime | sed 's/.*load/load/')"
 
-# Table 1: the analyzer's own check.
-in_cg "$build/bin/mlbench-stall" --bench loader --bench-dir "$build/benchmarks" --data "$data" --out "$out/stall" \
-  --iterations "$iterations" -- --workers 2 --batch-size 64 --no-cuda > "$out/stall.log" 2>&1 ||
-  { echo "whatif_tables.sh: error: mlbench-stall failed (see $out/stall.log)" >&2; exit 1; }
-python3 - "$out/stall/stall.json" <<'EOF'
-import json, sys
-r = json.load(open(sys.argv[1]))
-w = r["whatif"]
-print(f"\nmodel: {w['model']} ({w['cache']}); rates: " + ", ".join(f"{k} {v:.0f}" for k, v in r["rates"].items() if k != "unit"))
-if w.get("serial"):
-    s = w["serial"]
-    print(f"serial model: prep {s['prep_us']:.0f} us, storage {s['storage_us']:.0f} us, page-cache hit {s['page_hit_us']:.0f} us;"
-          f" cold run predicted {s['predicted_cold']:.0f}/s against {r['rates']['F_obs']:.0f}/s ({s['cold_error_pct']:.1f}%)")
-print("\n| item cache | measured img/s | predicted | off |\n|---|---|---|---|")
-for m in w["measured"]:
-    print(f"| {100*m['x']:.0f}% | {m['measured']:,.0f} | {m['predicted']:,.0f} | {m['error_pct']:.1f}% |")
-print(f"\nverdict: {r['recommendation']['verdict']}")
-EOF
+# Table 1: the analyzer's own check, --analyses times.
+for ((a = 1; a <= analyses; ++a)); do
+  echo "analysis $a of $analyses ..." >&2
+  in_cg "$build/bin/mlbench-stall" --bench loader --bench-dir "$build/benchmarks" --data "$data" --out "$out/stall-$a" \
+    --iterations "$iterations" -- "${loader_flags[@]}" > "$out/stall-$a.log" 2>&1 ||
+    { echo "whatif_tables.sh: error: mlbench-stall failed (see $out/stall-$a.log)" >&2; exit 1; }
+done
 
 # Table 2: the page cache, made resident independently of the analyzer.
 files="$out/files.txt"
 find "$data" -type f | sort > "$files"
-echo -e "\n| disk | page cache (fincore) | measured img/s | page-cache what-if | error |\n|---|---|---|---|---|"
+per_epoch=$(( $(wc -l < "$files") / 64 ))
+((per_epoch >= 1)) || { echo "whatif_tables.sh: error: $data has fewer than 64 files (one batch)" >&2; exit 2; }
+: > "$out/page_cache.jsonl"
+resident_of() {  # fraction of the dataset's bytes resident (fincore, i.e. mincore)
+  python3 - "$files" <<'EOF'
+import os, subprocess, sys
+files = open(sys.argv[1]).read().split("\n")[:-1]
+total = sum(os.path.getsize(p) for p in files)
+res = 0
+for i in range(0, len(files), 500):
+    outp = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES"] + files[i:i + 500],
+                          capture_output=True, text=True, check=True).stdout
+    res += sum(int(x) for x in outp.split())
+print(f"{res / total:.4f}")
+EOF
+}
 IFS=, read -ra fr <<< "$fracs"
 for f in "${fr[@]}"; do
   for ((round = 1; round <= rounds; ++round)); do
-    resident=$(python3 - "$files" "$f" "$round" <<'EOF'
-import os, random, subprocess, sys
+    echo "page cache $f, round $round of $rounds ..." >&2
+    python3 - "$files" "$f" "$round" <<'EOF'
+import os, random, sys
 files = open(sys.argv[1]).read().split("\n")[:-1]
 frac, seed = float(sys.argv[2]), int(sys.argv[3])
 for p in files:  # evict every file
     fd = os.open(p, os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)
 for p in random.Random(seed).sample(files, round(frac * len(files))):
     with open(p, "rb") as fh: fh.read()
-total = sum(os.path.getsize(p) for p in files)
-res = 0
-for i in range(0, len(files), 500):  # fincore: resident bytes per file (mincore)
-    outp = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES"] + files[i:i + 500],
-                          capture_output=True, text=True, check=True).stdout
-    res += sum(int(x) for x in outp.split())
-print(f"{res / total:.4f}")
 EOF
-)
+    before=$(resident_of)
     rdir="$out/pc-$f-$round"
     rm -rf "$rdir"; mkdir -p "$rdir"
-    in_cg "$build/benchmarks/loader" --data "$data" --workers 2 --batch-size 64 --repeat 6 --number 5 --warmup 1 \
-      --no-cuda --report "$rdir" > "$rdir/log" 2>&1 || { echo "whatif_tables.sh: error: loader failed ($rdir/log)" >&2; exit 1; }
-    python3 - "$out/stall/stall.json" "$rdir" "$resident" "$mbps" <<'EOF'
+    in_cg "$build/benchmarks/loader" --data "$data" "${loader_flags[@]}" --hold-page-cache \
+      --repeat $((epochs + 1)) --number "$per_epoch" --warmup 1 --report "$rdir" > "$rdir/log" 2>&1 ||
+      { echo "whatif_tables.sh: error: loader failed ($rdir/log)" >&2; exit 1; }
+    after=$(resident_of)
+    python3 - "$rdir" "$f" "$before" "$after" >> "$out/page_cache.jsonl" <<'EOF'
 import glob, json, sys
-r = json.load(open(sys.argv[1]))
-rep = json.load(open(glob.glob(sys.argv[2] + "/*.json")[0]))
-x = float(sys.argv[3])
-curve = r["whatif"]["page_cache"]["curve"]
-for a, b in zip(curve, curve[1:]):  # linear between the curve's points (every 5%)
-    if a["x"] <= x <= b["x"]:
-        pred = a["predicted"] + (x - a["x"]) / (b["x"] - a["x"]) * (b["predicted"] - a["predicted"])
+rep = json.load(open(glob.glob(sys.argv[1] + "/*.json")[0]))
 meas = rep["train_item"]["avg"] if isinstance(rep["train_item"], dict) else rep["train_item"]
-print(f"| {sys.argv[4]} MB/s | {100 * x:.0f}% | {meas:,.0f} | {pred:,.0f} | {100 * (pred - meas) / meas:+.1f}% |")
+print(json.dumps({"frac": float(sys.argv[2]), "before": float(sys.argv[3]), "after": float(sys.argv[4]),
+                  "measured": meas, "sd_pct": rep.get("stability", {}).get("sd_pct")}))
 EOF
   done
 done
+
+python3 - "$out" "$analyses" "$mbps" <<'EOF'
+import json, statistics, sys
+out, analyses, mbps = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+runs = [json.load(open(f"{out}/stall-{a}/stall.json")) for a in range(1, analyses + 1)]
+def mm(v, fmt="{:,.0f}"):
+    return f"{fmt.format(statistics.median(v))} [{fmt.format(min(v))}-{fmt.format(max(v))}]"
+def err(pred, meas):
+    return 100 * (pred - meas) / meas
+w0 = runs[0]["whatif"]
+print(f"\nmodel: {w0['model']} ({w0['cache']}); {analyses} analyses; rates, median [min-max]: " +
+      ", ".join(f"{k} {mm([r['rates'][k] for r in runs])}" for k in runs[0]["rates"] if k != "unit"))
+print("\n| item cache | measured img/s | predicted | error of the medians | errors, per analysis |\n|---|---|---|---|---|")
+for i, m in enumerate(w0["measured"]):
+    meas = [r["whatif"]["measured"][i]["measured"] for r in runs]
+    pred = [r["whatif"]["measured"][i]["predicted"] for r in runs]
+    each = ", ".join(f"{r['whatif']['measured'][i]['error_pct']:.1f}%" for r in runs)
+    print(f"| {100*m['x']:.0f}% | {mm(meas)} | {mm(pred)} | {err(statistics.median(pred), statistics.median(meas)):+.1f}% | {each} |")
+for a, r in enumerate(runs, 1):
+    print(f"\nverdict {a}: {r['recommendation']['verdict']}")
+
+def predict(r, x):  # the page-cache curve, linear between its points (every 5%)
+    curve = r["whatif"]["page_cache"]["curve"]
+    for a, b in zip(curve, curve[1:]):
+        if a["x"] <= x <= b["x"]:
+            return a["predicted"] + (x - a["x"]) / (b["x"] - a["x"]) * (b["predicted"] - a["predicted"])
+    return curve[-1]["predicted"]
+rows = [json.loads(l) for l in open(f"{out}/page_cache.jsonl")]
+print("\n| disk | page cache (fincore, before / after) | measured img/s | page-cache what-if | error of the medians |\n|---|---|---|---|---|")
+for f in sorted({r["frac"] for r in rows}):
+    rs = [r for r in rows if r["frac"] == f]
+    x = statistics.median(r["before"] for r in rs)
+    meas = [r["measured"] for r in rs]
+    pred = [predict(r, x) for r in runs]
+    res = f"{100*x:.0f}% / {100*statistics.median(r['after'] for r in rs):.0f}%"
+    print(f"| {mbps} MB/s | {res} | {mm(meas)} | {mm(pred)} | {err(statistics.median(pred), statistics.median(meas)):+.1f}% |")
+EOF
