@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -40,6 +42,8 @@ enum class AfterRead { Keep, Drop, DropWhatItBroughtIn };
 // Reads all of `name` (relative to `dir_fd`, or AT_FDCWD) into `out`; `shown` names it in errors.
 void read_at(int dir_fd, const char* name, const fs::path& shown, Bytes& out, AfterRead after,
              std::optional<std::size_t> size_hint);
+// The same on a file already open; closes `fd`.
+void read_open(int fd, const fs::path& shown, Bytes& out, AfterRead after, std::optional<std::size_t> size_hint);
 
 }  // namespace
 
@@ -118,6 +122,10 @@ void read_at(int dir_fd, const char* name, const fs::path& file, Bytes& out, Aft
              std::optional<std::size_t> size_hint) {
   const int fd = ::openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw DataError("cannot open " + file.string() + ": " + std::strerror(errno));
+  read_open(fd, file, out, after, size_hint);
+}
+
+void read_open(int fd, const fs::path& file, Bytes& out, AfterRead after, std::optional<std::size_t> size_hint) {
   const auto fail = [&](const char* what, int err) {
     ::close(fd);
     throw DataError(std::string("cannot ") + what + " " + file.string() + ": " + std::strerror(err));
@@ -159,15 +167,35 @@ void read_at(int dir_fd, const char* name, const fs::path& file, Bytes& out, Aft
 
 }  // namespace
 
+// cachestat(2) (Linux 6.5): the page-cache state of a file range without a mapping.
+// Its structs are spelled here: older kernel headers lack them.
+struct CachestatRange {
+  std::uint64_t off, len;
+};
+struct Cachestat {
+  std::uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+constexpr long kSysCachestat = 451;  // x86_64 and most architectures since 6.5
+
 bool file_resident(int fd, std::size_t size) {
   if (size == 0) return true;
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t pages = (size + page - 1) / page;
+  // cachestat: one system call. A mapping + mincore + munmap costs far more in a process
+  // with several threads (munmap flushes the other CPUs' TLBs), enough to slow the loader.
+  static std::atomic<bool> no_cachestat{false};
+  if (!no_cachestat.load(std::memory_order_relaxed)) {
+    CachestatRange range{0, size};
+    Cachestat st{};
+    if (::syscall(kSysCachestat, fd, &range, &st, 0) == 0) return st.nr_cache >= pages;
+    if (errno == ENOSYS || errno == EPERM) no_cachestat = true;  // an older kernel (or a seccomp filter)
+  }
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   if (map == MAP_FAILED) return false;
-  const long page = ::sysconf(_SC_PAGESIZE);
-  std::vector<unsigned char> pages((size + static_cast<std::size_t>(page) - 1) / static_cast<std::size_t>(page));
-  const bool ok = ::mincore(map, size, pages.data()) == 0;
+  std::vector<unsigned char> vec(pages);
+  const bool ok = ::mincore(map, size, vec.data()) == 0;
   ::munmap(map, size);
-  return ok && std::all_of(pages.begin(), pages.end(), [](unsigned char v) { return (v & 1) != 0; });
+  return ok && std::all_of(vec.begin(), vec.end(), [](unsigned char v) { return (v & 1) != 0; });
 }
 
 bool ImageFolderReader::fetch_if_cached(std::size_t index, Bytes& out) const {
@@ -177,13 +205,14 @@ bool ImageFolderReader::fetch_if_cached(std::size_t index, Bytes& out) const {
                           : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   if (hold_page_cache_) {
-    // mincore, not RWF_NOWAIT: a RWF_NOWAIT read of a page that is not resident starts
-    // reading it (the kernel's readahead), and fetch() could then take it for resident.
-    const bool resident = file_resident(fd, sizes_[index]);
-    ::close(fd);
-    if (!resident) return false;
+    // Asked, not read with RWF_NOWAIT: a RWF_NOWAIT read of a page that is not resident
+    // starts reading it (the kernel's readahead), and fetch() could then take it for resident.
+    if (!file_resident(fd, sizes_[index])) {
+      ::close(fd);
+      return false;
+    }
     try {
-      fetch(index, out);  // resident: nothing will be dropped
+      read_open(fd, file, out, AfterRead::Keep, sizes_[index]);  // resident: nothing to drop
     } catch (const DataError&) {
       return false;  // fetch() reports it again
     }

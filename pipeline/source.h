@@ -29,7 +29,7 @@ void read_file(const std::filesystem::path& file, Bytes& out, bool drop_after_re
                std::optional<std::size_t> size_hint = std::nullopt);
 
 // Whether every page of the first `size` bytes of the open file `fd` is in the page
-// cache (mincore over a mapping: it reads nothing itself). False when it cannot tell.
+// cache (cachestat, else mincore over a mapping: it reads nothing itself). False when it cannot tell.
 bool file_resident(int fd, std::size_t size);
 
 class ItemSource {
