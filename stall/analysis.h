@@ -168,9 +168,12 @@ struct SelfCheck {
 // fetch and then prep each sample add the two times, the overlap model takes
 // the smaller rate); else none that the analyzer can tell.
 // `serial_model`: the what-if already simulates serial workers, so that cause
-// is not named.
+// is not named. `reads_ahead`: the loader reported read-ahead (--io-depth > 0):
+// its workers do not fetch and prep in turn, and the cause named for that
+// misfit is reads that read-ahead still left exposed.
 SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G,
-                     double threshold_pct = kSelfCheckThresholdPct, bool serial_model = false);
+                     double threshold_pct = kSelfCheckThresholdPct, bool serial_model = false,
+                     bool reads_ahead = false);
 
 // The verdict after the self-check: unchanged when it passed or did not run;
 // else the bound, the points off and the cause, and no recommendation.

@@ -223,7 +223,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     check_points.push_back({x, r.rate, pred, fetch_rate(x, C, S_model), item_cache_fraction(r, ctx.items),
                             r.after.pages ? r.after.fraction() : -1.0});
   }
-  const SelfCheck check = self_check(check_points, P, G, kSelfCheckThresholdPct, serial);
+  const SelfCheck check =
+      self_check(check_points, P, G, kSelfCheckThresholdPct, serial, loader.known && loader.io_depth > 0);
   // A curve that misses the measured speed recommends nothing: the cache
   // fraction comes from it, and the CPU count from the speed it promises.
   const bool withheld = !check.passed;

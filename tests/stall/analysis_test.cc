@@ -204,6 +204,16 @@ TEST(SelfCheck, IntermediatePointsOffFailAndNameTheSerialCause) {
   EXPECT_EQ(c.text.find("25% cached"), std::string::npos) << "25% is 0.9% off: " << c.text;
 }
 
+TEST(SelfCheck, ALoaderThatReadsAheadIsNotBlamedOnSerialWorkers) {
+  // The same misfit from a loader that reported read-ahead (--io-depth > 0): its
+  // workers do not fetch and then prep in turn; what is left is exposed reads.
+  const SelfCheck c = self_check(issue14_points(), 4328, 1e6, kSelfCheckThresholdPct, false, true);
+  EXPECT_FALSE(c.passed);
+  EXPECT_EQ(c.cause.find("serial workers"), std::string::npos) << c.cause;
+  EXPECT_NE(c.cause.find("the loader reads ahead"), std::string::npos) << c.cause;
+  EXPECT_NE(c.cause.find("F(0.50) = 3777/s"), std::string::npos) << c.cause;
+}
+
 TEST(SelfCheck, FailedCheckWithholdsTheRecommendation) {
   const SelfCheck c = self_check(issue14_points(), 4328, 1e6);
   const Verdict v = checked_verdict(verdict(split(1e6, 4328, 1905), 0.57, 1, 2), c);
