@@ -81,11 +81,12 @@ find "$data" -type f | sort > "$files"
 per_epoch=$(( $(wc -l < "$files") / 64 ))
 ((per_epoch >= 1)) || { echo "whatif_tables.sh: error: $data has fewer than 64 files (one batch)" >&2; exit 2; }
 : > "$out/page_cache.jsonl"
-resident_of() {  # fraction of the dataset's bytes resident (fincore, i.e. mincore)
+resident_of() {  # fraction of the dataset's pages resident (fincore, i.e. mincore)
   python3 - "$files" <<'EOF'
 import os, subprocess, sys
 files = open(sys.argv[1]).read().split("\n")[:-1]
-total = sum(os.path.getsize(p) for p in files)
+page = os.sysconf("SC_PAGE_SIZE")  # fincore counts whole pages: so must the total
+total = sum(-(-os.path.getsize(p) // page) * page for p in files)
 res = 0
 for i in range(0, len(files), 500):
     outp = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES"] + files[i:i + 500],
