@@ -278,25 +278,22 @@ std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double ne
                          "storage, while the model sends every miss to storage at S and every hit to the item cache",
                          values);
     case Cause::Serial:
+    case Cause::ExposedReads: {
       for (const auto& p : points) {
         values += fmt::format("{}F({:.2f}) = {:.0f}/s", values.empty() ? "" : ", ", p.x, p.fetch);
       }
+      const char* why =
+          c == Cause::Serial
+              ? "fetch and prep overlapped, but workers that fetch and then prep each sample in turn add the two "
+                "times (serial workers), so the overlap model does not hold for this loader here"
+              : "reads and prep overlapped completely; the loader reads ahead, but a device that serves reads in "
+                "bursts (a throttle releases them per timer tick; a shared disk) still leaves workers waiting for "
+                "reads (the run's stages.fetch), and each storage read takes CPU from prep, so the overlap model "
+                "is optimistic where the two rates are this close";
       return fmt::format("fetch and prep are comparable ({} against min(P, G) = {:.0f}/s, within a factor of {:.0f}) "
-                         "and the speed is below the prediction: the model takes the smaller rate as if fetch and prep "
-                         "overlapped, but workers that fetch and then prep each sample in turn add the two times "
-                         "(serial workers), so the overlap model does not hold for this loader here",
-                         values, need, kComparableRates);
-    case Cause::ExposedReads:
-      for (const auto& p : points) {
-        values += fmt::format("{}F({:.2f}) = {:.0f}/s", values.empty() ? "" : ", ", p.x, p.fetch);
-      }
-      return fmt::format("fetch and prep are comparable ({} against min(P, G) = {:.0f}/s, within a factor of {:.0f}) "
-                         "and the speed is below the prediction: the model takes the smaller rate as if reads and prep "
-                         "overlapped completely; the loader reads ahead, but a device that serves reads in bursts (a "
-                         "throttle releases them per timer tick; a shared disk) still leaves workers waiting for "
-                         "reads (the run's stages.fetch), and each storage read takes CPU from prep, so the overlap "
-                         "model is optimistic where the two rates are this close",
-                         values, need, kComparableRates);
+                         "and the speed is below the prediction: the model takes the smaller rate as if {}",
+                         values, need, kComparableRates, why);
+    }
     case Cause::SparseMisses:
       return fmt::format("faster than the serial model at {}: it queues every miss on one storage device at S, but "
                          "storage that serves sparse requests faster than its average rate (a throttle with a "

@@ -33,6 +33,40 @@ namespace {
 // Long enough that only a hang reaches it (a loaded CI box included).
 constexpr auto kHang = std::chrono::seconds(60);
 
+// Holds callers while closed; counts those that arrived.
+class Gate {
+ public:
+  void close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = false;
+  }
+  void open() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  // Counts the caller as arrived, then waits while the gate is closed.
+  void pass() {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++arrived_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return open_; });
+  }
+  // Waits until `n` callers arrived; false on a hang.
+  bool wait_arrived(std::size_t n) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kHang, [&] { return arrived_ >= n; });
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  bool open_ = true;
+  std::size_t arrived_ = 0;
+};
+
 // An in-memory source whose item i is the bytes "item i". Records the order of
 // fetches, how many run at once, and can hold reads at a gate or fail one item.
 class RecordingSource : public ItemSource {
@@ -43,28 +77,23 @@ class RecordingSource : public ItemSource {
   Encoding encoding() const override { return Encoding::Jpeg; }
   std::string describe(std::size_t i) const override { return "item " + std::to_string(i); }
   void fetch(std::size_t i, Bytes& out) const override {
-    std::unique_lock<std::mutex> lock(mu_);
-    order_.push_back(i);
-    max_running_ = std::max(max_running_, ++running_);
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return open_; });
-    --running_;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      order_.push_back(i);
+      max_running_ = std::max(max_running_, ++running_);
+    }
+    gate_.pass();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --running_;
+    }
     if (i == fail_) throw DataError("cannot read " + describe(i) + ": injected failure");
     const std::string s = "item " + std::to_string(i);
     out.assign(s.begin(), s.end());
   }
 
-  void close_gate() {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = false;
-  }
-  void open_gate() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      open_ = true;
-    }
-    cv_.notify_all();
-  }
+  void close_gate() { gate_.close(); }
+  void open_gate() { gate_.open(); }
   void fail(std::size_t i) { fail_ = i; }
   // Even items are "in the page cache": fetch_if_cached serves them.
   void cache_even() { cache_even_ = true; }
@@ -75,10 +104,7 @@ class RecordingSource : public ItemSource {
     return true;
   }
   // Waits until `n` fetches have started; false on a hang.
-  bool wait_started(std::size_t n) const {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, kHang, [&] { return order_.size() >= n; });
-  }
+  bool wait_started(std::size_t n) const { return gate_.wait_arrived(n); }
   std::vector<std::size_t> order() const {
     std::lock_guard<std::mutex> lock(mu_);
     return order_;
@@ -92,10 +118,9 @@ class RecordingSource : public ItemSource {
   std::size_t n_;
   std::size_t fail_ = static_cast<std::size_t>(-1);
   mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
   mutable std::vector<std::size_t> order_;
   mutable int running_ = 0, max_running_ = 0;
-  bool open_ = true;
+  mutable Gate gate_;
   bool cache_even_ = false;
 };
 
@@ -108,36 +133,16 @@ class GatedFolder : public ItemSource {
   Encoding encoding() const override { return folder_.encoding(); }
   std::string describe(std::size_t i) const override { return folder_.describe(i); }
   void fetch(std::size_t i, Bytes& out) const override {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      ++started_;
-      cv_.notify_all();
-      cv_.wait(lock, [&] { return open_; });
-    }
+    gate_.pass();
     folder_.fetch(i, out);
   }
-  void close_gate() {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = false;
-  }
-  void open_gate() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      open_ = true;
-    }
-    cv_.notify_all();
-  }
-  bool wait_started(std::size_t n) const {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, kHang, [&] { return started_ >= n; });
-  }
+  void close_gate() { gate_.close(); }
+  void open_gate() { gate_.open(); }
+  bool wait_started(std::size_t n) const { return gate_.wait_arrived(n); }
 
  private:
   ImageFolderReader folder_;
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  mutable std::size_t started_ = 0;
-  bool open_ = true;
+  mutable Gate gate_;
 };
 
 std::string text(const FetchedItem& f) { return std::string(f.data->begin(), f.data->end()); }
