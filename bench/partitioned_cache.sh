@@ -41,33 +41,23 @@ done
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "partitioned_cache.sh: error: --rounds must be a positive integer" >&2; exit 2; }
 loader="$build/benchmarks/loader"
 [[ -x "$loader" ]] || { echo "partitioned_cache.sh: error: $loader is missing (build it, or set MLBENCH_BUILD_DIR)" >&2; exit 2; }
-blkio=/sys/fs/cgroup/blkio
-[[ -w "$blkio" && -e "$blkio/blkio.throttle.read_bps_device" ]] ||
-  { echo "partitioned_cache.sh: error: cgroup v1 blkio throttling is unavailable here (needs root and $blkio)" >&2; exit 2; }
-[[ "$(findmnt -no FSTYPE -T "$data")" != tmpfs ]] || { echo "partitioned_cache.sh: error: $data is on tmpfs: no disk to throttle" >&2; exit 2; }
-disk=$(findmnt -no SOURCE -T "$data")
-parent=$(lsblk -no PKNAME "$disk" 2>/dev/null | head -1)
-[[ -n "$parent" ]] && disk="/dev/$parent"
-majmin=$(lsblk -dno MAJ:MIN "$disk" | tr -d ' ')
 out="${out:-$(mktemp -d /tmp/partitioned_cache.XXXXXX)}"
 mkdir -p "$out"
-cg="$blkio/mlbench-partitioned-$$"
-mkdir "$cg"
+source "$root/bench/lib/blkio.sh"
+blkio_setup partitioned_cache.sh "$data" mlbench-partitioned "$mbps"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   sleep 0.2
-  rmdir "$cg" 2>/dev/null || true
+  rmdir "$blkio_cg" 2>/dev/null || true
 }
 trap cleanup EXIT
-echo "$majmin $((mbps * 1000000))" > "$cg/blkio.throttle.read_bps_device"
-in_cg() { sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@"; }
 items=$(find "$data" -type f | wc -l)
 bs=32
 for ((i = 0; i < ${#flags[@]}; i++)); do [[ "${flags[$i]}" == -b || "${flags[$i]}" == --batch-size ]] && bs=${flags[$((i + 1))]}; done
 bpe=$((items / bs))
 echo "# $(date -u +%FT%TZ) $(uptime | sed 's/.*load/load/')"
-echo "# $data ($items files, $(du -sm "$data" | cut -f1) MB) on $disk ($majmin) throttled to $mbps MB/s; $epochs epochs of $bpe batches"
+echo "# $data ($items files, $(du -sm "$data" | cut -f1) MB) on $blkio_disk ($blkio_majmin) throttled to $mbps MB/s; $epochs epochs of $bpe batches"
 echo "# loader ${flags[*]} --drop-after-read --repeat $epochs --number $bpe --warmup 0; out: $out"
 
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

@@ -46,26 +46,14 @@ done
 for exe in "$build/bin/mlbench-stall" "$build/benchmarks/loader"; do
   [[ -x "$exe" ]] || { echo "whatif_tables.sh: error: $exe is missing (build it, or set MLBENCH_BUILD_DIR)" >&2; exit 2; }
 done
-blkio=/sys/fs/cgroup/blkio
-[[ -w "$blkio" && -e "$blkio/blkio.throttle.read_bps_device" ]] ||
-  { echo "whatif_tables.sh: error: cgroup v1 blkio throttling is unavailable here (needs root and $blkio)" >&2; exit 2; }
-fstype=$(findmnt -no FSTYPE -T "$data")
-[[ "$fstype" != tmpfs ]] || { echo "whatif_tables.sh: error: $data is on tmpfs: no disk to throttle" >&2; exit 2; }
-disk=$(findmnt -no SOURCE -T "$data")
-parent=$(lsblk -no PKNAME "$disk" 2>/dev/null | head -1)
-[[ -n "$parent" ]] && disk="/dev/$parent"
-majmin=$(lsblk -dno MAJ:MIN "$disk" | tr -d ' ')
 out="${out:-/tmp/whatif-tables-$(basename "$(dirname "$data")")-${mbps}}"
 mkdir -p "$out"
-cg="$blkio/mlbench-whatif-$$"
-mkdir "$cg"
-trap 'rmdir "$cg" 2>/dev/null || true' EXIT
-echo "$majmin $((mbps * 1000000))" > "$cg/blkio.throttle.read_bps_device"
-# Runs a command inside the throttled cgroup.
-in_cg() { sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@"; }
+source "$root/bench/lib/blkio.sh"
+blkio_setup whatif_tables.sh "$data" mlbench-whatif "$mbps"
+trap 'rmdir "$blkio_cg" 2>/dev/null || true' EXIT
 loader_flags=(--workers 2 --batch-size 64 --no-cuda)
 [[ -n "$io_depth" ]] && loader_flags+=(--io-depth "$io_depth")
-echo "# $data on $disk ($majmin) throttled to $mbps MB/s; load: $(uptime | sed 's/.*load/load/')"
+echo "# $data on $blkio_disk ($blkio_majmin) throttled to $mbps MB/s; load: $(uptime | sed 's/.*load/load/')"
 
 # Table 1: the analyzer's own check, --analyses times.
 for ((a = 1; a <= analyses; ++a)); do
