@@ -1,6 +1,8 @@
 #include "pipeline/options.h"
 
+#include <charconv>
 #include <cstdlib>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -128,7 +130,16 @@ LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineO
     int rank = o.rank;
     for (const char* var : {"RANK", "SLURM_PROCID"}) {
       if (rank >= 0) break;
-      if (const char* v = std::getenv(var); v && *v) rank = std::atoi(v);
+      const char* v = std::getenv(var);
+      if (!v || !*v) continue;
+      const std::string_view s(v);
+      int r = -1;
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), r);
+      if (ec != std::errc() || end != s.data() + s.size() || r < 0) {
+        throw std::invalid_argument(
+            fmt::format("${}={} is not a rank (a non-negative integer): set it right, or give --rank", var, v));
+      }
+      rank = r;
     }
     c.partition.rank = rank < 0 ? 0 : rank;
     if (c.partition.rank >= n) {

@@ -10,7 +10,8 @@ Without --netns, on loopback:
 2. Two loaders, one killed (SIGKILL) once both are up: the other finishes every
    epoch, counts peer_failures and names the dead peer's address.
 3. Bad input: --peers without --cache-size, a --rank outside --peers, a
-   malformed --peers: exit 2 and one line naming the flag.
+   malformed --peers, a $RANK or $SLURM_PROCID that is not a rank: exit 2
+   and one line naming the flag or variable.
 
 With --netns: (1) across two network namespaces joined by a veth pair, each
 loader in its own namespace with its own address, created here and removed at
@@ -169,11 +170,17 @@ def check_bad_input():
         (["--peers", f"{p1},{p1}", "--rank", "2", "--cache-size", "50%"], "--rank 2 is not one of the 2 nodes"),
         (["--peers", "nohost", "--cache-size", "50%"], "--peers: 'nohost' is not host:port"),
         (["--rank", "1", "--cache-size", "50%"], "give --peers too"),
+        # A rank from the environment that is not one (was: atoi, so rank 0, silently).
+        (["--peers", f"{p1},{p1}", "--cache-size", "50%"], "$RANK=1x is not a rank", {"RANK": "1x"}),
+        (["--peers", f"{p1},{p1}", "--cache-size", "50%"], "$SLURM_PROCID=-1 is not a rank",
+         {"SLURM_PROCID": "-1"}),
     ]
-    for extra, needle in cases:
+    for extra, needle, *env in cases:
         args = [a for a in base if a not in ("--cache-size", "50%")] + ["--repeat", "1"] + extra
+        environ = {k: v for k, v in os.environ.items() if k not in ("RANK", "SLURM_PROCID")}
+        environ.update(env[0] if env else {})
         r = subprocess.run(args + ["--report", os.path.join(work, "bad")], capture_output=True, text=True,
-                           timeout=120)
+                           timeout=120, env=environ)
         out = r.stdout + r.stderr
         assert r.returncode == 2, (extra, r.returncode, out)
         lines = [l for l in r.stderr.splitlines() if needle in l]
