@@ -19,18 +19,6 @@
 namespace mlbench::core {
 namespace {
 
-// Parses an integer environment value; throws with the variable's name.
-int env_int(const std::string& var, const std::string& text, int min_value) {
-  int value = 0;
-  const auto* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end || value < min_value) {
-    throw std::invalid_argument("environment variable " + var + "='" + text + "' is not an integer >= " +
-                                std::to_string(min_value));
-  }
-  return value;
-}
-
 std::string key_of(const CLI::Option* opt) {
   std::string key = opt->get_lnames().empty() ? opt->get_name() : opt->get_lnames().front();
   std::replace(key.begin(), key.end(), '-', '_');

@@ -19,4 +19,8 @@ Environment current_environment();
 // The variable's value, or `fallback` when it is unset or empty.
 std::string getenv_or(const char* name, const std::string& fallback);
 
+// `text`, the value of the environment variable `var`, as an integer >= `min_value`;
+// throws std::invalid_argument naming the variable and its value otherwise.
+int env_int(const std::string& var, const std::string& text, int min_value);
+
 }  // namespace mlbench::core

@@ -1,10 +1,12 @@
 #include "pipeline/options.h"
 
-#include <charconv>
 #include <cstdlib>
-#include <string_view>
+#include <stdexcept>
+#include <string>
 
 #include <fmt/format.h>
+
+#include "core/environment.h"
 
 namespace mlbench::pipeline {
 
@@ -132,14 +134,11 @@ LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineO
       if (rank >= 0) break;
       const char* v = std::getenv(var);
       if (!v || !*v) continue;
-      const std::string_view s(v);
-      int r = -1;
-      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), r);
-      if (ec != std::errc() || end != s.data() + s.size() || r < 0) {
-        throw std::invalid_argument(
-            fmt::format("${}={} is not a rank (a non-negative integer): set it right, or give --rank", var, v));
+      try {
+        rank = core::env_int(var, v, 0);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string(e.what()) + " (a rank): set it right, or give --rank");
       }
-      rank = r;
     }
     c.partition.rank = rank < 0 ? 0 : rank;
     if (c.partition.rank >= n) {

@@ -171,8 +171,8 @@ def check_bad_input():
         (["--peers", "nohost", "--cache-size", "50%"], "--peers: 'nohost' is not host:port"),
         (["--rank", "1", "--cache-size", "50%"], "give --peers too"),
         # A rank from the environment that is not one (was: atoi, so rank 0, silently).
-        (["--peers", f"{p1},{p1}", "--cache-size", "50%"], "$RANK=1x is not a rank", {"RANK": "1x"}),
-        (["--peers", f"{p1},{p1}", "--cache-size", "50%"], "$SLURM_PROCID=-1 is not a rank",
+        (["--peers", f"{p1},{p1}", "--cache-size", "50%"], "environment variable RANK='1x' is not an integer >= 0 (a rank)", {"RANK": "1x"}),
+        (["--peers", f"{p1},{p1}", "--cache-size", "50%"], "environment variable SLURM_PROCID='-1' is not an integer >= 0 (a rank)",
          {"SLURM_PROCID": "-1"}),
     ]
     for extra, needle, *env in cases:
