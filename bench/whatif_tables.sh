@@ -51,7 +51,8 @@ mkdir -p "$out"
 source "$root/bench/lib/blkio.sh"
 blkio_setup whatif_tables.sh "$data" mlbench-whatif "$mbps"
 trap 'rmdir "$blkio_cg" 2>/dev/null || true' EXIT
-loader_flags=(--workers 2 --batch-size 64 --no-cuda)
+batch=64
+loader_flags=(--workers 2 --batch-size "$batch" --no-cuda)
 [[ -n "$io_depth" ]] && loader_flags+=(--io-depth "$io_depth")
 echo "# $data on $blkio_disk ($blkio_majmin) throttled to $mbps MB/s; load: $(uptime | sed 's/.*load/load/')"
 
@@ -66,8 +67,8 @@ done
 # Table 2: the page cache, made resident independently of the analyzer.
 files="$out/files.txt"
 find "$data" -type f | sort > "$files"
-per_epoch=$(( $(wc -l < "$files") / 64 ))
-((per_epoch >= 1)) || { echo "whatif_tables.sh: error: $data has fewer than 64 files (one batch)" >&2; exit 2; }
+per_epoch=$(( $(wc -l < "$files") / batch ))
+((per_epoch >= 1)) || { echo "whatif_tables.sh: error: $data has fewer than $batch files (one batch)" >&2; exit 2; }
 : > "$out/page_cache.jsonl"
 resident_of() {  # fraction of the dataset's pages resident (fincore, i.e. mincore)
   python3 - "$files" <<'EOF'

@@ -76,13 +76,13 @@ Batch ImageDataset::get_batch(const BatchRequest& r) {
   }
   w.hwc.resize(static_cast<std::size_t>(s) * s * std::max(channels, 4));  // JPEGs resize as RGBX
   if (read_ahead_) {
-    // This batch's reads: started by the previous batch when it claimed this one.
+    // This batch's reads: started by the previous batch when it claimed this one (a
+    // stream for another batch is replaced, which withdraws its reads).
     std::unique_ptr<ReadStream>& next = next_reads_.at(static_cast<std::size_t>(r.worker));
-    std::unique_ptr<ReadStream> reads = std::move(next);
+    std::unique_ptr<ReadStream> reads = std::move(next);  // leaves `next` empty
     if (!reads || reads->batch() != r.sequence) {
       reads = std::make_unique<ReadStream>(*read_ahead_, r.indices(), read_window_, r.sequence);
     }
-    next.reset();  // (a stream for another batch is withdrawn)
     if (r.claim_next) {
       reads->set_overflow([&](std::size_t room) {
         if (next) return next->issue_ahead(room);

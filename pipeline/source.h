@@ -81,8 +81,8 @@ class ImageFolderReader : public ItemSource {
   // --hold-page-cache: leave the page cache as each read found it: a file that was not
   // wholly resident when read is dropped after the read (so is its resident part), one
   // that was stays. A fixed resident fraction then holds over any number of epochs
-  // (the analyzer's page-cache checks). Residency is asked with mincore (a mapping per
-  // read, a few us). --drop-after-read, when also on, wins.
+  // (the analyzer's page-cache checks). Residency is asked per read (file_resident:
+  // one cachestat call). --drop-after-read, when also on, wins.
   void set_hold_page_cache(bool on) { hold_page_cache_ = on; }
   bool hold_page_cache() const { return hold_page_cache_; }
   // Sum of file sizes (from the scan).
