@@ -15,28 +15,32 @@
 # with mlbench-datagen under --data-root when missing (real-photos-small needs
 # Debian's mate-backgrounds, installed when missing).
 # Usage: bench/readahead.sh [--mode cached|throttled] [--dataset real-photos-small] [--data-root /work/ra-data]
-#          [--io-depth 8] [--workers 2] [--batch-size 64] [--mbps 70] [--cached-frac 0.5] [--rounds 5]
+#          [--io-depth 8] [--io-engine threads|io_uring] [--workers 2] [--batch-size 64] [--mbps 70]
+#          [--cached-frac 0.5] [--rounds 5]
+# --io-engine: how the read-ahead side (and F(x)'s fetch-only run) issues its reads.
 # Env: MLBENCH_BUILD_DIR (default build), MLBENCH_NO_BUILD=1 (use the built binaries).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MLBENCH_BUILD_DIR:-$root/build}"
 mode=cached; dataset=real-photos-small; data_root=/work/ra-data; depth=8; workers=2; batch=64; mbps=70
-frac=0.5; rounds=5
+frac=0.5; rounds=5; engine=threads
 while (($#)); do
   case "$1" in
     --mode) mode="$2"; shift 2 ;;
     --dataset) dataset="$2"; shift 2 ;;
     --data-root) data_root="$2"; shift 2 ;;
     --io-depth) depth="$2"; shift 2 ;;
+    --io-engine) engine="$2"; shift 2 ;;
     --workers) workers="$2"; shift 2 ;;
     --batch-size) batch="$2"; shift 2 ;;
     --mbps) mbps="$2"; shift 2 ;;
     --cached-frac) frac="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "readahead.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+case "$engine" in threads|io_uring|auto) ;; *) echo "readahead.sh: error: --io-engine must be threads, io_uring or auto, not $engine" >&2; exit 2 ;; esac
 case "$mode" in cached|throttled) ;; *) echo "readahead.sh: error: --mode must be cached or throttled, not $mode" >&2; exit 2 ;; esac
 if [[ "$depth" == 0 ]]; then echo "readahead.sh: error: --io-depth must be > 0 (0 is the serial side)" >&2; exit 2; fi
 py=/usr/bin/python3
@@ -106,7 +110,7 @@ fi
 run_loader() {  # $1: io depth, $2: extra flags; prints the epoch's images/s
   local dir; dir=$(mktemp -d -p "$tmp")
   local cmd=("$build/benchmarks/loader" --data "$train" --workers "$workers" -b "$batch" --epochs 1 --number 1
-             --warmup 0 --no-cuda --io-depth "$1" --report "$dir")
+             --warmup 0 --no-cuda --io-depth "$1" --io-engine "$engine" --report "$dir")
   # shellcheck disable=SC2206
   cmd+=($2)
   if [[ -n "$cgroup" ]]; then
@@ -142,10 +146,10 @@ for ((r = 1; r <= rounds; r++)); do
   fi
 done
 
-"$py" - "$tmp/rounds" "$mode" "$dataset" "$n" "$mean_kb" "$depth" "$workers" "$batch" "$mbps" "$frac" <<'PY'
+"$py" - "$tmp/rounds" "$mode" "$dataset" "$n" "$mean_kb" "$depth" "$workers" "$batch" "$mbps" "$frac" "$engine" <<'PY'
 import statistics as st, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
-mode, dataset, n, mean_kb, depth, workers, batch, mbps, frac = sys.argv[2:11]
+mode, dataset, n, mean_kb, depth, workers, batch, mbps, frac, engine = sys.argv[2:12]
 col = lambda i: [r[i] for r in rows]
 def summary(v, fmt="{:.0f}"):
     return f"median {fmt.format(st.median(v))} (min {fmt.format(min(v))}, max {fmt.format(max(v))}, n={len(v)})"
@@ -162,7 +166,7 @@ else:
           f"(fincore before the serial run: {summary(col(2), '{:.3f}')}, before read-ahead: {summary(col(5), '{:.3f}')})")
     print(f"load average (1 min): {summary(col(6), '{:.2f}')}")
 print(f"serial (--io-depth 0)        {summary(s)} images/s")
-print(f"read-ahead (--io-depth {depth})  {summary(a)} images/s")
+print(f"read-ahead (--io-depth {depth}, --io-engine {engine})  {summary(a)} images/s")
 print(f"paired gain (read-ahead - serial) / serial: {summary(gain, '{:+.1f}')} %")
 if mode == "throttled":
     bound = [min(x, y) for x, y in zip(f, p)]

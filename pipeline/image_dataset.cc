@@ -19,10 +19,11 @@ std::unique_ptr<ItemCache> make_cache(const CacheCapacity& capacity, std::size_t
 }  // namespace
 
 ImageDataset::ImageDataset(std::shared_ptr<const ItemSource> source, StageConfig stages, CacheCapacity cache,
-                           HostAllocator allocator, bool stats, int io_depth)
+                           HostAllocator allocator, bool stats, int io_depth,
+                           IoEngine io_engine)
     : source_(std::move(source)), cache_(make_cache(cache, source_->size())),
       stages_(source_, std::move(stages), cache_.get()), pool_(std::move(allocator)), stats_(stats),
-      io_depth_(io_depth) {
+      io_depth_(io_depth), io_engine_(io_engine) {
   if (io_depth_ < 0) throw std::invalid_argument("the I/O depth must be >= 0");
 }
 
@@ -41,7 +42,8 @@ void ImageDataset::prepare(const BuildSetup& setup) {
   if (io_depth_ > 0) {
     // io_depth reads in flight over the loader: each worker keeps its share ahead (at least one).
     read_window_ = static_cast<std::size_t>(std::max(1, io_depth_ / n));
-    read_ahead_ = std::make_unique<ReadAhead>(source_, cache_.get(), io_depth_, stats_, setup.stats, setup.trace);
+    read_ahead_ = std::make_unique<ReadAhead>(source_, cache_.get(), io_depth_, stats_, setup.stats, setup.trace,
+                                             io_engine_);
     next_reads_.resize(static_cast<std::size_t>(n));
   }
 }

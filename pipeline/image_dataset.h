@@ -24,7 +24,8 @@ class ImageDataset : public Dataset<Batch> {
   // (--no-stats) reads no clock unless a trace asks for it. `io_depth`: reads
   // in flight ahead of decoding (0: each worker reads, then decodes, serially).
   ImageDataset(std::shared_ptr<const ItemSource> source, StageConfig stages, CacheCapacity cache,
-               HostAllocator allocator, bool stats, int io_depth = 0);
+               HostAllocator allocator, bool stats, int io_depth = 0,
+               IoEngine io_engine = IoEngine::Threads);
 
   std::size_t size() const override { return source_->size(); }
   void prepare(const BuildSetup& setup) override;
@@ -49,6 +50,7 @@ class ImageDataset : public Dataset<Batch> {
   PipelineStats* sink_ = nullptr;
   std::vector<std::unique_ptr<SampleWorker>> workers_;
   int io_depth_ = 0;
+  IoEngine io_engine_ = IoEngine::Threads;
   std::size_t read_window_ = 0;
   std::unique_ptr<ReadAhead> read_ahead_;
   // Per worker: the reads of its next batch, started while it built the previous one

@@ -63,7 +63,7 @@ Loader::Loader(std::shared_ptr<const ItemSource> source, LoaderConfig config)
     fetched = partitioned_;
   }
   dataset_ = std::make_shared<ImageDataset>(fetched, stage_config(config_), config_.cache, config_.allocator,
-                                            config_.stats, config_.io_depth);
+                                            config_.stats, config_.io_depth, config_.io_engine);
   if (partitioned_) start_peer_server();
   const Sampler shard(source_->size(), false, 0, config_.num_shards, config_.shard_id);
   const std::size_t n = shard.shard_size(), bs = static_cast<std::size_t>(config_.batch_size);
@@ -163,6 +163,8 @@ nlohmann::json Loader::to_json() const {
       facts.reads_issued = ra->reads_issued();
       facts.inline_reads = ra->inline_reads();
       facts.max_outstanding = ra->max_outstanding();
+      facts.io_engine = to_string(ra->engine());
+      facts.io_threads = ra->io_threads();
     }
   }
   if (coordinated_) facts.coordinated = coordinated_->to_json();

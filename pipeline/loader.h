@@ -22,6 +22,7 @@
 #include "pipeline/peer_cache.h"
 #include "pipeline/source.h"
 #include "pipeline/stats.h"
+#include "pipeline/read_ahead.h"
 #include "pipeline/trace.h"
 #include "pipeline/transforms.h"
 
@@ -40,6 +41,9 @@ struct LoaderConfig {
   // Reads in flight ahead of decoding, over the loader, on as many I/O threads
   // (pipeline/read_ahead.h); 0: each worker reads a sample, then decodes it.
   int io_depth = kDefaultIoDepth;
+  // How those reads are issued (--io-engine; pipeline/read_ahead.h): io_uring where it
+  // can serve the source, else I/O threads.
+  IoEngine io_engine = IoEngine::Auto;
   bool drop_last = true;
   bool shuffle = true;
   std::uint64_t seed = 0;

@@ -30,7 +30,8 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
     const double read_s = static_cast<double>(stats.io_read_ns()) * 1e-9;
     const auto reads = stats.io_reads();
     j["read_ahead"] = {
-        {"io_threads", config.io_depth},
+        {"engine", facts.io_engine},
+        {"io_threads", facts.io_threads},
         {"window_per_worker", facts.read_window},
         {"reads", facts.reads_issued},
         {"inline_reads", facts.inline_reads},

@@ -23,6 +23,8 @@ struct ImageLoaderFacts {
   std::size_t items_per_epoch = 0;
   std::size_t batches_per_epoch = 0;
   int prefetch = 0;                    // as run
+  std::string io_engine = "threads";    // read-ahead's engine as run
+  int io_threads = 0;                  // read-ahead's I/O threads (0 with io_uring)
   std::size_t read_window = 0;         // read-ahead: reads each worker keeps ahead (0: none)
   long reads_issued = 0;               // read-ahead: reads handed to the I/O threads
   long inline_reads = 0;               // read-ahead: page-cache hits read by the worker when issued

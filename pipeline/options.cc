@@ -18,6 +18,12 @@ void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
                  core::ArgKind::Runtime)
       ->check(core::integer_in(0, 256))
       ->capture_default_str();
+  cli.add_option("--io-engine", o.io_engine,
+                 "How reads ahead are issued: threads (a pool of --io-depth I/O threads), io_uring (each worker's "
+                 "own ring; image folders only, else threads) or auto (io_uring where it can serve)",
+                 core::ArgKind::Runtime)
+      ->check(CLI::IsMember({"auto", "threads", "io_uring"}))
+      ->capture_default_str();
   cli.add_option("--cache-size", o.cache_size,
                  "Never-evicting item cache: items (1000), share of the dataset (40%) or bytes (2GiB); 0: off",
                  core::ArgKind::Runtime);
@@ -103,6 +109,7 @@ LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineO
   c.workers = bench.workers;
   c.prefetch = o.prefetch;
   c.io_depth = o.io_depth;
+  c.io_engine = parse_io_engine(o.io_engine);
   c.drop_last = !o.keep_last;
   c.shuffle = !o.no_shuffle;
   c.seed = static_cast<std::uint64_t>(bench.seed);

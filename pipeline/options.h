@@ -12,6 +12,7 @@ namespace mlbench::pipeline {
 struct PipelineOptions {
   int prefetch = -1;                // --prefetch (-1: 2 x workers; 0: built on the consumer's thread)
   int io_depth = kDefaultIoDepth;   // --io-depth (0: serial fetch then decode)
+  std::string io_engine = "auto";    // --io-engine auto|threads|io_uring
   std::string cache_size = "0";     // --cache-size
   bool strict_data = false;         // --strict-data
   int image_size = 224;             // --image-size

@@ -1,9 +1,17 @@
 #include "pipeline/read_ahead.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <system_error>
 
 #include <fmt/format.h>
+#include <unistd.h>
+
+#ifdef MLBENCH_HAVE_LIBURING
+#include <liburing.h>
+#endif
 
 #include "pipeline/fetch_origin.h"
 
@@ -11,19 +19,102 @@ namespace mlbench::pipeline {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+#ifdef MLBENCH_HAVE_LIBURING
+// Default flags. A read's completion (the copy into its buffer) runs as task work of the
+// worker that submitted it; IORING_SETUP_COOP_TASKRUN would defer it to that worker's
+// next system call instead of interrupting it, but then a worker asleep (waiting for a
+// batch to build) would not run it, and a read withdrawn by another thread at the
+// loader's end could wait for it forever. It measured no faster here (docs/performance.md).
+int init_ring(unsigned entries, io_uring* ring) { return io_uring_queue_init(entries, ring, 0); }
+#endif
+}  // namespace
+
+const char* to_string(IoEngine e) {
+  switch (e) {
+    case IoEngine::Auto: return "auto";
+    case IoEngine::Threads: return "threads";
+    case IoEngine::IoUring: return "io_uring";
+  }
+  return "?";
 }
 
+IoEngine parse_io_engine(const std::string& name) {
+  if (name == "auto") return IoEngine::Auto;
+  if (name == "threads") return IoEngine::Threads;
+  if (name == "io_uring") return IoEngine::IoUring;
+  throw std::invalid_argument("unknown I/O engine '" + name + "' (auto, threads, io_uring)");
+}
+
+bool io_uring_usable(std::string* why) {
+#ifdef MLBENCH_HAVE_LIBURING
+  static const int rc = [] {
+    io_uring ring{};
+    const int r = init_ring(4, &ring);
+    if (r == 0) io_uring_queue_exit(&ring);
+    return r;
+  }();
+  if (rc == 0) return true;
+  if (why) *why = fmt::format("io_uring cannot be set up here: {}", std::strerror(-rc));
+  return false;
+#else
+  if (why) *why = "this build has no io_uring (liburing-dev was not found at configure time)";
+  return false;
+#endif
+}
+
+// One worker thread's ring: it submits its reads there, and reaps them when it takes the
+// items (any thread may reap, under `mu`: the loader's end withdraws from another thread).
+struct ReadAhead::Ring {
+  std::mutex mu;
+  std::thread::id owner;
+  std::uint64_t next_id = 1;
+  std::vector<std::pair<std::uint64_t, std::shared_ptr<Request>>> inflight;  // submitted, not reaped
+#ifdef MLBENCH_HAVE_LIBURING
+  io_uring ring{};
+  ~Ring() {
+    // Every buffer a read may still write into stays alive until its completion is reaped.
+    while (!inflight.empty()) {
+      io_uring_cqe* cqe = nullptr;
+      const int rc = io_uring_wait_cqe(&ring, &cqe);
+      if (rc == -EINTR) continue;
+      if (rc < 0) break;
+      const std::uint64_t id = cqe->user_data;
+      io_uring_cqe_seen(&ring, cqe);
+      auto it = std::find_if(inflight.begin(), inflight.end(), [&](const auto& e) { return e.first == id; });
+      if (it != inflight.end()) {
+        ::close(it->second->file.fd);
+        inflight.erase(it);
+      }
+    }
+    io_uring_queue_exit(&ring);
+  }
+#endif
+};
+
 ReadAhead::ReadAhead(std::shared_ptr<const ItemSource> source, ItemCache* cache, int io_depth, bool timed,
-                     PipelineStats* stats, TraceRecorder* trace)
+                     PipelineStats* stats, TraceRecorder* trace, IoEngine engine)
     : source_(std::move(source)), cache_(cache), timed_(timed), stats_(stats),
       // Enough free buffers for every read in flight and the ones being decoded.
-      buffers_(static_cast<std::size_t>(std::max(1, io_depth)) * 2 + 8) {
+      buffers_(static_cast<std::size_t>(std::max(1, io_depth)) * 2 + 8), io_depth_(io_depth) {
   if (io_depth < 1) throw std::invalid_argument("read-ahead needs an I/O depth of at least 1");
+  if (engine != IoEngine::Threads) {
+    std::string why = "the data source is not a folder of files";
+    uring_ = source_->reads_files() && io_uring_usable(&why);
+    if (!uring_ && engine == IoEngine::IoUring) {
+      fmt::print(stderr, "warning: --io-engine io_uring: {}; reading ahead on {} I/O threads\n", why, io_depth);
+    }
+  }
+  if (uring_) return;
   for (int i = 0; i < io_depth; ++i) tracks_.push_back(trace ? &trace->add_track(fmt::format("io {}", i)) : nullptr);
   for (int i = 0; i < io_depth; ++i) threads_.emplace_back([this, i] { run(i); });
 }
 
-ReadAhead::~ReadAhead() { stop(); }
+ReadAhead::~ReadAhead() {
+  stop();
+  std::lock_guard<std::mutex> lock(rings_mu_);
+  rings_.clear();
+}
 
 void ReadAhead::stop() {
   {
@@ -77,12 +168,16 @@ std::shared_ptr<ReadAhead::Request> ReadAhead::issue(std::size_t index, std::int
       read_here = true;
     }
   }
+  // io_uring: the read goes to this thread's ring (or fails at its open: Done with the error).
+  const bool on_ring = r->state != State::Done && uring_;
+  if (on_ring) submit(r);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++outstanding_;
     max_outstanding_ = std::max(max_outstanding_, outstanding_);
     if (read_here) ++inline_reads_;
-    if (r->state == State::Done) return r;
+    if (on_ring) ++reads_issued_;
+    if (on_ring || r->state == State::Done) return r;
     if (stopping_) {
       r->state = State::Dropped;
       return r;
@@ -95,6 +190,13 @@ std::shared_ptr<ReadAhead::Request> ReadAhead::issue(std::size_t index, std::int
 }
 
 FetchedItem ReadAhead::take(const std::shared_ptr<Request>& r) {
+  if (r->ring) {
+    wait_on_ring(*r);
+    std::lock_guard<std::mutex> lock(mu_);
+    --outstanding_;
+    if (r->error) std::rethrow_exception(r->error);
+    return {r->data, r->from_cache};
+  }
   std::unique_lock<std::mutex> lock(mu_);
   done_cv_.wait(lock, [&] { return r->state == State::Done || r->state == State::Dropped; });
   --outstanding_;
@@ -104,6 +206,12 @@ FetchedItem ReadAhead::take(const std::shared_ptr<Request>& r) {
 }
 
 void ReadAhead::withdraw(const std::shared_ptr<Request>& r) {
+  if (r->ring) {
+    wait_on_ring(*r);  // in the kernel: it writes into its buffer until reaped
+    std::lock_guard<std::mutex> lock(mu_);
+    --outstanding_;
+    return;
+  }
   std::unique_lock<std::mutex> lock(mu_);
   --outstanding_;
   if (r->state == State::Queued) {
@@ -151,6 +259,106 @@ void ReadAhead::run(int thread) {
     }
     done_cv_.notify_all();
   }
+}
+
+ReadAhead::Ring* ReadAhead::this_thread_ring() {
+#ifdef MLBENCH_HAVE_LIBURING
+  const auto me = std::this_thread::get_id();
+  std::lock_guard<std::mutex> lock(rings_mu_);
+  for (auto& g : rings_) {
+    if (g->owner == me) return g.get();
+  }
+  auto g = std::make_unique<Ring>();
+  unsigned entries = 8;
+  while (entries < static_cast<unsigned>(io_depth_)) entries *= 2;
+  if (init_ring(entries, &g->ring) != 0) return nullptr;
+  g->owner = me;
+  rings_.push_back(std::move(g));
+  return rings_.back().get();
+#else
+  return nullptr;
+#endif
+}
+
+void ReadAhead::submit(const std::shared_ptr<Request>& req) {
+  Request& r = *req;
+  r.submitted = timed_ ? Clock::now() : Clock::time_point{};
+  try {
+    r.file = source_->open_file_read(r.index);
+  } catch (...) {
+    r.error = std::current_exception();
+    r.state = State::Done;
+    return;
+  }
+  r.buffer = buffers_.acquire();
+  r.buffer->resize(r.file.expect + 1);
+#ifdef MLBENCH_HAVE_LIBURING
+  if (Ring* g = this_thread_ring()) {
+    std::lock_guard<std::mutex> lock(g->mu);
+    io_uring_sqe* sqe = io_uring_get_sqe(&g->ring);
+    if (sqe) {
+      const std::uint64_t id = g->next_id++;
+      io_uring_prep_read(sqe, r.file.fd, r.buffer->data(), static_cast<unsigned>(r.buffer->size()), 0);
+      io_uring_sqe_set_data64(sqe, id);
+      const int rc = io_uring_submit(&g->ring);
+      if (rc >= 1) {
+        g->inflight.emplace_back(id, req);
+        r.ring = g;
+        r.state = State::Running;
+        return;
+      }
+    }
+  }
+#endif
+  // No ring (or it refused the read): the read is done here, as the serial loader would.
+  long got = 0;
+  while (true) {
+    const ssize_t n = ::pread(r.file.fd, r.buffer->data(), r.buffer->size(), 0);
+    if (n < 0 && errno == EINTR) continue;
+    got = n < 0 ? -errno : static_cast<long>(n);
+    break;
+  }
+  try {
+    source_->finish_file_read(r.index, r.file, *r.buffer, got);
+    if (cache_) cache_->put(r.index, r.buffer);
+    r.data = std::move(r.buffer);
+  } catch (...) {
+    r.error = std::current_exception();
+  }
+  r.state = State::Done;
+}
+
+void ReadAhead::wait_on_ring(Request& r) {
+#ifdef MLBENCH_HAVE_LIBURING
+  Ring& g = *r.ring;
+  std::lock_guard<std::mutex> lock(g.mu);
+  while (r.state != State::Done) {
+    io_uring_cqe* cqe = nullptr;
+    const int rc = io_uring_wait_cqe(&g.ring, &cqe);
+    if (rc == -EINTR) continue;
+    if (rc < 0) throw std::system_error(-rc, std::generic_category(), "io_uring_wait_cqe");
+    const std::uint64_t id = cqe->user_data;
+    const long got = cqe->res;
+    io_uring_cqe_seen(&g.ring, cqe);
+    auto it = std::find_if(g.inflight.begin(), g.inflight.end(), [&](const auto& e) { return e.first == id; });
+    if (it == g.inflight.end()) continue;
+    std::shared_ptr<Request> done = std::move(it->second);
+    g.inflight.erase(it);
+    try {
+      source_->finish_file_read(done->index, done->file, *done->buffer, got);
+      if (cache_) cache_->put(done->index, done->buffer);
+      done->data = std::move(done->buffer);
+    } catch (...) {
+      done->error = std::current_exception();
+    }
+    if (stats_ && timed_) {
+      stats_->add_io_read(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - done->submitted).count());
+    }
+    done->state = State::Done;
+  }
+#else
+  (void)r;
+#endif
 }
 
 ReadStream::ReadStream(ReadAhead& read_ahead, std::vector<std::size_t> items, std::size_t window, std::int64_t batch,

@@ -1,16 +1,21 @@
-// Read-ahead (--io-depth N, docs/pipeline.md): a small pool of I/O threads
-// reads items through the ItemSource ahead of the workers that decode them, so
-// a worker's decode of one sample overlaps the reads of the next ones. Each
+// Read-ahead (--io-depth N, docs/pipeline.md): a small pool of I/O threads, or
+// io_uring (--io-engine), reads items through the ItemSource ahead of the
+// workers that decode them, so a worker's decode of one sample overlaps the
+// reads of the next ones. Each
 // worker reads its batch through a ReadStream: items are issued in the
 // sampler's order, at most `window` of them issued and not yet taken; the item
 // cache is consulted when a read is issued (a hit issues no read). A read's
 // error travels to the worker that takes the item, which handles it as a
-// serial read's. An I/O-thread pool (not io_uring) so that every source works,
-// the emulated storage of benchmarks/stallsim included. An item the source can
+// serial read's. The I/O-thread pool serves every source, the emulated storage
+// of benchmarks/stallsim included; the io_uring engine serves sources whose items
+// are files (ItemSource::reads_files): each worker thread submits its reads to a
+// ring of its own and reaps them when it takes the items, so no thread is woken
+// per read. An item the source can
 // serve without waiting (ItemSource::fetch_if_cached: in the page cache) is read
 // by the worker when it is issued: a hand-off to a thread would cost more than it saves.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -43,17 +49,31 @@ struct FetchedItem {
   bool from_cache = false;  // served by the item cache (no read issued)
 };
 
+// How reads ahead are issued (--io-engine). Auto: io_uring where it can serve the
+// source (built with liburing, a ring can be set up here, the source reads files),
+// else threads.
+enum class IoEngine { Auto, Threads, IoUring };
+const char* to_string(IoEngine e);  // "auto", "threads", "io_uring"
+IoEngine parse_io_engine(const std::string& name);  // throws std::invalid_argument
+// Whether this build has io_uring and a ring can be set up on this machine (a kernel
+// without it, or a seccomp filter that forbids it, says no); `why` says why not.
+bool io_uring_usable(std::string* why = nullptr);
+
 class ReadAhead {
  public:
-  // `io_depth` (>= 1) I/O threads. `cache`: null for none. `timed`: read the
-  // clock (stats on, or a trace). `stats`, `trace`: null for none.
+  // `io_depth` (>= 1) reads in flight: as many I/O threads, or that many per ring.
+  // `cache`: null for none. `timed`: read the clock (stats on, or a trace). `stats`,
+  // `trace`: null for none. `engine`: IoUring where it cannot serve falls back to threads.
   ReadAhead(std::shared_ptr<const ItemSource> source, ItemCache* cache, int io_depth, bool timed, PipelineStats* stats,
-            TraceRecorder* trace);
+            TraceRecorder* trace, IoEngine engine = IoEngine::Threads);
   ~ReadAhead();
   ReadAhead(const ReadAhead&) = delete;
   ReadAhead& operator=(const ReadAhead&) = delete;
 
-  int io_depth() const { return static_cast<int>(threads_.size()); }
+  int io_depth() const { return io_depth_; }
+  // The engine as run: Threads or IoUring.
+  IoEngine engine() const { return uring_ ? IoEngine::IoUring : IoEngine::Threads; }
+  int io_threads() const { return static_cast<int>(threads_.size()); }
   // Drops the reads not started, lets those under way end, ends the threads;
   // a worker waiting for a dropped read gets ReadAheadStopped. Idempotent.
   void stop();
@@ -68,13 +88,19 @@ class ReadAhead {
  private:
   friend class ReadStream;
   enum class State { Queued, Running, Done, Dropped };
+  struct Ring;
   struct Request {
     std::size_t index = 0;
     std::int64_t batch = -1;
-    State state = State::Queued;
+    State state = State::Queued;  // on a ring: guarded by the ring's mutex, else by mu_
     std::shared_ptr<const Bytes> data;
     bool from_cache = false;
     std::exception_ptr error;
+    // io_uring: the ring it was submitted to, its file and buffer, when it was submitted.
+    Ring* ring = nullptr;
+    FileRead file;
+    std::shared_ptr<Bytes> buffer;
+    std::chrono::steady_clock::time_point submitted;
   };
 
   std::shared_ptr<Request> issue(std::size_t index, std::int64_t batch);
@@ -83,6 +109,13 @@ class ReadAhead {
   // Withdraws `r` (issued, never to be taken): drops it when not started, else waits for its end.
   void withdraw(const std::shared_ptr<Request>& r);
   void run(int thread);
+  // io_uring: this thread's ring (set up on its first read); null when none can be.
+  Ring* this_thread_ring();
+  // Opens r's file and submits its read to this thread's ring; r is then Running on
+  // it, or Done with the error (or with the bytes, read here, when no ring can be had).
+  void submit(const std::shared_ptr<Request>& r);
+  // Reaps r's ring until r is Done.
+  void wait_on_ring(Request& r);
 
   std::shared_ptr<const ItemSource> source_;
   ItemCache* cache_;
@@ -97,6 +130,10 @@ class ReadAhead {
   int outstanding_ = 0, max_outstanding_ = 0;
   std::int64_t reads_issued_ = 0, inline_reads_ = 0;
   std::vector<std::thread> threads_;
+  int io_depth_ = 0;
+  bool uring_ = false;
+  std::mutex rings_mu_;
+  std::vector<std::unique_ptr<Ring>> rings_;
 };
 
 // One worker's reads over one batch: items[0], items[1], ... taken in order,

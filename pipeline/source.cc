@@ -38,12 +38,19 @@ bool entry_is(const fs::directory_entry& entry, bool regular) {
 // What a read leaves in the page cache: everything it read, nothing, or what was there
 // before it (--hold-page-cache: the pages of a file it had to bring in are dropped).
 enum class AfterRead { Keep, Drop, DropWhatItBroughtIn };
+// --drop-after-read wins over --hold-page-cache.
+AfterRead after_read(bool drop_after_read, bool hold_page_cache) {
+  return drop_after_read ? AfterRead::Drop : hold_page_cache ? AfterRead::DropWhatItBroughtIn : AfterRead::Keep;
+}
 
 // Reads all of `name` (relative to `dir_fd`, or AT_FDCWD) into `out`; `shown` names it in errors.
 void read_at(int dir_fd, const char* name, const fs::path& shown, Bytes& out, AfterRead after,
              std::optional<std::size_t> size_hint);
 // The same on a file already open; closes `fd`.
 void read_open(int fd, const fs::path& shown, Bytes& out, AfterRead after, std::optional<std::size_t> size_hint);
+void read_rest(int fd, const fs::path& file, Bytes& out, std::size_t expect, bool size_known, bool drop,
+               std::optional<long> first);
+bool drops_after(int fd, AfterRead after, std::size_t expect);
 
 }  // namespace
 
@@ -125,20 +132,16 @@ void read_at(int dir_fd, const char* name, const fs::path& file, Bytes& out, Aft
   read_open(fd, file, out, after, size_hint);
 }
 
-void read_open(int fd, const fs::path& file, Bytes& out, AfterRead after, std::optional<std::size_t> size_hint) {
+// Reads `fd` on to the end of the file into `out` (sized expect + 1 at the first read), then
+// drops its pages when `drop` and closes it. `first`: the result of a first read at offset 0
+// already done (a byte count or -errno), else none. `size_known`: `expect` is a hint (the
+// scan's size: a file that shrank is read to its end); else fstat's (a shorter file is an error).
+void read_rest(int fd, const fs::path& file, Bytes& out, std::size_t expect, bool size_known, bool drop,
+               std::optional<long> first) {
   const auto fail = [&](const char* what, int err) {
     ::close(fd);
     throw DataError(std::string("cannot ") + what + " " + file.string() + ": " + std::strerror(err));
   };
-  std::size_t expect = 0;
-  if (size_hint) {
-    expect = *size_hint;
-  } else {
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) fail("stat", errno);
-    expect = static_cast<std::size_t>(st.st_size);
-  }
-  const bool drop = after == AfterRead::Drop || (after == AfterRead::DropWhatItBroughtIn && !file_resident(fd, expect));
   // Read until the end of the file. One byte more than expected is asked for: a read that
   // fills it means the file is longer than its size said (it grew), and the buffer grows.
   // A short read means the end of the file (a regular file's pread returns less only at its
@@ -146,7 +149,14 @@ void read_open(int fd, const fs::path& file, Bytes& out, AfterRead after, std::o
   std::size_t done = 0;
   out.resize(expect + 1);
   while (true) {
-    const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(done));
+    ssize_t n = 0;
+    if (first) {
+      n = static_cast<ssize_t>(*first);
+      first.reset();
+      if (n < 0) errno = static_cast<int>(-n);
+    } else {
+      n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(done));
+    }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) fail("read", errno);
     done += static_cast<std::size_t>(n);
@@ -156,13 +166,34 @@ void read_open(int fd, const fs::path& file, Bytes& out, AfterRead after, std::o
     }
     if (n == 0 || done >= expect) break;  // the end of the file
   }
-  if (!size_hint && done < expect) {
+  if (!size_known && done < expect) {
     ::close(fd);
     throw DataError("cannot read " + file.string() + ": file shrank while reading");
   }
   out.resize(done);
   if (drop) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   ::close(fd);
+}
+
+// Whether a read under `after` drops the file's pages afterwards (asked before the read).
+bool drops_after(int fd, AfterRead after, std::size_t expect) {
+  return after == AfterRead::Drop || (after == AfterRead::DropWhatItBroughtIn && !file_resident(fd, expect));
+}
+
+void read_open(int fd, const fs::path& file, Bytes& out, AfterRead after, std::optional<std::size_t> size_hint) {
+  std::size_t expect = 0;
+  if (size_hint) {
+    expect = *size_hint;
+  } else {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      const int err = errno;
+      ::close(fd);
+      throw DataError("cannot stat " + file.string() + ": " + std::strerror(err));
+    }
+    expect = static_cast<std::size_t>(st.st_size);
+  }
+  read_rest(fd, file, out, expect, size_hint.has_value(), drops_after(fd, after, expect), std::nullopt);
 }
 
 }  // namespace
@@ -248,14 +279,31 @@ bool ImageFolderReader::fetch_if_cached(std::size_t index, Bytes& out) const {
 
 void ImageFolderReader::fetch(std::size_t index, Bytes& out) const {
   const fs::path& file = files_[index];
-  const AfterRead after = drop_after_read_   ? AfterRead::Drop
-                          : hold_page_cache_ ? AfterRead::DropWhatItBroughtIn
-                                             : AfterRead::Keep;
   if (root_fd_) {
-    read_at(root_fd_->fd, file.c_str() + root_prefix_, file, out, after, sizes_[index]);
+    read_at(root_fd_->fd, file.c_str() + root_prefix_, file, out, after_read(drop_after_read_, hold_page_cache_), sizes_[index]);
   } else {
-    read_at(AT_FDCWD, file.c_str(), file, out, after, sizes_[index]);
+    read_at(AT_FDCWD, file.c_str(), file, out, after_read(drop_after_read_, hold_page_cache_), sizes_[index]);
   }
+}
+
+FileRead ImageFolderReader::open_file_read(std::size_t index) const {
+  const fs::path& file = files_[index];
+  const int fd = root_fd_ ? ::openat(root_fd_->fd, file.c_str() + root_prefix_, O_RDONLY | O_CLOEXEC)
+                          : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DataError("cannot open " + file.string() + ": " + std::strerror(errno));
+  return {fd, sizes_[index], drops_after(fd, after_read(drop_after_read_, hold_page_cache_), sizes_[index])};
+}
+
+void ImageFolderReader::finish_file_read(std::size_t index, const FileRead& r, Bytes& out, long got) const {
+  read_rest(r.fd, files_[index], out, r.expect, true, r.drop, got);
+}
+
+FileRead ItemSource::open_file_read(std::size_t index) const {
+  throw std::logic_error("open_file_read: " + describe(index) + " is not read as a file");
+}
+
+void ItemSource::finish_file_read(std::size_t index, const FileRead&, Bytes&, long) const {
+  throw std::logic_error("finish_file_read: " + describe(index) + " is not read as a file");
 }
 
 DecodedTensorSource::DecodedTensorSource(int width, int height, int channels, std::vector<Bytes> images,

@@ -32,6 +32,14 @@ void read_file(const std::filesystem::path& file, Bytes& out, bool drop_after_re
 // cache (cachestat, else mincore over a mapping: it reads nothing itself). False when it cannot tell.
 bool file_resident(int fd, std::size_t size);
 
+// A read of one item's file that the caller issues itself (read-ahead's io_uring engine):
+// the file, opened by ItemSource::open_file_read.
+struct FileRead {
+  int fd = -1;
+  std::size_t expect = 0;  // the file's size as the scan saw it: read expect + 1 bytes (see read_file)
+  bool drop = false;       // drop its pages after the read (--drop-after-read, --hold-page-cache)
+};
+
 class ItemSource {
  public:
   virtual ~ItemSource() = default;
@@ -44,6 +52,17 @@ class ItemSource {
   // the error). Read-ahead reads such items in the worker instead of handing them to
   // an I/O thread (a hand-off per cached item cost ~6% CPU on a fully cached set).
   virtual bool fetch_if_cached(std::size_t /*index*/, Bytes& /*out*/) const { return false; }
+  // Whether every item is one file read whole (ImageFolderReader): then read-ahead's io_uring
+  // engine can issue the reads itself, with open_file_read and finish_file_read.
+  virtual bool reads_files() const { return false; }
+  // Opens the item's file (the fetch's open, and its page-cache policy decided); throws
+  // DataError naming the item. Only for sources whose reads_files() is true.
+  virtual FileRead open_file_read(std::size_t index) const;
+  // After the caller read `got` bytes (or -errno) at offset 0 into `out`, resized to
+  // r.expect + 1 first: reads on to the end when the file grew, drops pages as r.drop says,
+  // closes r.fd, and leaves `out` as the file's content, as fetch() would; throws DataError
+  // naming the item (r.fd closed).
+  virtual void finish_file_read(std::size_t index, const FileRead& r, Bytes& out, long got) const;
   virtual Encoding encoding() const = 0;
   // For RawHwc sources: every item is height x width x channels uint8.
   virtual int raw_width() const { return 0; }
@@ -66,6 +85,9 @@ class ImageFolderReader : public ItemSource {
   void fetch(std::size_t index, Bytes& out) const override;
   // preadv2(RWF_NOWAIT): fails fast when a page is not in the page cache.
   bool fetch_if_cached(std::size_t index, Bytes& out) const override;
+  bool reads_files() const override { return true; }
+  FileRead open_file_read(std::size_t index) const override;
+  void finish_file_read(std::size_t index, const FileRead& r, Bytes& out, long got) const override;
   Encoding encoding() const override { return Encoding::Jpeg; }
   std::string describe(std::size_t index) const override { return files_[index].string(); }
 

@@ -22,6 +22,7 @@ packages=(
   libturbojpeg0-dev            # libjpeg-turbo's TurboJPEG API
   libjpeg62-turbo-dev          # libjpeg-turbo's libjpeg API (jpeg_crop_scanline: region decode)
   libopencv-imgproc-dev        # cv::resize
+  liburing-dev                 # io_uring for read-ahead (--io-engine io_uring)
   libssl-dev                   # sha256 for unique_id
   libopenblas0-openmp          # the BLAS LibTorch calls (selected below; docs/performance.md)
   mate-backgrounds             # real photographs: the real-photos dataset's sources (docs/datasets.md)

@@ -21,21 +21,25 @@ execute_process(COMMAND ${LOADER} --data ${WORK}/nowhere --repeat 2 --report ${W
 if(rc EQUAL 0 OR NOT err MATCHES "nowhere does not exist.*mlbench-datagen ensure")
   message(FATAL_ERROR "missing dataset: expected one error line naming the path and datagen, got rc=${rc}: ${err}")
 endif()
-# Read-ahead (issue 14): --io-depth 3 and --io-depth 0, same seed, load the same items
-# into the same batches; the reports carry io_depth and the trace the I/O threads' reads
-# (--drop-after-read: no file is served from the page cache in the worker, every read
-# goes to an I/O thread).
-foreach(depth 3 0)
+# Read-ahead (issue 14): --io-depth 3 on each engine and --io-depth 0, same seed, load the
+# same items into the same batches; the reports carry io_depth and the engine, and the
+# threads run's trace the I/O threads' reads (--drop-after-read: no file is served from the
+# page cache in the worker, every read goes to an I/O thread or a ring).
+foreach(run "3;threads" "3;io_uring" "0;auto")
+  list(GET run 0 depth)
+  list(GET run 1 engine)
   execute_process(COMMAND ${LOADER} --data ${WORK}/data/fake-imagenet-tiny/train -b 8 --workers 2 --repeat 3 --number 2
-                          --no-cuda --seed 5 --drop-after-read --io-depth ${depth} --report ${WORK}/report_depth${depth}
-                          --trace ${WORK}/trace_depth${depth}.json
+                          --no-cuda --seed 5 --drop-after-read --io-depth ${depth} --io-engine ${engine}
+                          --report ${WORK}/report_${engine}${depth} --trace ${WORK}/trace_${engine}${depth}.json
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "loader --io-depth ${depth} failed (${rc}): ${out} ${err}")
+    message(FATAL_ERROR "loader --io-depth ${depth} --io-engine ${engine} failed (${rc}): ${out} ${err}")
   endif()
 endforeach()
-execute_process(COMMAND /usr/bin/python3 ${CHECK_READ_AHEAD} ${WORK}/report_depth3 ${WORK}/trace_depth3.json
-                        ${WORK}/report_depth0 ${WORK}/trace_depth0.json 3 RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "read-ahead check failed")
-endif()
+foreach(engine threads io_uring)
+  execute_process(COMMAND /usr/bin/python3 ${CHECK_READ_AHEAD} ${WORK}/report_${engine}3 ${WORK}/trace_${engine}3.json
+                          ${WORK}/report_auto0 ${WORK}/trace_auto0.json 3 ${engine} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "read-ahead check failed (--io-engine ${engine})")
+  endif()
+endforeach()
