@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Read-ahead (--io-depth) against the serial loader (--io-depth 0), paired and
-# alternating over --rounds rounds, one epoch per run (docs/performance.md,
-# "Issue 14: read-ahead"). Two settings:
+# alternating over --rounds rounds (docs/performance.md, "Issue 14: read-ahead").
+# Each run times --epochs epochs after one of warm-up (the first epoch pays the
+# start: threads, buffers, the first batches' wait) under --hold-page-cache, so
+# the resident fraction made before the run holds over every epoch (a read that
+# brought a file in drops it again). Two settings:
 #   --mode cached     every file in the page cache (goal: no loss)
 #   --mode throttled  the data's block device throttled to --mbps MB/s for the
 #                     loader (cgroup v1 blkio.throttle.read_bps_device; root),
@@ -16,14 +19,14 @@
 # Debian's mate-backgrounds, installed when missing).
 # Usage: bench/readahead.sh [--mode cached|throttled] [--dataset real-photos-small] [--data-root /work/ra-data]
 #          [--io-depth 8] [--io-engine threads|io_uring] [--workers 2] [--batch-size 64] [--mbps 70]
-#          [--cached-frac 0.5] [--rounds 5]
+#          [--cached-frac 0.5] [--rounds 5] [--epochs 3]
 # --io-engine: how the read-ahead side (and F(x)'s fetch-only run) issues its reads.
 # Env: MLBENCH_BUILD_DIR (default build), MLBENCH_NO_BUILD=1 (use the built binaries).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MLBENCH_BUILD_DIR:-$root/build}"
 mode=cached; dataset=real-photos-small; data_root=/work/ra-data; depth=8; workers=2; batch=64; mbps=70
-frac=0.5; rounds=5; engine=threads
+frac=0.5; rounds=5; engine=auto; epochs=3
 while (($#)); do
   case "$1" in
     --mode) mode="$2"; shift 2 ;;
@@ -36,7 +39,8 @@ while (($#)); do
     --mbps) mbps="$2"; shift 2 ;;
     --cached-frac) frac="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    --epochs) epochs="$2"; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "readahead.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -109,8 +113,8 @@ fi
 
 run_loader() {  # $1: io depth, $2: extra flags; prints the epoch's images/s
   local dir; dir=$(mktemp -d -p "$tmp")
-  local cmd=("$build/benchmarks/loader" --data "$train" --workers "$workers" -b "$batch" --epochs 1 --number 1
-             --warmup 0 --no-cuda --io-depth "$1" --io-engine "$engine" --report "$dir")
+  local cmd=("$build/benchmarks/loader" --data "$train" --workers "$workers" -b "$batch" --epochs $((epochs + 1))
+             --number 1 --warmup 0 --hold-page-cache --no-cuda --io-depth "$1" --io-engine "$engine" --report "$dir")
   # shellcheck disable=SC2206
   cmd+=($2)
   if [[ -n "$cgroup" ]]; then
@@ -118,7 +122,8 @@ run_loader() {  # $1: io depth, $2: extra flags; prints the epoch's images/s
   else
     "${cmd[@]}" >"$dir/log" 2>&1
   fi || { cat "$dir/log" >&2; return 1; }
-  "$py" -c 'import json,glob,sys; e=json.load(open(glob.glob(sys.argv[1]+"/*.json")[0]))["pipeline"]["epochs"][0]; print(e["images"]/e["seconds"])' "$dir"
+  # images/s over the epochs after the first
+  "$py" -c 'import json,glob,sys; e=json.load(open(glob.glob(sys.argv[1]+"/*.json")[0]))["pipeline"]["epochs"][1:]; print(sum(x["images"] for x in e)/sum(x["seconds"] for x in e))' "$dir"
 }
 
 : >"$tmp/rounds"
@@ -146,14 +151,14 @@ for ((r = 1; r <= rounds; r++)); do
   fi
 done
 
-"$py" - "$tmp/rounds" "$mode" "$dataset" "$n" "$mean_kb" "$depth" "$workers" "$batch" "$mbps" "$frac" "$engine" <<'PY'
+"$py" - "$tmp/rounds" "$mode" "$dataset" "$n" "$mean_kb" "$depth" "$workers" "$batch" "$mbps" "$frac" "$engine" "$epochs" <<'PY'
 import statistics as st, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
-mode, dataset, n, mean_kb, depth, workers, batch, mbps, frac, engine = sys.argv[2:12]
+mode, dataset, n, mean_kb, depth, workers, batch, mbps, frac, engine, epochs = sys.argv[2:13]
 col = lambda i: [r[i] for r in rows]
 def summary(v, fmt="{:.0f}"):
     return f"median {fmt.format(st.median(v))} (min {fmt.format(min(v))}, max {fmt.format(max(v))}, n={len(v)})"
-print(f"dataset: {dataset}, {n} files (mean {mean_kb} KB), --workers {workers} -b {batch}, one epoch per run, "
+print(f"dataset: {dataset}, {n} files (mean {mean_kb} KB), --workers {workers} -b {batch}, {epochs} epochs per run after one of warm-up (--hold-page-cache), "
       f"{len(rows)} paired rounds, side order alternating")
 s, a = col(0), col(1)
 gain = [100 * (y - x) / x for x, y in zip(s, a)]
