@@ -36,26 +36,12 @@ tmp=$(mktemp -d)
 trap 'rmdir "$blkio_cg" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 find "$data" -type f | sort >"$tmp/files"
 
-set_page_cache() {  # the first --cached-frac of a fixed shuffle resident, the rest evicted
-  "$py" - "$tmp/files" "$frac" <<'PY'
-import os, random, sys
-files = open(sys.argv[1]).read().split("\n")[:-1]
-random.Random(14).shuffle(files)
-keep = set(files[:round(float(sys.argv[2]) * len(files))])
-for f in files:
-    fd = os.open(f, os.O_RDONLY)
-    if f in keep:
-        while os.read(fd, 1 << 20):
-            pass
-    else:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    os.close(fd)
-PY
-}
+# shellcheck source=bench/lib/page_cache.sh
+source "$root/bench/lib/page_cache.sh"
 
 run() {  # $1: engine; prints "engine images/s cpu_us_per_image reads inline_reads"
   local dir; dir=$(mktemp -d -p "$tmp")
-  set_page_cache
+  page_cache_set "$tmp/files" "$frac"  # the first --cached-frac of a fixed shuffle resident, the rest evicted
   /usr/bin/time -f "%U %S" -o "$dir/time" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$blkio_cg" \
     "$build/benchmarks/loader" --data "$data" --workers 2 -b 64 --io-depth 8 --no-cuda --epochs $((epochs + 1)) \
     --number 1 --warmup 0 --hold-page-cache --io-engine "$1" --report "$dir" >"$dir/log" 2>&1 ||

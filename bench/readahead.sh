@@ -74,29 +74,11 @@ n=$(wc -l <"$tmp/files")
 mean_kb=$(xargs -a "$tmp/files" -d '\n' stat -c %s | awk '{s += $1} END {printf "%.1f", s / NR / 1000}')
 
 # Page-cache state: the first `frac` of a fixed shuffle of the files resident, the rest evicted.
-"$py" - "$tmp/files" "$frac" "$tmp/resident" <<'PY'
-import random, sys
-files = open(sys.argv[1]).read().split("\n")[:-1]
-random.Random(14).shuffle(files)
-k = round(float(sys.argv[2]) * len(files))
-open(sys.argv[3], "w").write("".join(f + "\n" for f in files[:k]))
-PY
+# shellcheck source=bench/lib/page_cache.sh
+source "$root/bench/lib/page_cache.sh"
 set_page_cache() {  # $1: fraction resident (0 .. 1); prints the fraction of pages resident (fincore)
-  "$py" - "$tmp/files" "$( [[ "$1" == 1 ]] && echo "$tmp/files" || echo "$tmp/resident")" "$1" <<'PY'
-import os, sys
-files = open(sys.argv[1]).read().split("\n")[:-1]
-keep = set(open(sys.argv[2]).read().split("\n")[:-1]) if sys.argv[3] != "0" else set()
-for f in files:
-    fd = os.open(f, os.O_RDONLY)
-    if f in keep:
-        while os.read(fd, 1 << 20):
-            pass
-    else:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    os.close(fd)
-PY
-  xargs -a "$tmp/files" -d '\n' fincore -b -n -o RES,SIZE |
-    awk -v pg="$(getconf PAGESIZE)" '{r += $1; s += int(($2 + pg - 1) / pg) * pg} END {printf "%.3f", r / s}'
+  page_cache_set "$tmp/files" "$1"
+  page_cache_fraction "$tmp/files"
 }
 
 if [[ "$mode" == throttled ]]; then

@@ -160,6 +160,38 @@ std::vector<std::pair<std::vector<std::int64_t>, std::string>> run_loader(std::s
   return out;
 }
 
+// The loader settings of the same-batches tests: 2 epochs of batches of 5, 16 px.
+LoaderConfig same_batches_config(int workers, std::ostream& warnings) {
+  LoaderConfig c;
+  c.batch_size = 5;
+  c.workers = workers;
+  c.transform.image_size = 16;
+  c.max_epochs = 2;
+  c.seed = 11;
+  c.warnings = &warnings;
+  return c;
+}
+
+// `c` serially, then reading ahead on `engine` at depths 1, 3 and 8: the same batches, the same
+// corrupt files met. A folder of 24 items with one corrupt file. Returns the serial batches;
+// leaves `c` on `engine`.
+std::vector<std::pair<std::vector<std::int64_t>, std::string>> expect_same_batches(
+    std::shared_ptr<const ItemSource> source, LoaderConfig& c, IoEngine engine) {
+  c.io_depth = 0;
+  std::int64_t corrupt_serial = 0, corrupt_ahead = 0;
+  const auto serial = run_loader(source, c, &corrupt_serial);
+  c.io_engine = engine;
+  for (int depth : {1, 3, 8}) {
+    c.io_depth = depth;
+    EXPECT_EQ(run_loader(source, c, &corrupt_ahead), serial)
+        << c.workers << " workers, io depth " << depth << ", " << to_string(engine);
+    EXPECT_EQ(corrupt_ahead, corrupt_serial);
+  }
+  EXPECT_EQ(serial.size(), 8u);  // 24 items, batches of 5 (4 dropped per epoch), 2 epochs
+  EXPECT_GE(corrupt_serial, 1);  // the corrupt file was met (unless dropped in both epochs)
+  return serial;
+}
+
 }  // namespace
 
 TEST(ReadAhead, ReadsInTheSamplersOrderAndHandsItemsOutInOrder) {
@@ -422,24 +454,9 @@ TEST(ReadAhead, LoaderGivesTheSameBatchesWithAndWithoutReadAhead) {
   std::ofstream(root / "c1" / "4.jpg", std::ios::trunc) << "not a jpeg";
   auto source = std::make_shared<ImageFolderReader>(root);
   for (int workers : {0, 2}) {
-    LoaderConfig c;
-    c.batch_size = 5;
-    c.workers = workers;
-    c.transform.image_size = 16;
-    c.max_epochs = 2;
-    c.seed = 11;
     std::ostringstream quiet;
-    c.warnings = &quiet;
-    c.io_depth = 0;
-    std::int64_t corrupt_serial = 0, corrupt_ahead = 0;
-    const auto serial = run_loader(source, c, &corrupt_serial);
-    for (int depth : {1, 3, 8}) {
-      c.io_depth = depth;
-      EXPECT_EQ(run_loader(source, c, &corrupt_ahead), serial) << workers << " workers, io depth " << depth;
-      EXPECT_EQ(corrupt_ahead, corrupt_serial);
-    }
-    EXPECT_EQ(serial.size(), 8u);  // 24 items, batches of 5 (4 dropped per epoch), 2 epochs
-    EXPECT_GE(corrupt_serial, 1);  // the corrupt file was met (unless dropped in both epochs)
+    LoaderConfig c = same_batches_config(workers, quiet);
+    const auto serial = expect_same_batches(source, c, IoEngine::Threads);
     // With the item cache too.
     c.cache = parse_cache_size("50%");
     c.io_depth = 0;
@@ -623,23 +640,9 @@ TEST(ReadAheadIoUring, LoaderGivesTheSameBatchesAsTheSerialLoader) {
   auto source = std::make_shared<ImageFolderReader>(root);
   source->set_drop_after_read(true);  // every read through the ring
   for (int workers : {0, 2}) {
-    LoaderConfig c;
-    c.batch_size = 5;
-    c.workers = workers;
-    c.transform.image_size = 16;
-    c.max_epochs = 2;
-    c.seed = 11;
     std::ostringstream quiet;
-    c.warnings = &quiet;
-    c.io_depth = 0;
-    std::int64_t corrupt_serial = 0, corrupt_ring = 0;
-    const auto serial = run_loader(source, c, &corrupt_serial);
-    c.io_engine = IoEngine::IoUring;
-    for (int depth : {1, 3, 8}) {
-      c.io_depth = depth;
-      EXPECT_EQ(run_loader(source, c, &corrupt_ring), serial) << workers << " workers, io depth " << depth;
-      EXPECT_EQ(corrupt_ring, corrupt_serial);
-    }
+    LoaderConfig c = same_batches_config(workers, quiet);
+    expect_same_batches(source, c, IoEngine::IoUring);
     c.io_depth = 4;
     Loader loader(source, c);
     while (loader.next()) {
