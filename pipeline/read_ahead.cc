@@ -300,13 +300,18 @@ void ReadAhead::submit(const std::shared_ptr<Request>& req) {
       const std::uint64_t id = g->next_id++;
       io_uring_prep_read(sqe, r.file.fd, r.buffer->data(), static_cast<unsigned>(r.buffer->size()), 0);
       io_uring_sqe_set_data64(sqe, id);
-      const int rc = io_uring_submit(&g->ring);
+      int rc = io_uring_submit(&g->ring);
+      while (rc == -EINTR) rc = io_uring_submit(&g->ring);
       if (rc >= 1) {
         g->inflight.emplace_back(id, req);
         r.ring = g;
         r.state = State::Running;
         return;
       }
+      // Refused (e.g. EAGAIN: no kernel memory): the entry stays queued and would go in with the
+      // next submission, reading into a buffer this read no longer owns; it goes in as a no-op.
+      io_uring_prep_nop(sqe);
+      io_uring_sqe_set_data64(sqe, 0);
     }
   }
 #endif
