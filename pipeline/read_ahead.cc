@@ -68,6 +68,11 @@ bool io_uring_usable(std::string* why) {
 struct ReadAhead::Ring {
   std::mutex mu;
   std::thread::id owner;
+  int number = 0;
+  // --trace: one track per read in flight at once ("io_uring R.L"), so no two spans of a
+  // track overlap; a lane is free again once its read is reaped. Written under `mu`.
+  std::vector<TraceRecorder::Track*> lanes;
+  std::vector<bool> lane_busy;
   std::uint64_t next_id = 1;
   std::vector<std::pair<std::uint64_t, std::shared_ptr<Request>>> inflight;  // submitted, not reaped
 #ifdef MLBENCH_HAVE_LIBURING
@@ -96,7 +101,7 @@ ReadAhead::ReadAhead(std::shared_ptr<const ItemSource> source, ItemCache* cache,
                      PipelineStats* stats, TraceRecorder* trace, IoEngine engine)
     : source_(std::move(source)), cache_(cache), timed_(timed), stats_(stats),
       // Enough free buffers for every read in flight and the ones being decoded.
-      buffers_(static_cast<std::size_t>(std::max(1, io_depth)) * 2 + 8), io_depth_(io_depth) {
+      buffers_(static_cast<std::size_t>(std::max(1, io_depth)) * 2 + 8), trace_(trace), io_depth_(io_depth) {
   if (io_depth < 1) throw std::invalid_argument("read-ahead needs an I/O depth of at least 1");
   if (engine != IoEngine::Threads) {
     std::string why = "the data source is not a folder of files";
@@ -273,6 +278,7 @@ ReadAhead::Ring* ReadAhead::this_thread_ring() {
   while (entries < static_cast<unsigned>(io_depth_)) entries *= 2;
   if (init_ring(entries, &g->ring) != 0) return nullptr;
   g->owner = me;
+  g->number = static_cast<int>(rings_.size());
   rings_.push_back(std::move(g));
   return rings_.back().get();
 #else
@@ -282,7 +288,7 @@ ReadAhead::Ring* ReadAhead::this_thread_ring() {
 
 void ReadAhead::submit(const std::shared_ptr<Request>& req) {
   Request& r = *req;
-  r.submitted = timed_ ? Clock::now() : Clock::time_point{};
+  r.submitted = timed_ || trace_ ? Clock::now() : Clock::time_point{};
   try {
     r.file = source_->open_file_read(r.index);
   } catch (...) {
@@ -306,6 +312,16 @@ void ReadAhead::submit(const std::shared_ptr<Request>& req) {
         g->inflight.emplace_back(id, req);
         r.ring = g;
         r.state = State::Running;
+        if (trace_) {
+          const auto free = std::find(g->lane_busy.begin(), g->lane_busy.end(), false);
+          r.lane = static_cast<std::size_t>(free - g->lane_busy.begin());
+          if (free == g->lane_busy.end()) {
+            g->lanes.push_back(&trace_->add_track(fmt::format("io_uring {}.{}", g->number, g->lanes.size())));
+            g->lane_busy.push_back(true);
+          } else {
+            *free = true;
+          }
+        }
         return;
       }
       // Refused (e.g. EAGAIN: no kernel memory): the entry stays queued and would go in with the
@@ -356,8 +372,13 @@ void ReadAhead::wait_on_ring(Request& r) {
     } catch (...) {
       done->error = std::current_exception();
     }
+    const auto now = timed_ || trace_ ? Clock::now() : Clock::time_point{};
     if (stats_ && timed_) {
-      stats_->add_io_read(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - done->submitted).count());
+      stats_->add_io_read(std::chrono::duration_cast<std::chrono::nanoseconds>(now - done->submitted).count());
+    }
+    if (trace_ && done->lane < g.lanes.size()) {
+      g.lanes[done->lane]->span("read", done->submitted, now, done->batch, static_cast<std::int64_t>(done->index));
+      g.lane_busy[done->lane] = false;
     }
     done->state = State::Done;
   }

@@ -98,6 +98,7 @@ class ReadAhead {
     std::exception_ptr error;
     // io_uring: the ring it was submitted to, its file and buffer, when it was submitted.
     Ring* ring = nullptr;
+    std::size_t lane = 0;  // the ring's trace lane it is drawn on
     FileRead file;
     std::shared_ptr<Bytes> buffer;
     std::chrono::steady_clock::time_point submitted;
@@ -123,6 +124,7 @@ class ReadAhead {
   PipelineStats* stats_;
   ReadBufferPool buffers_;
   std::vector<TraceRecorder::Track*> tracks_;
+  TraceRecorder* trace_ = nullptr;
   mutable std::mutex mu_;
   std::condition_variable work_cv_, done_cv_;
   std::deque<std::shared_ptr<Request>> queue_;
