@@ -332,15 +332,8 @@ void ReadAhead::submit(const std::shared_ptr<Request>& req) {
   }
 #endif
   // No ring (or it refused the read): the read is done here, as the serial loader would.
-  long got = 0;
-  while (true) {
-    const ssize_t n = ::pread(r.file.fd, r.buffer->data(), r.buffer->size(), 0);
-    if (n < 0 && errno == EINTR) continue;
-    got = n < 0 ? -errno : static_cast<long>(n);
-    break;
-  }
   try {
-    source_->finish_file_read(r.index, r.file, *r.buffer, got);
+    source_->finish_file_read(r.index, r.file, *r.buffer, std::nullopt);
     if (cache_) cache_->put(r.index, r.buffer);
     r.data = std::move(r.buffer);
   } catch (...) {

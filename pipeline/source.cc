@@ -43,10 +43,7 @@ AfterRead after_read(bool drop_after_read, bool hold_page_cache) {
   return drop_after_read ? AfterRead::Drop : hold_page_cache ? AfterRead::DropWhatItBroughtIn : AfterRead::Keep;
 }
 
-// Reads all of `name` (relative to `dir_fd`, or AT_FDCWD) into `out`; `shown` names it in errors.
-void read_at(int dir_fd, const char* name, const fs::path& shown, Bytes& out, AfterRead after,
-             std::optional<std::size_t> size_hint);
-// The same on a file already open; closes `fd`.
+// Reads all of the open file `fd` into `out` and closes it; `shown` names it in errors.
 void read_open(int fd, const fs::path& shown, Bytes& out, AfterRead after, std::optional<std::size_t> size_hint);
 void read_rest(int fd, const fs::path& file, Bytes& out, std::size_t expect, bool size_known, bool drop,
                std::optional<long> first);
@@ -120,17 +117,12 @@ ImageFolderReader::ImageFolderReader(fs::path root, const std::string& hint) : r
 }
 
 void read_file(const fs::path& file, Bytes& out, bool drop_after_read, std::optional<std::size_t> size_hint) {
-  read_at(AT_FDCWD, file.c_str(), file, out, drop_after_read ? AfterRead::Drop : AfterRead::Keep, size_hint);
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DataError("cannot open " + file.string() + ": " + std::strerror(errno));
+  read_open(fd, file, out, drop_after_read ? AfterRead::Drop : AfterRead::Keep, size_hint);
 }
 
 namespace {
-
-void read_at(int dir_fd, const char* name, const fs::path& file, Bytes& out, AfterRead after,
-             std::optional<std::size_t> size_hint) {
-  const int fd = ::openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw DataError("cannot open " + file.string() + ": " + std::strerror(errno));
-  read_open(fd, file, out, after, size_hint);
-}
 
 // Reads `fd` on to the end of the file into `out` (sized expect + 1 at the first read), then
 // drops its pages when `drop` and closes it. `first`: the result of a first read at offset 0
@@ -232,8 +224,7 @@ bool file_resident(int fd, std::size_t size) {
 bool ImageFolderReader::fetch_if_cached(std::size_t index, Bytes& out) const {
   if (drop_after_read_) return false;  // every read is to come from storage
   const fs::path& file = files_[index];
-  const int fd = root_fd_ ? ::openat(root_fd_->fd, file.c_str() + root_prefix_, O_RDONLY | O_CLOEXEC)
-                          : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = open_item(index);
   if (fd < 0) return false;
   if (hold_page_cache_) {
     // Asked, not read with RWF_NOWAIT: a RWF_NOWAIT read of a page that is not resident
@@ -277,24 +268,24 @@ bool ImageFolderReader::fetch_if_cached(std::size_t index, Bytes& out) const {
   return ok;
 }
 
-void ImageFolderReader::fetch(std::size_t index, Bytes& out) const {
+int ImageFolderReader::open_item(std::size_t index) const {
   const fs::path& file = files_[index];
-  if (root_fd_) {
-    read_at(root_fd_->fd, file.c_str() + root_prefix_, file, out, after_read(drop_after_read_, hold_page_cache_), sizes_[index]);
-  } else {
-    read_at(AT_FDCWD, file.c_str(), file, out, after_read(drop_after_read_, hold_page_cache_), sizes_[index]);
-  }
+  return root_fd_ ? ::openat(root_fd_->fd, file.c_str() + root_prefix_, O_RDONLY | O_CLOEXEC)
+                  : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+}
+
+void ImageFolderReader::fetch(std::size_t index, Bytes& out) const {
+  finish_file_read(index, open_file_read(index), out, std::nullopt);
 }
 
 FileRead ImageFolderReader::open_file_read(std::size_t index) const {
-  const fs::path& file = files_[index];
-  const int fd = root_fd_ ? ::openat(root_fd_->fd, file.c_str() + root_prefix_, O_RDONLY | O_CLOEXEC)
-                          : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw DataError("cannot open " + file.string() + ": " + std::strerror(errno));
+  const int fd = open_item(index);
+  if (fd < 0) throw DataError("cannot open " + files_[index].string() + ": " + std::strerror(errno));
   return {fd, sizes_[index], drops_after(fd, after_read(drop_after_read_, hold_page_cache_), sizes_[index])};
 }
 
-void ImageFolderReader::finish_file_read(std::size_t index, const FileRead& r, Bytes& out, long got) const {
+void ImageFolderReader::finish_file_read(std::size_t index, const FileRead& r, Bytes& out,
+                                         std::optional<long> got) const {
   read_rest(r.fd, files_[index], out, r.expect, true, r.drop, got);
 }
 
@@ -302,7 +293,7 @@ FileRead ItemSource::open_file_read(std::size_t index) const {
   throw std::logic_error("open_file_read: " + describe(index) + " is not read as a file");
 }
 
-void ItemSource::finish_file_read(std::size_t index, const FileRead&, Bytes&, long) const {
+void ItemSource::finish_file_read(std::size_t index, const FileRead&, Bytes&, std::optional<long>) const {
   throw std::logic_error("finish_file_read: " + describe(index) + " is not read as a file");
 }
 

@@ -59,10 +59,10 @@ class ItemSource {
   // DataError naming the item. Only for sources whose reads_files() is true.
   virtual FileRead open_file_read(std::size_t index) const;
   // After the caller read `got` bytes (or -errno) at offset 0 into `out`, resized to
-  // r.expect + 1 first: reads on to the end when the file grew, drops pages as r.drop says,
-  // closes r.fd, and leaves `out` as the file's content, as fetch() would; throws DataError
-  // naming the item (r.fd closed).
-  virtual void finish_file_read(std::size_t index, const FileRead& r, Bytes& out, long got) const;
+  // r.expect + 1 first (nullopt: no read yet, the whole file is read here): reads on to the
+  // end when the file grew, drops pages as r.drop says, closes r.fd, and leaves `out` as the
+  // file's content, as fetch() would; throws DataError naming the item (r.fd closed).
+  virtual void finish_file_read(std::size_t index, const FileRead& r, Bytes& out, std::optional<long> got) const;
   virtual Encoding encoding() const = 0;
   // For RawHwc sources: every item is height x width x channels uint8.
   virtual int raw_width() const { return 0; }
@@ -87,7 +87,7 @@ class ImageFolderReader : public ItemSource {
   bool fetch_if_cached(std::size_t index, Bytes& out) const override;
   bool reads_files() const override { return true; }
   FileRead open_file_read(std::size_t index) const override;
-  void finish_file_read(std::size_t index, const FileRead& r, Bytes& out, long got) const override;
+  void finish_file_read(std::size_t index, const FileRead& r, Bytes& out, std::optional<long> got) const override;
   Encoding encoding() const override { return Encoding::Jpeg; }
   std::string describe(std::size_t index) const override { return files_[index].string(); }
 
@@ -122,6 +122,8 @@ class ImageFolderReader : public ItemSource {
   struct DirFd;
   std::shared_ptr<const DirFd> root_fd_;
   std::size_t root_prefix_ = 0;  // characters of root_ (with its separator) at the start of every files_[i]
+  // Opens item `index` for reading (from root_fd_ when there is one); -1 with errno on failure.
+  int open_item(std::size_t index) const;
   std::uint64_t total_bytes_ = 0;
   bool drop_after_read_ = false;
   bool hold_page_cache_ = false;
