@@ -3,6 +3,7 @@
 #include <cmath>
 #include <csignal>
 #include <iostream>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -135,6 +136,10 @@ int BenchmarkRun::run(const std::function<Workload()>& setup) {
     report["batch_loss"] = finite_or_null(result.batch_loss);
     report["epoch_loss"] = finite_or_null(result.epoch_loss);
     report["stall"] = result.stall_json();
+    const auto kept = result.kept_observations();
+    report["process_cpu"] =
+        process_cpu(result.kept_cpu.user_s, result.kept_cpu.sys_s, std::accumulate(kept.begin(), kept.end(), 0.0),
+                    work.items_per_iteration * used_number * static_cast<double>(kept.size()));
     report["iterations"] = result.iterations;
     if (work.finish) work.finish(report);
   };

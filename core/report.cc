@@ -15,4 +15,17 @@ nlohmann::json train_item(const StatAccumulator& train, double items_per_observa
   return {{"avg", avg}, {"min", min}, {"max", max}, {"range", max - min}, {"unit", "items/sec"}};
 }
 
+nlohmann::json process_cpu(double user_s, double sys_s, double wall_s, double items) {
+  if (!(wall_s > 0.0) || !(items > 0.0)) {
+    return {
+        {"user_s", nullptr}, {"sys_s", nullptr}, {"wall_s", nullptr}, {"busy_cpus", nullptr}, {"per_item_us", nullptr}};
+  }
+  const double cpu = user_s + sys_s;
+  return {{"user_s", user_s},
+          {"sys_s", sys_s},
+          {"wall_s", wall_s},
+          {"busy_cpus", cpu / wall_s},
+          {"per_item_us", 1e6 * cpu / items}};
+}
+
 }  // namespace mlbench::core

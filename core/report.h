@@ -15,4 +15,9 @@ namespace mlbench::core {
 // range: max - min, unit: "items/sec"} where items = items per train observation.
 nlohmann::json train_item(const StatAccumulator& train, double items_per_observation);
 
+// process_cpu = the process's CPU time (every thread) during the kept observations:
+// {user_s, sys_s, wall_s (their seconds), busy_cpus = (user + sys) / wall,
+// per_item_us = (user + sys) / items}; null figures when nothing was kept.
+nlohmann::json process_cpu(double user_s, double sys_s, double wall_s, double items);
+
 }  // namespace mlbench::core

@@ -1,5 +1,7 @@
 #include "train_loop.h"
 
+#include <sys/resource.h>
+
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -27,6 +29,13 @@ nlohmann::json LoopResult::stall_json() const {
           {"iteration", iteration.to_json()},
           {"stall_pct", std::isfinite(pct) ? nlohmann::json(pct) : nlohmann::json()},
           {"warmup_iterations", warmup_iterations}};
+}
+
+ProcessCpu process_cpu_now() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return {s(u.ru_utime), s(u.ru_stime)};
 }
 
 std::span<const double> LoopResult::kept_observations() const {
@@ -109,6 +118,7 @@ void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& res
   result.h2d = StatAccumulator();
   result.compute = StatAccumulator();
   result.iteration = StatAccumulator();
+  result.kept_cpu = {};
   std::unique_ptr<ProgressPrinter> progress;
   if (config_.progress) progress = std::make_unique<ProgressPrinter>(*config_.progress, config_.progress_tty, config_.repeat);
 
@@ -119,6 +129,7 @@ void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& res
     const bool warm = r < config_.warmup;
     double seconds = 0;
     {
+      const ProcessCpu cpu0 = warm ? ProcessCpu{} : config_.cpu_now();
       auto train = result.chrono.time("train");
       for (int n = 0; n < config_.number; ++n) {
         iterate(step, result, !warm, pending);
@@ -126,6 +137,11 @@ void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& res
       }
       seconds = train.stop();
       result.observations.push_back(seconds);
+      if (!warm) {
+        const ProcessCpu cpu1 = config_.cpu_now();
+        result.kept_cpu.user_s += cpu1.user_s - cpu0.user_s;
+        result.kept_cpu.sys_s += cpu1.sys_s - cpu0.sys_s;
+      }
     }
     if (warm) {
       result.warmup_iterations += config_.number;

@@ -81,6 +81,14 @@ class NonFiniteLoss : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// The process's CPU time so far, every thread's (getrusage(RUSAGE_SELF)), seconds.
+struct ProcessCpu {
+  double user_s = 0;
+  double sys_s = 0;
+};
+using CpuNowFn = ProcessCpu (*)();
+ProcessCpu process_cpu_now();
 struct LoopConfig {
   int repeat = 1;
   int number = 1;                         // ignored when min_time > 0 (calibrated instead)
@@ -101,6 +109,8 @@ struct LoopConfig {
   std::function<int()> interrupted;
   // The clock of the train stage and the phases; tests inject a fake one.
   NowFn now = &steady_now;
+  // The process's CPU clock, read at the edges of every kept observation; tests inject a fake one.
+  CpuNowFn cpu_now = &process_cpu_now;
 };
 
 struct LoopResult {
@@ -114,6 +124,7 @@ struct LoopResult {
   std::optional<Calibration> calibration; // when LoopConfig::min_time > 0
   int warmup = 0;                         // observations dropped
   long warmup_iterations = 0;             // iterations of the dropped observations
+  ProcessCpu kept_cpu;                    // the process's CPU time during the kept observations
 
   // The observations after the warm-up.
   std::span<const double> kept_observations() const;

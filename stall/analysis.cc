@@ -50,29 +50,52 @@ double exposed_fetch_s(double G, double P, double S, double F_obs, double min_sh
   return e * F_obs < min_share ? 0.0 : e;
 }
 
-double predicted_speed(double x, double P, double G, double C, double S, double exposed_s) {
-  if (exposed_s <= 0) return std::min({fetch_rate(x, C, S), P, G});
-  const double t = std::max({1.0 / fetch_rate(x, C, S), 1.0 / P, 1.0 / G}) + (1.0 - x) * exposed_s;
+const char* to_string(CacheKind k) {
+  return k == CacheKind::Item ? "item cache" : "page cache";
+}
+
+double prep_rate(double x, double P, CacheKind cache, const ReadCpu& cpu) {
+  if (!cpu.active()) return P;
+  const double extra = (1.0 - x) * cpu.storage_extra_s - (cache == CacheKind::Item ? x * cpu.page_read_s : 0.0);
+  // A hit never makes prep cost less than nothing: at most half of prep's time is taken off.
+  return 1.0 / std::max(0.5 / P, 1.0 / P + extra / cpu.cpus);
+}
+
+double predicted_speed(double x, double P, double G, double C, double S, double exposed_s, CacheKind cache,
+                       const ReadCpu& cpu) {
+  const double Px = prep_rate(x, P, cache, cpu);
+  if (exposed_s <= 0) return std::min({fetch_rate(x, C, S), Px, G});
+  const double t = std::max({1.0 / fetch_rate(x, C, S), 1.0 / Px, 1.0 / G}) + (1.0 - x) * exposed_s;
   return 1.0 / t;
 }
 
-std::optional<double> recommended_cache(double P, double G, double C, double S, double exposed_s) {
+std::optional<double> recommended_cache(double P, double G, double C, double S, double exposed_s, CacheKind cache,
+                                        const ReadCpu& cpu) {
   require_positive(P, "P");
   require_positive(G, "G");
   require_positive(C, "C");
   require_positive(S, "S");
-  const double need = std::min(P, G);
-  if (exposed_s > 0) {
-    const double target = 0.98 * need;
-    if (predicted_speed(0.0, P, G, C, S, exposed_s) >= target) return 0.0;
-    if (predicted_speed(1.0, P, G, C, S, exposed_s) < target) return std::nullopt;
-    double lo = 0.0, hi = 1.0;  // predicted_speed rises with x
-    for (int i = 0; i < 50; ++i) {
+  // The smallest x in [0, 1] where `enough` holds, by bisection; it holds for every larger x.
+  const auto smallest = [](auto enough) -> std::optional<double> {
+    if (enough(0.0)) return 0.0;
+    if (!enough(1.0)) return std::nullopt;
+    double lo = 0.0, hi = 1.0;
+    for (int i = 0; i < 60; ++i) {
       const double mid = 0.5 * (lo + hi);
-      (predicted_speed(mid, P, G, C, S, exposed_s) >= target ? hi : lo) = mid;
+      (enough(mid) ? hi : lo) = mid;
     }
     return hi;
+  };
+  if (exposed_s > 0) {
+    const double target = 0.98 * std::min(prep_rate(1.0, P, cache, cpu), G);
+    return smallest([&](double x) { return predicted_speed(x, P, G, C, S, exposed_s, cache, cpu) >= target; });
   }
+  if (cpu.active()) {
+    // Prep's rate moves with x (fewer storage reads, or fewer reads at all): the
+    // smallest x from which fetch is no longer the limit.
+    return smallest([&](double x) { return fetch_rate(x, C, S) >= std::min(prep_rate(x, P, cache, cpu), G); });
+  }
+  const double need = std::min(P, G);
   if (S >= need) return 0.0;
   if (C < need) return std::nullopt;
   // x / C + (1 - x) / S <= 1 / need  <=>  x >= (1/S - 1/need) / (1/S - 1/C)

@@ -40,15 +40,39 @@ double fetch_rate(double x, double C, double S);
 // `min_share` of the cold run's time is run-to-run drift, not exposure: 0.
 double exposed_fetch_s(double G, double P, double S, double F_obs, double min_share = 0.05);
 
-// 1 / (max(T_F(x), T_P, T_G) + (1 - x) * exposed_s): min(F(x), P, G) when no
-// fetch time is exposed.
-double predicted_speed(double x, double P, double G, double C, double S, double exposed_s = 0);
+// The cache a what-if is about: mlbench's never-evicting item cache (a hit is a
+// lookup in memory) or the OS page cache (a hit is still an open + read).
+enum class CacheKind { Item, Page };
+const char* to_string(CacheKind k);  // "item cache", "page cache"
 
-// Smallest x in [0, 1] with F(x) >= min(P, G); nullopt when even x = 1 is
-// not enough (C < min(P, G)). With exposed fetch time the speed reaches
-// min(P, G) only at x = 1: then the smallest x whose predicted speed is
+// The CPU a sample's read takes from prep, against the cached run's (which read
+// every sample from the page cache): a read from storage costs `storage_extra_s`
+// more (the system calls, the kernel's I/O path, the drop of its pages), an
+// item-cache hit `page_read_s` less (no read at all); both spread over the
+// `cpus` prep runs on (its lanes: the loader's workers, at most its CPUs), since
+// each read is on a worker's path. All 0 (the default): no such term.
+struct ReadCpu {
+  double storage_extra_s = 0;
+  double page_read_s = 0;
+  double cpus = 0;
+  bool active() const { return cpus > 0 && (storage_extra_s > 0 || page_read_s > 0); }
+};
+
+// Prep's rate with fraction x in `cache`: 1 / (1/P + ((1 - x) storage_extra_s
+// - x page_read_s [item cache only]) / cpus); P itself without the term.
+double prep_rate(double x, double P, CacheKind cache = CacheKind::Item, const ReadCpu& cpu = {});
+
+// 1 / (max(T_F(x), T_P(x), T_G) + (1 - x) * exposed_s): min(F(x), P(x), G) when
+// no fetch time is exposed, with P(x) = prep_rate(x, P, cache, cpu).
+double predicted_speed(double x, double P, double G, double C, double S, double exposed_s = 0,
+                       CacheKind cache = CacheKind::Item, const ReadCpu& cpu = {});
+
+// Smallest x in [0, 1] with F(x) >= min(P(x), G); nullopt when even x = 1 is
+// not enough (C < min(P(1), G)). With exposed fetch time the speed reaches
+// min(P(1), G) only at x = 1: then the smallest x whose predicted speed is
 // within 2% of it (run-to-run noise).
-std::optional<double> recommended_cache(double P, double G, double C, double S, double exposed_s = 0);
+std::optional<double> recommended_cache(double P, double G, double C, double S, double exposed_s = 0,
+                                        CacheKind cache = CacheKind::Item, const ReadCpu& cpu = {});
 
 // Smallest core count whose prep rate reaches `need` (= min(F(x_rec), G));
 // nullopt when none of the measured counts does.

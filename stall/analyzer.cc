@@ -109,14 +109,52 @@ MeasuredLoader measured_loader(const RunOutcome& cached, int batch_size, int cor
   return l;
 }
 
-std::string whatif_formula(bool serial, double exposed) {
+// A run's process CPU per sample over its timed observations (the report's
+// `process_cpu`; absent in reports written before it existed).
+std::optional<double> cpu_per_item_s(const RunOutcome& r) {
+  const auto& c = r.report.value("process_cpu", nlohmann::json());
+  if (!c.is_object() || !c.value("per_item_us", nlohmann::json()).is_number()) return std::nullopt;
+  return c["per_item_us"].get<double>() / 1e6;
+}
+
+// The CPU a read takes from prep (the overlap model's term; issue 14), from the runs' own
+// process CPU per sample. The cold run read every sample from storage and the cached one
+// every sample from the page cache, both beside the same prep, so the difference is a
+// storage read's extra CPU; the run with an empty item cache (`cache-0.00`, when measured)
+// is another cold run, and their mean halves the noise of a fetch-bound run's CPU (real
+// photographs at 70 MB/s: 58-91 us from the cold run alone over three analyses, 65-68 us
+// pooled). Clamped at 0 (noise). The fetch-only run on warm files did nothing but read from
+// the page cache, so its CPU per sample is what an item-cache hit saves. Spread over prep's
+// `lanes` (the loader's workers, at most its CPUs): a read is on a worker's path, so it
+// slows prep by its CPU over the lanes when the CPUs are busy and when they are not (prep
+// that waits on something else: emulated costs, a device). Zero (no term) when a report
+// lacks them.
+ReadCpu read_cpu_of(const std::map<std::string, RunOutcome>& runs, int lanes) {
+  const auto k_cached = cpu_per_item_s(need(runs, "cached"));
+  const auto k_page = cpu_per_item_s(need(runs, "fetch-cached"));
+  std::optional<double> k_cold = cpu_per_item_s(need(runs, "cold"));
+  if (auto it = runs.find("cache-0.00"); k_cold && it != runs.end()) {
+    if (const auto k_empty = cpu_per_item_s(it->second)) k_cold = 0.5 * (*k_cold + *k_empty);
+  }
+  if (!k_cached || !k_cold || !k_page || lanes < 1) return {};
+  return {std::max(0.0, *k_cold - *k_cached), std::max(0.0, *k_page), static_cast<double>(lanes)};
+}
+
+std::string whatif_formula(bool serial, double exposed, bool read_cpu) {
   if (serial) {
     return "serial: a simulation of the workers, each fetching a sample (a hit in its worker, a miss queued on "
            "storage at S) and then prepping it (on the first free CPU), the consumer at G behind the prefetch queue";
   }
-  return exposed > 0 ? "1 / (max(1/F(x), 1/P, 1/G) + (1 - x) e): fetch overlaps prep and compute, "
-                       "e = fetch time per miss the cold run did not hide"
-                     : "min(F(x), P, G): fetch overlaps prep and compute";
+  const std::string p = read_cpu ? "P(x)" : "P";
+  const std::string cpu = read_cpu ? "; P(x) = 1 / (1/P + ((1 - x) r - x h) / c): a storage read's CPU r beyond a "
+                                     "page-cache read (h, saved by an item-cache hit; page cache: h = 0) taken from "
+                                     "prep's c CPUs"
+                                   : "";
+  return (exposed > 0 ? "1 / (max(1/F(x), 1/" + p +
+                            ", 1/G) + (1 - x) e): fetch overlaps prep and compute, "
+                            "e = fetch time per miss the cold run did not hide"
+                      : "min(F(x), " + p + ", G): fetch overlaps prep and compute") +
+         cpu;
 }
 
 nlohmann::json serial_json(const SerialModel& m, double F_obs) {
@@ -183,17 +221,22 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     if (storage_bound && agree && var_s > 0 && var_f > 0) return (S / var_s + F_obs / var_f) / (1 / var_s + 1 / var_f);
     return std::max(S, F_obs);
   }();
+  // The CPU a read takes from prep: P(x) = 1 / (1/P + (reads' CPU beyond the cached run's) / prep's CPUs),
+  // for a loader whose report says how many workers prepped.
+  const ReadCpu read_cpu = serial || !loader.known ? ReadCpu{} : read_cpu_of(runs, loader.shape.cpus);
   // Fetch time the cold run's pipeline did not hide (workers that fetch and
-  // prep in turn); the what-if charges it to every cache miss.
-  const double exposed = exposed_fetch_s(G, P, S_model, F_obs);
+  // prep in turn); the what-if charges it to every cache miss. The cold run's
+  // prep ran at P(0): every read from storage.
+  const double exposed = exposed_fetch_s(G, prep_rate(0.0, P, CacheKind::Page, read_cpu), S_model, F_obs);
   std::optional<SerialModel> sm;
   if (serial) sm = calibrate_serial(loader.shape, G, P, S, C, loader.prep_busy_s, F_obs);
   const auto predict = [&](double x, CacheKind cache) {
-    return sm ? serial_speed(*sm, x, cache) : predicted_speed(x, P, G, C, S_model, exposed);
+    return sm ? serial_speed(*sm, x, cache) : predicted_speed(x, P, G, C, S_model, exposed, cache, read_cpu);
   };
   const auto cache_rec = sm ? std::optional<double>(serial_recommended_cache(*sm, CacheKind::Item))
-                            : recommended_cache(P, G, C, S_model, exposed);
-  const auto page_cache_rec = sm ? std::optional<double>(serial_recommended_cache(*sm, CacheKind::Page)) : cache_rec;
+                            : recommended_cache(P, G, C, S_model, exposed, CacheKind::Item, read_cpu);
+  const auto page_cache_rec = sm ? std::optional<double>(serial_recommended_cache(*sm, CacheKind::Page))
+                                 : recommended_cache(P, G, C, S_model, exposed, CacheKind::Page, read_cpu);
   const double need_rate = std::min(fetch_rate(cache_rec.value_or(1.0), C, S_model), G);
   const auto cores_rec = recommended_cores(p_by_cores, need_rate * 0.98);  // 2%: within run-to-run noise
 
@@ -254,7 +297,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                               {"S", S_model * factor},
                               // Faster storage also shortens the exposed fetch time.
                               {"speed_uncached", sm ? serial_speed_storage(*sm, factor)
-                                                    : predicted_speed(0.0, P, G, C, S_model * factor, exposed / factor)}});
+                                                    : predicted_speed(0.0, P, G, C, S_model * factor, exposed / factor,
+                                                                      CacheKind::Item, read_cpu)}});
   }
 
   const double direct_cold = stall_pct_of(cold);
@@ -290,10 +334,12 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                                     : std::string("the whole dataset in the item cache (memory reads still limit it)"),
                           uncached, predict(cache_rec.value_or(1.0), CacheKind::Item)});
     if (own_device && !sm) {
-      candidates.push_back({"more CPUs",
-                            fmt::format("{} CPUs instead of {}, prep scaled linearly, no cache", 2 * ctx.cores_now,
-                                        ctx.cores_now),
-                            uncached, predicted_speed(0.0, 2 * P, G, C, S_model, exposed)});
+      ReadCpu twice = read_cpu;  // the reads' CPU, too, spread over twice the CPUs
+      twice.cpus *= 2;
+      candidates.push_back(
+          {"more CPUs",
+           fmt::format("{} CPUs instead of {}, prep scaled linearly, no cache", 2 * ctx.cores_now, ctx.cores_now),
+           uncached, predicted_speed(0.0, 2 * P, G, C, S_model, exposed, CacheKind::Item, twice)});
     }
   }
   // Partitioned cache (issue 18): N nodes like this one (or sharing its CPUs), each caching 1/N
@@ -346,7 +392,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
       {"batch_size", ctx.batch_size},
       {"cores", ctx.cores_now},
       {"iterations", ctx.config.iterations},
-      {"rates", {{"G", G}, {"P", P}, {"F_obs", F_obs}, {"C", C}, {"S", S}, {"S_model", S_model}, {"unit", "samples/s"}}},
+      {"rates",
+       {{"G", G}, {"P", P}, {"F_obs", F_obs}, {"C", C}, {"S", S}, {"S_model", S_model}, {"unit", "samples/s"}}},
       {"storage",
        {{"seq_cold_MBps", raw.seq_cold.mb_per_s},
         {"rand_cold_MBps", raw.rand_cold.mb_per_s},
@@ -390,7 +437,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         {"text", check.text}}},
       {"whatif",
        {{"model", serial ? "serial" : "overlap"},
-        {"model_formula", whatif_formula(serial, exposed)},
+        {"model_formula", whatif_formula(serial, exposed, read_cpu.active())},
         {"cache", "item cache"},
         {"io_depth", loader.io_depth},
         {"loader", loader.known ? nlohmann::json{{"workers", loader.shape.workers},
@@ -407,6 +454,10 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         {"curve", curve},
         {"measured", measured},
         {"exposed_fetch_us", 1e6 * exposed},
+        {"read_cpu", read_cpu.active() ? nlohmann::json{{"storage_extra_us", 1e6 * read_cpu.storage_extra_s},
+                                                        {"page_read_us", 1e6 * read_cpu.page_read_s},
+                                                        {"cpus", read_cpu.cpus}}
+                                       : nlohmann::json()},
         {"max_error_pct", measured.empty() ? nlohmann::json() : nlohmann::json(max_err)},
         {"mean_error_pct", measured.empty() ? nlohmann::json() : nlohmann::json(sum_err / measured.size())},
         {"storage", storage_whatif},

@@ -202,8 +202,6 @@ SerialModel calibrate_serial(const LoaderShape& shape, double G, double P, doubl
   return m;
 }
 
-const char* to_string(CacheKind k) { return k == CacheKind::Item ? "item cache" : "page cache"; }
-
 double serial_speed(const SerialModel& m, double x, CacheKind cache) {
   const double hit = cache == CacheKind::Item ? m.item_hit_s : m.page_hit_s;
   return simulate_serial(m.shape, {m.storage_s, m.miss_s, hit, m.prep_s, m.shape.batch_size / m.G}, x);

@@ -11,6 +11,8 @@
 #include <optional>
 #include <vector>
 
+#include "analysis.h"  // CacheKind
+
 namespace mlbench::stall {
 
 // The loader as run: `workers` threads, each building whole batches of
@@ -67,9 +69,6 @@ struct SerialModel {
 // NaN: not calibrated (miss_s 0).
 SerialModel calibrate_serial(const LoaderShape& shape, double G, double P, double S, double C,
                              std::optional<double> prep_busy_s = std::nullopt, double F_obs = std::nan(""));
-
-enum class CacheKind { Item, Page };
-const char* to_string(CacheKind k);  // "item cache", "page cache"
 
 // Predicted samples/s with fraction x of the dataset in the given cache.
 double serial_speed(const SerialModel& m, double x, CacheKind cache);

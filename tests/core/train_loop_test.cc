@@ -48,6 +48,51 @@ void advance(double seconds) {
   fake_time += std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
 }
 
+// A process CPU clock that moves only when the test says.
+ProcessCpu fake_cpu;
+ProcessCpu fake_cpu_now() {
+  return fake_cpu;
+}
+
+TEST(TrainLoop, ProcessCpuCountsOnlyTheKeptObservations) {
+  LoopConfig cfg;
+  cfg.repeat = 4;
+  cfg.number = 2;
+  cfg.warmup = 1;
+  cfg.now = &fake_now;
+  cfg.cpu_now = &fake_cpu_now;
+  fake_cpu = {10.0, 5.0};
+  LoopResult r;
+  int calls = 0;
+  TrainLoop(cfg).run(
+      [&](Iteration& it) {
+        // The warm-up's two iterations burn 100 s of CPU that must not count; every
+        // kept iteration 0.5 s user and 0.25 s system.
+        const bool warm = calls++ < 2;
+        fake_cpu.user_s += warm ? 100.0 : 0.5;
+        fake_cpu.sys_s += warm ? 100.0 : 0.25;
+        advance(0.25);
+        it.set_loss([] { return 1.0; });
+      },
+      r);
+  EXPECT_NEAR(r.kept_cpu.user_s, 3.0, 1e-9);  // 3 kept observations x 2 iterations x 0.5
+  EXPECT_NEAR(r.kept_cpu.sys_s, 1.5, 1e-9);
+}
+
+TEST(TrainLoop, RealProcessCpuSeesASpinningStep) {
+  LoopConfig cfg;
+  cfg.repeat = 2;
+  cfg.number = 1;
+  LoopResult r;
+  TrainLoop(cfg).run(
+      [&](Iteration& it) {
+        spin_for(0.05);
+        it.set_loss([] { return 1.0; });
+      },
+      r);
+  EXPECT_GT(r.kept_cpu.user_s + r.kept_cpu.sys_s, 0.0);
+}
+
 TEST(TrainLoop, PhasesAreTimedAndStallPctIsWaitShare) {
   LoopConfig cfg;
   cfg.repeat = 2;

@@ -95,6 +95,40 @@ TEST(WhatIf, ExposedFetchIsChargedToEachCacheMiss) {
   EXPECT_EQ(recommended_cache(500, 1e9, 1e5, 2000, 1e-6), 0.0);
 }
 
+TEST(WhatIf, AStorageReadsCpuSlowsPrepInProportionToTheMisses) {
+  // P = 5000/s on 2 CPUs (400 us of CPU a sample); a storage read costs 50 us more
+  // CPU than a page-cache read, a page-cache read 20 us.
+  const ReadCpu cpu{50e-6, 20e-6, 2.0};
+  EXPECT_NEAR(prep_rate(0.0, 5000, CacheKind::Page, cpu), 1.0 / (1.0 / 5000 + 25e-6), 1e-9);
+  EXPECT_NEAR(prep_rate(0.6, 5000, CacheKind::Page, cpu), 1.0 / (1.0 / 5000 + 0.4 * 25e-6), 1e-9);
+  EXPECT_NEAR(prep_rate(1.0, 5000, CacheKind::Page, cpu), 5000.0, 1e-9);  // the cached run itself
+  // An item-cache hit reads nothing: faster than the cached run at x = 1.
+  EXPECT_NEAR(prep_rate(1.0, 5000, CacheKind::Item, cpu), 1.0 / (1.0 / 5000 - 10e-6), 1e-9);
+  EXPECT_NEAR(prep_rate(0.5, 5000, CacheKind::Item, cpu), 1.0 / (1.0 / 5000 + 0.5 * 25e-6 - 0.5 * 10e-6), 1e-9);
+  // No term: P at every x, and the what-if is min(F(x), P, G) as before.
+  EXPECT_DOUBLE_EQ(prep_rate(0.3, 5000, CacheKind::Page, ReadCpu{}), 5000.0);
+  EXPECT_DOUBLE_EQ(predicted_speed(0.6, 5000, 1e9, 1e5, 3000, 0, CacheKind::Page, ReadCpu{}), 5000.0);
+  // Prep-bound with 40% misses: the term sets the speed.
+  EXPECT_NEAR(predicted_speed(0.6, 5000, 1e9, 1e5, 3000, 0, CacheKind::Page, cpu), 1.0 / (1.0 / 5000 + 0.4 * 25e-6),
+              1e-9);
+  // Fetch-bound: the term does not matter.
+  EXPECT_NEAR(predicted_speed(0.3, 5000, 1e9, 1e5, 3000, 0, CacheKind::Page, cpu), fetch_rate(0.3, 1e5, 3000), 1e-9);
+}
+
+TEST(WhatIf, RecommendedCacheWithTheReadsCpuIsWhereFetchStopsBeingTheLimit) {
+  const ReadCpu cpu{50e-6, 20e-6, 2.0};
+  for (CacheKind kind : {CacheKind::Page, CacheKind::Item}) {
+    const auto x = recommended_cache(5000, 1e9, 1e5, 3000, 0, kind, cpu);
+    ASSERT_TRUE(x.has_value()) << to_string(kind);
+    EXPECT_NEAR(fetch_rate(*x, 1e5, 3000), prep_rate(*x, 5000, kind, cpu), 1e-6) << to_string(kind);
+  }
+  // Each miss costs prep CPU, so fetch and prep meet at a lower speed, a smaller x, than without the term.
+  EXPECT_LT(*recommended_cache(5000, 1e9, 1e5, 3000, 0, CacheKind::Page, cpu),
+            *recommended_cache(5000, 1e9, 1e5, 3000));
+  EXPECT_EQ(recommended_cache(5000, 1e9, 1e5, 6000, 0, CacheKind::Page, cpu), 0.0);             // storage keeps up
+  EXPECT_FALSE(recommended_cache(5000, 1e9, 4000, 3000, 0, CacheKind::Page, cpu).has_value());  // memory too slow
+}
+
 TEST(WhatIf, RecommendedCoresIsTheSmallestSufficientCount) {
   const std::map<int, double> p{{1, 50}, {2, 100}, {4, 190}, {8, 300}};
   EXPECT_EQ(recommended_cores(p, 180), 4);

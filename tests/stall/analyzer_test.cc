@@ -243,6 +243,66 @@ TEST(Analyzer, SelfCheckWithinFivePercentKeepsTheRecommendation) {
   EXPECT_NE(console_summary(r).find("recommended cache: 57% of the dataset"), std::string::npos);
 }
 
+// issue14_runs with the runs' process CPU (`process_cpu`): the cached run 400 us a sample,
+// the cold one 450 us (a storage read's 50 us more), the fetch-only run on
+// warm files 20 us (a page-cache read).
+std::map<std::string, RunOutcome> with_process_cpu(std::map<std::string, RunOutcome> runs) {
+  const auto set = [&](const char* label, double per_item_us, double busy) {
+    runs.at(label).report["process_cpu"] = {{"per_item_us", per_item_us}, {"busy_cpus", busy}};
+  };
+  set("cached", 400, 1.9);
+  set("cold", 450, 1.2);
+  set("fetch-cached", 20, 1.0);
+  return runs;
+}
+
+TEST(Analyzer, TheOverlapModelChargesAReadsCpuToPrep) {
+  auto runs = with_process_cpu(issue14_runs(3700, 4200));
+  for (auto& [label, r] : runs) r.report["pipeline"] = {{"workers", 2}, {"io_depth", 4}};
+  const auto r = analyze(context(), runs, RawRates{});
+  const auto& w = r["whatif"];
+  EXPECT_EQ(w["model"], "overlap");
+  ASSERT_TRUE(w["read_cpu"].is_object()) << w.dump();
+  EXPECT_NEAR(w["read_cpu"]["storage_extra_us"].get<double>(), 50.0, 1e-9);
+  EXPECT_NEAR(w["read_cpu"]["page_read_us"].get<double>(), 20.0, 1e-9);
+  EXPECT_EQ(w["read_cpu"]["cpus"], 2);  // the loader's 2 workers on the context's 2 CPUs
+  EXPECT_NE(w["model_formula"].get<std::string>().find("P(x)"), std::string::npos);
+  const ReadCpu cpu{50e-6, 20e-6, 2.0};
+  const double P = 4328, S = r["rates"]["S_model"].get<double>(), C = 118700;
+  // The page cache's curve at x = 1 is P itself, the item cache's beyond it; at 0.9 the
+  // page cache pays 10% storage reads.
+  const auto& page = w["page_cache"]["curve"];
+  EXPECT_NEAR(page[20]["predicted"].get<double>(), P, 1e-6);
+  EXPECT_NEAR(w["curve"][20]["predicted"].get<double>(), std::min(C, prep_rate(1.0, P, CacheKind::Item, cpu)), 1e-6);
+  EXPECT_NEAR(page[18]["predicted"].get<double>(),
+              std::min(fetch_rate(0.9, C, S), prep_rate(0.9, P, CacheKind::Page, cpu)), 1e-6);
+  // The two caches' recommendations now differ, each where fetch stops being the limit.
+  const auto& rec = r["recommendation"];
+  EXPECT_NEAR(rec["page_cache_fraction"].get<double>(), *recommended_cache(P, 1e6, C, S, 0, CacheKind::Page, cpu),
+              1e-9);
+  EXPECT_NEAR(rec["cache_fraction"].get<double>(), *recommended_cache(P, 1e6, C, S, 0, CacheKind::Item, cpu), 1e-9);
+
+  // The run with an empty item cache is another cold run: its CPU per sample is pooled with the cold run's.
+  runs.at("cache-0.00").report["process_cpu"] = {{"per_item_us", 470.0}, {"busy_cpus", 1.3}};
+  const auto pooled = analyze(context(), runs, RawRates{});
+  EXPECT_NEAR(pooled["whatif"]["read_cpu"]["storage_extra_us"].get<double>(), 60.0, 1e-9);  // (450 + 470) / 2 - 400
+  // A cold run that used less CPU per sample than the cached one: noise, no negative cost.
+  runs.at("cold").report["process_cpu"]["per_item_us"] = 380.0;
+  runs.at("cache-0.00").report["process_cpu"]["per_item_us"] = 390.0;
+  EXPECT_DOUBLE_EQ(analyze(context(), runs, RawRates{})["whatif"]["read_cpu"]["storage_extra_us"].get<double>(), 0.0);
+}
+
+TEST(Analyzer, NoReadCpuTermWithoutTheRunsProcessCpuOrInTheSerialModel) {
+  const auto old = analyze(context(), issue14_runs(3700, 4200), RawRates{});  // reports before process_cpu
+  EXPECT_TRUE(old["whatif"]["read_cpu"].is_null());
+  EXPECT_EQ(old["recommendation"]["page_cache_fraction"], old["recommendation"]["cache_fraction"]);
+  auto runs = with_process_cpu(issue14_runs(3700, 4200));
+  for (auto& [label, r] : runs) r.report["pipeline"] = {{"workers", 2}, {"io_depth", 0}};
+  const auto serial = analyze(context(), runs, RawRates{});
+  EXPECT_EQ(serial["whatif"]["model"], "serial");
+  EXPECT_TRUE(serial["whatif"]["read_cpu"].is_null());  // the serial model simulates its workers instead
+}
+
 TEST(Analyzer, SelfCheckReadsWhatTheRunsCachesHeld) {
   auto runs = issue14_runs(3187, 4200);
   // 100 items (context()); the hits include the filling epoch's misses, so they are not read.
