@@ -48,14 +48,15 @@ const char* to_string(CacheKind k);  // "item cache", "page cache"
 // The CPU a sample's read takes from prep, against the cached run's (which read
 // every sample from the page cache): a read from storage costs `storage_extra_s`
 // more (the system calls, the kernel's I/O path, the drop of its pages), an
-// item-cache hit `page_read_s` less (no read at all); both spread over the
+// item-cache hit `page_read_s` less (no read; negative when a hit costs more:
+// its bytes come from memory the CPU's caches have not seen); both spread over the
 // `cpus` prep runs on (its lanes: the loader's workers, at most its CPUs), since
 // each read is on a worker's path. All 0 (the default): no such term.
 struct ReadCpu {
   double storage_extra_s = 0;
   double page_read_s = 0;
   double cpus = 0;
-  bool active() const { return cpus > 0 && (storage_extra_s > 0 || page_read_s > 0); }
+  bool active() const { return cpus > 0 && (storage_extra_s != 0 || page_read_s != 0); }
 };
 
 // Prep's rate with fraction x in `cache`: 1 / (1/P + ((1 - x) storage_extra_s

@@ -105,6 +105,8 @@ TEST(WhatIf, AStorageReadsCpuSlowsPrepInProportionToTheMisses) {
   // An item-cache hit reads nothing: faster than the cached run at x = 1.
   EXPECT_NEAR(prep_rate(1.0, 5000, CacheKind::Item, cpu), 1.0 / (1.0 / 5000 - 10e-6), 1e-9);
   EXPECT_NEAR(prep_rate(0.5, 5000, CacheKind::Item, cpu), 1.0 / (1.0 / 5000 + 0.5 * 25e-6 - 0.5 * 10e-6), 1e-9);
+  // A hit that costs more than a page-cache read (its bytes cold in memory): slower than the cached run.
+  EXPECT_NEAR(prep_rate(1.0, 5000, CacheKind::Item, ReadCpu{50e-6, -20e-6, 2.0}), 1.0 / (1.0 / 5000 + 10e-6), 1e-9);
   // No term: P at every x, and the what-if is min(F(x), P, G) as before.
   EXPECT_DOUBLE_EQ(prep_rate(0.3, 5000, CacheKind::Page, ReadCpu{}), 5000.0);
   EXPECT_DOUBLE_EQ(predicted_speed(0.6, 5000, 1e9, 1e5, 3000, 0, CacheKind::Page, ReadCpu{}), 5000.0);

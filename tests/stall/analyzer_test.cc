@@ -290,6 +290,10 @@ TEST(Analyzer, TheOverlapModelChargesAReadsCpuToPrep) {
   runs.at("cold").report["process_cpu"]["per_item_us"] = 380.0;
   runs.at("cache-0.00").report["process_cpu"]["per_item_us"] = 390.0;
   EXPECT_DOUBLE_EQ(analyze(context(), runs, RawRates{})["whatif"]["read_cpu"]["storage_extra_us"].get<double>(), 0.0);
+  // With the whole dataset in the item cache measured, a hit's saving is the cached run's CPU per
+  // sample minus that run's, negative when a hit costs more than a page-cache read.
+  runs.at("cache-1.00").report["process_cpu"] = {{"per_item_us", 410.0}, {"busy_cpus", 2.0}};
+  EXPECT_NEAR(analyze(context(), runs, RawRates{})["whatif"]["read_cpu"]["page_read_us"].get<double>(), -10.0, 1e-9);
 }
 
 TEST(Analyzer, NoReadCpuTermWithoutTheRunsProcessCpuOrInTheSerialModel) {
