@@ -109,44 +109,49 @@ MeasuredLoader measured_loader(const RunOutcome& cached, int batch_size, int cor
   return l;
 }
 
-// A run's process CPU per sample over its timed observations (the report's
-// `process_cpu`; absent in reports written before it existed).
-std::optional<double> cpu_per_item_s(const RunOutcome& r) {
+// A run's process CPU per sample over its timed observations, all of it or its system
+// part (the report's `process_cpu`; absent in reports written before it existed).
+std::optional<double> cpu_per_item_s(const RunOutcome& r, bool system_only = false) {
   const auto& c = r.report.value("process_cpu", nlohmann::json());
   if (!c.is_object() || !c.value("per_item_us", nlohmann::json()).is_number()) return std::nullopt;
-  return c["per_item_us"].get<double>() / 1e6;
+  const double all = c["per_item_us"].get<double>() / 1e6;
+  if (!system_only) return all;
+  if (!c.value("user_s", nlohmann::json()).is_number() || !c.value("sys_s", nlohmann::json()).is_number()) {
+    return std::nullopt;
+  }
+  const double user = c["user_s"].get<double>(), sys = c["sys_s"].get<double>();
+  return user + sys > 0 ? all * sys / (user + sys) : 0.0;
 }
 
 // The CPU a read takes from prep (the overlap model's term; issue 14), from the runs' own
-// process CPU per sample. The cold run read every sample from storage and the cached one
-// every sample from the page cache, both beside the same prep, so the difference is a
-// storage read's extra CPU; the run with an empty item cache (`cache-0.00`, when measured)
-// is another cold run, and their mean halves the noise of a fetch-bound run's CPU (real
-// photographs at 70 MB/s: 58-91 us from the cold run alone over three analyses, 65-68 us
-// pooled). Clamped at 0 (noise). What an item-cache hit saves against a page-cache read: the
-// cached run's CPU per sample - that of the run with the whole dataset in the item cache
-// (`cache-1.00`), when measured. It can be negative: a hit's bytes come from memory the
-// decoder has not touched, where a read has just copied them through the CPU's caches
-// (generated ImageNet-size images: a hit cost 0-44 us more than a page-cache read, which
-// the fetch-only run alone put at a 22-28 us saving). Without `cache-1.00`, the fetch-only
-// run on warm files, which did nothing but read from the page cache. Spread over prep's
-// `lanes` (the loader's workers, at most its CPUs): a read is on a worker's path, so it
-// slows prep by its CPU over the lanes when the CPUs are busy and when they are not (prep
-// that waits on something else: emulated costs, a device). Zero (no term) when a report
-// lacks them.
+// process CPU per sample, each term from runs in the regime it applies to:
+// - a storage read's extra CPU: the system CPU per sample of the cold runs (`cold`, and
+//   `cache-0.00` when measured: their mean) minus the cached run's, which read from the page
+//   cache. The system part only: it is the read's own kernel work, the same wherever it runs
+//   (real photographs at 70 MB/s: 42-57 us over nine analyses), where the user part of a
+//   fetch-bound run is mostly its own (workers that sleep on storage wake up to cold caches)
+//   and moves with the host's speed (-13 to +51 us over the same nine);
+// - what an item-cache hit saves against a page-cache read: the cached run's CPU per sample
+//   minus that of `cache-1.00` (the whole dataset in the item cache), both prep-bound. It can
+//   be negative: a hit's bytes come from memory the decoder has not touched, where a read has
+//   just copied them through the CPU's caches. Without `cache-1.00`, the fetch-only run on
+//   warm files (a page-cache read and nothing else).
+// Spread over prep's `lanes` (the loader's workers, at most its CPUs): a read is on a
+// worker's path. Zero (no term) when a report lacks them.
 ReadCpu read_cpu_of(const std::map<std::string, RunOutcome>& runs, int lanes) {
+  const auto sys_cached = cpu_per_item_s(need(runs, "cached"), true);
   const auto k_cached = cpu_per_item_s(need(runs, "cached"));
   const auto k_page = cpu_per_item_s(need(runs, "fetch-cached"));
-  std::optional<double> k_cold = cpu_per_item_s(need(runs, "cold"));
-  if (auto it = runs.find("cache-0.00"); k_cold && it != runs.end()) {
-    if (const auto k_empty = cpu_per_item_s(it->second)) k_cold = 0.5 * (*k_cold + *k_empty);
+  std::optional<double> sys_cold = cpu_per_item_s(need(runs, "cold"), true);
+  if (auto it = runs.find("cache-0.00"); sys_cold && it != runs.end()) {
+    if (const auto empty = cpu_per_item_s(it->second, true)) sys_cold = 0.5 * (*sys_cold + *empty);
   }
-  if (!k_cached || !k_cold || !k_page || lanes < 1) return {};
+  if (!sys_cached || !k_cached || !sys_cold || !k_page || lanes < 1) return {};
   double saved = std::max(0.0, *k_page);
   if (auto it = runs.find("cache-1.00"); it != runs.end()) {
     if (const auto k_hits = cpu_per_item_s(it->second)) saved = *k_cached - *k_hits;
   }
-  return {std::max(0.0, *k_cold - *k_cached), saved, static_cast<double>(lanes)};
+  return {std::max(0.0, *sys_cold - *sys_cached), saved, static_cast<double>(lanes)};
 }
 
 std::string whatif_formula(bool serial, double exposed, bool read_cpu) {

@@ -243,16 +243,19 @@ TEST(Analyzer, SelfCheckWithinFivePercentKeepsTheRecommendation) {
   EXPECT_NE(console_summary(r).find("recommended cache: 57% of the dataset"), std::string::npos);
 }
 
-// issue14_runs with the runs' process CPU (`process_cpu`): the cached run 400 us a sample,
-// the cold one 450 us (a storage read's 50 us more), the fetch-only run on
-// warm files 20 us (a page-cache read).
+// The process CPU a run's report records: `per_item_us` of which `sys_us` in the kernel
+// (user_s and sys_s as if over a million samples).
+nlohmann::json process_cpu_of(double per_item_us, double sys_us) {
+  return {{"per_item_us", per_item_us}, {"user_s", per_item_us - sys_us}, {"sys_s", sys_us}, {"busy_cpus", 2.0}};
+}
+
+// issue14_runs with the runs' process CPU (`process_cpu`): the cached run 400 us a sample
+// (10 us of it system), the cold one 470 us (60 us system: a storage read's 50 us more in the
+// kernel, and 20 us more user time of its own), the fetch-only run on warm files 20 us.
 std::map<std::string, RunOutcome> with_process_cpu(std::map<std::string, RunOutcome> runs) {
-  const auto set = [&](const char* label, double per_item_us, double busy) {
-    runs.at(label).report["process_cpu"] = {{"per_item_us", per_item_us}, {"busy_cpus", busy}};
-  };
-  set("cached", 400, 1.9);
-  set("cold", 450, 1.2);
-  set("fetch-cached", 20, 1.0);
+  runs.at("cached").report["process_cpu"] = process_cpu_of(400, 10);
+  runs.at("cold").report["process_cpu"] = process_cpu_of(470, 60);
+  runs.at("fetch-cached").report["process_cpu"] = process_cpu_of(20, 15);
   return runs;
 }
 
@@ -282,18 +285,21 @@ TEST(Analyzer, TheOverlapModelChargesAReadsCpuToPrep) {
               1e-9);
   EXPECT_NEAR(rec["cache_fraction"].get<double>(), *recommended_cache(P, 1e6, C, S, 0, CacheKind::Item, cpu), 1e-9);
 
-  // The run with an empty item cache is another cold run: its CPU per sample is pooled with the cold run's.
-  runs.at("cache-0.00").report["process_cpu"] = {{"per_item_us", 470.0}, {"busy_cpus", 1.3}};
+  // The run with an empty item cache is another cold run: its system CPU per sample is pooled with the cold run's.
+  runs.at("cache-0.00").report["process_cpu"] = process_cpu_of(520, 80);
   const auto pooled = analyze(context(), runs, RawRates{});
-  EXPECT_NEAR(pooled["whatif"]["read_cpu"]["storage_extra_us"].get<double>(), 60.0, 1e-9);  // (450 + 470) / 2 - 400
-  // A cold run that used less CPU per sample than the cached one: noise, no negative cost.
-  runs.at("cold").report["process_cpu"]["per_item_us"] = 380.0;
-  runs.at("cache-0.00").report["process_cpu"]["per_item_us"] = 390.0;
+  EXPECT_NEAR(pooled["whatif"]["read_cpu"]["storage_extra_us"].get<double>(), 60.0, 1e-9);  // (60 + 80) / 2 - 10
+  // Cold runs that spent less system time per sample than the cached one: noise, no negative cost.
+  runs.at("cold").report["process_cpu"] = process_cpu_of(470, 8);
+  runs.at("cache-0.00").report["process_cpu"] = process_cpu_of(470, 9);
   EXPECT_DOUBLE_EQ(analyze(context(), runs, RawRates{})["whatif"]["read_cpu"]["storage_extra_us"].get<double>(), 0.0);
   // With the whole dataset in the item cache measured, a hit's saving is the cached run's CPU per
-  // sample minus that run's, negative when a hit costs more than a page-cache read.
-  runs.at("cache-1.00").report["process_cpu"] = {{"per_item_us", 410.0}, {"busy_cpus", 2.0}};
+  // sample minus that run's, all of it, negative when a hit costs more than a page-cache read.
+  runs.at("cache-1.00").report["process_cpu"] = process_cpu_of(410, 1);
   EXPECT_NEAR(analyze(context(), runs, RawRates{})["whatif"]["read_cpu"]["page_read_us"].get<double>(), -10.0, 1e-9);
+  // A report with per_item_us but no user / sys split gives no term.
+  runs.at("cold").report["process_cpu"] = {{"per_item_us", 470.0}};
+  EXPECT_TRUE(analyze(context(), runs, RawRates{})["whatif"]["read_cpu"].is_null());
 }
 
 TEST(Analyzer, NoReadCpuTermWithoutTheRunsProcessCpuOrInTheSerialModel) {
