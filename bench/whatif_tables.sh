@@ -13,7 +13,10 @@
 #      under --hold-page-cache (a read that brought a file in drops it again,
 #      so every epoch sees the fraction made), against the analyzer's
 #      page-cache what-if at the resident fraction measured (one prediction
-#      per analysis: their median and range).
+#      per analysis: their median and range; and each round against the
+#      analysis run just before it).
+# The two kinds of run alternate (analysis 1, page-cache round 1, analysis 2,
+# ...), so a host whose speed drifts over minutes weighs on both alike.
 # Prints both tables as markdown (median [min-max]), with the load (uptime).
 # Usage: bench/whatif_tables.sh --data DIR --mbps N [--fracs 0.3,0.6] [--rounds 3]
 #        [--analyses 3] [--epochs 3] [--iterations 100] [--out DIR] [--io-depth N]
@@ -33,7 +36,7 @@ while (($#)); do
     --out) out="$2"; shift 2 ;;
     --iterations) iterations="$2"; shift 2 ;;
     --io-depth) io_depth="$2"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "whatif_tables.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -56,14 +59,6 @@ loader_flags=(--workers 2 --batch-size "$batch" --no-cuda)
 [[ -n "$io_depth" ]] && loader_flags+=(--io-depth "$io_depth")
 echo "# $data on $blkio_disk ($blkio_majmin) throttled to $mbps MB/s; load: $(uptime | sed 's/.*load/load/')"
 
-# Table 1: the analyzer's own check, --analyses times.
-for ((a = 1; a <= analyses; ++a)); do
-  echo "analysis $a of $analyses ..." >&2
-  in_cg "$build/bin/mlbench-stall" --bench loader --bench-dir "$build/benchmarks" --data "$data" --out "$out/stall-$a" \
-    --iterations "$iterations" -- "${loader_flags[@]}" > "$out/stall-$a.log" 2>&1 ||
-    { echo "whatif_tables.sh: error: mlbench-stall failed (see $out/stall-$a.log)" >&2; exit 1; }
-done
-
 # Table 2: the page cache, made resident independently of the analyzer.
 files="$out/files.txt"
 find "$data" -type f | sort > "$files"
@@ -85,8 +80,9 @@ print(f"{res / total:.4f}")
 EOF
 }
 IFS=, read -ra fr <<< "$fracs"
-for f in "${fr[@]}"; do
-  for ((round = 1; round <= rounds; ++round)); do
+page_cache_round() {  # one round: every fraction made resident, then read under --hold-page-cache
+  local round=$1 f before after rdir
+  for f in "${fr[@]}"; do
     echo "page cache $f, round $round of $rounds ..." >&2
     python3 - "$files" "$f" "$round" <<'EOF'
 import os, random, sys
@@ -104,14 +100,27 @@ EOF
       --repeat $((epochs + 1)) --number "$per_epoch" --warmup 1 --report "$rdir" > "$rdir/log" 2>&1 ||
       { echo "whatif_tables.sh: error: loader failed ($rdir/log)" >&2; exit 1; }
     after=$(resident_of)
-    python3 - "$rdir" "$f" "$before" "$after" >> "$out/page_cache.jsonl" <<'EOF'
+    python3 - "$rdir" "$f" "$before" "$after" "$round" >> "$out/page_cache.jsonl" <<'EOF'
 import glob, json, sys
 rep = json.load(open(glob.glob(sys.argv[1] + "/*.json")[0]))
 meas = rep["train_item"]["avg"] if isinstance(rep["train_item"], dict) else rep["train_item"]
 print(json.dumps({"frac": float(sys.argv[2]), "before": float(sys.argv[3]), "after": float(sys.argv[4]),
-                  "measured": meas, "sd_pct": rep.get("stability", {}).get("sd_pct")}))
+                  "round": int(sys.argv[5]), "measured": meas, "sd_pct": rep.get("stability", {}).get("sd_pct")}))
 EOF
   done
+}
+
+# The two tables' runs interleaved (analysis 1, page-cache round 1, analysis 2, ...): this host's
+# speed drifts by up to 10% over minutes (docs/performance.md, "Issue 15"), and runs taken in one
+# block after the other would compare the analyses' host with the page-cache runs' host.
+for ((i = 1; i <= analyses || i <= rounds; ++i)); do
+  if ((i <= analyses)); then
+    echo "analysis $i of $analyses ..." >&2
+    in_cg "$build/bin/mlbench-stall" --bench loader --bench-dir "$build/benchmarks" --data "$data" --out "$out/stall-$i" \
+      --iterations "$iterations" -- "${loader_flags[@]}" > "$out/stall-$i.log" 2>&1 ||
+      { echo "whatif_tables.sh: error: mlbench-stall failed (see $out/stall-$i.log)" >&2; exit 1; }
+  fi
+  if ((i <= rounds)); then page_cache_round "$i"; fi
 done
 
 python3 - "$out" "$analyses" "$mbps" <<'EOF'
@@ -141,12 +150,17 @@ def predict(r, x):  # the page-cache curve, linear between its points (every 5%)
             return a["predicted"] + (x - a["x"]) / (b["x"] - a["x"]) * (b["predicted"] - a["predicted"])
     return curve[-1]["predicted"]
 rows = [json.loads(l) for l in open(f"{out}/page_cache.jsonl")]
-print("\n| disk | page cache (fincore, before / after) | measured img/s | page-cache what-if | error of the medians |\n|---|---|---|---|---|")
+print("\n| disk | page cache (fincore, before / after) | measured img/s | page-cache what-if | error of the medians "
+      "| errors, per round (against its analysis) |\n|---|---|---|---|---|---|")
 for f in sorted({r["frac"] for r in rows}):
     rs = [r for r in rows if r["frac"] == f]
     x = statistics.median(r["before"] for r in rs)
     meas = [r["measured"] for r in rs]
     pred = [predict(r, x) for r in runs]
     res = f"{100*x:.0f}% / {100*statistics.median(r['after'] for r in rs):.0f}%"
-    print(f"| {mbps} MB/s | {res} | {mm(meas)} | {mm(pred)} | {err(statistics.median(pred), statistics.median(meas)):+.1f}% |")
+    # Each round against the analysis run just before it (same number): the pair shares the host's speed.
+    paired = ", ".join(f"{err(predict(runs[r['round'] - 1], r['before']), r['measured']):+.1f}%"
+                       for r in rs if "round" in r and r["round"] <= len(runs)) or "-"
+    print(f"| {mbps} MB/s | {res} | {mm(meas)} | {mm(pred)} | {err(statistics.median(pred), statistics.median(meas)):+.1f}% "
+          f"| {paired} |")
 EOF

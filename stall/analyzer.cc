@@ -127,15 +127,16 @@ std::optional<double> cpu_per_item_s(const RunOutcome& r, bool system_only = fal
 // process CPU per sample, each term from runs in the regime it applies to:
 // - a storage read's extra CPU: the system CPU per sample of the cold runs (`cold`, and
 //   `cache-0.00` when measured: their mean) minus the cached run's, which read from the page
-//   cache. The system part only: it is the read's own kernel work, the same wherever it runs
-//   (real photographs at 70 MB/s: 42-57 us over nine analyses), where the user part of a
+//   cache. The system part only: it is the read's own kernel work, steady from run to run
+//   (real photographs at 70 MB/s: 38-62 us over 21 analyses), where the user part of a
 //   fetch-bound run is mostly its own (workers that sleep on storage wake up to cold caches)
-//   and moves with the host's speed (-13 to +51 us over the same nine);
+//   and moves with the host's speed (-46 to +50 us over the same 21);
 // - what an item-cache hit saves against a page-cache read: the cached run's CPU per sample
-//   minus that of `cache-1.00` (the whole dataset in the item cache), both prep-bound. It can
-//   be negative: a hit's bytes come from memory the decoder has not touched, where a read has
-//   just copied them through the CPU's caches. Without `cache-1.00`, the fetch-only run on
-//   warm files (a page-cache read and nothing else).
+//   minus that of `cache-1.00` (the whole dataset in the item cache), both prep-bound: it
+//   anchors the item-cache curve at that measured end as the cold run anchors x = 0. It can be
+//   negative: a hit's bytes come from memory the decoder has not touched, where a read has just
+//   copied them through the CPU's caches. Without `cache-1.00`, the fetch-only run on warm
+//   files (a page-cache read and nothing else).
 // Spread over prep's `lanes` (the loader's workers, at most its CPUs): a read is on a
 // worker's path. Zero (no term) when a report lacks them.
 ReadCpu read_cpu_of(const std::map<std::string, RunOutcome>& runs, int lanes) {
