@@ -79,20 +79,6 @@ TEST(TrainLoop, ProcessCpuCountsOnlyTheKeptObservations) {
   EXPECT_NEAR(r.kept_cpu.sys_s, 1.5, 1e-9);
 }
 
-TEST(TrainLoop, RealProcessCpuSeesASpinningStep) {
-  LoopConfig cfg;
-  cfg.repeat = 2;
-  cfg.number = 1;
-  LoopResult r;
-  TrainLoop(cfg).run(
-      [&](Iteration& it) {
-        spin_for(0.05);
-        it.set_loss([] { return 1.0; });
-      },
-      r);
-  EXPECT_GT(r.kept_cpu.user_s + r.kept_cpu.sys_s, 0.0);
-}
-
 TEST(TrainLoop, PhasesAreTimedAndStallPctIsWaitShare) {
   LoopConfig cfg;
   cfg.repeat = 2;
@@ -143,6 +129,8 @@ TEST(TrainLoop, RealClockTimesEveryPhase) {
   EXPECT_GT(r.stall_pct(), 0.0);
   EXPECT_LT(r.stall_pct(), 100.0);
   EXPECT_GE(r.chrono.stage("train").min(), 3 * 0.004);
+  // And the process CPU clock saw the spinning (24 ms of it in the kept observations).
+  EXPECT_GT(r.kept_cpu.user_s + r.kept_cpu.sys_s, 0.0);
 }
 
 TEST(TrainLoop, BatchLossKeepsTheLastHundred) {
