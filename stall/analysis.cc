@@ -311,8 +311,8 @@ std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double ne
                 "times (serial workers), so the overlap model does not hold for this loader here"
               : "reads and prep overlapped completely; the loader reads ahead, but a device that serves reads in "
                 "bursts (a throttle releases them per timer tick; a shared disk) still leaves workers waiting for "
-                "reads (the run's stages.fetch), and each storage read takes CPU from prep, so the overlap model "
-                "is optimistic where the two rates are this close";
+                "reads (the run's stages.fetch), so the overlap model is optimistic where the two rates are this "
+                "close (a read's own CPU is charged to prep where the runs recorded it: whatif.read_cpu)";
       return fmt::format("fetch and prep are comparable ({} against min(P, G) = {:.0f}/s, within a factor of {:.0f}) "
                          "and the speed is below the prediction: the model takes the smaller rate as if {}",
                          values, need, kComparableRates, why);
