@@ -60,6 +60,16 @@ bool extremes(const BenchInput& input, F value, double& lo, std::string& lo_at, 
   return !lo_at.empty();
 }
 
+// The non-failed instance named `at` (R<k>/D<slot>).
+const Instance* instance_at(const BenchInput& input, const std::string& at) {
+  for (const RunInstances& run : input.runs) {
+    for (const Instance& i : run.instances) {
+      if (!i.failed && where(run.run, i) == at) return &i;
+    }
+  }
+  return nullptr;
+}
+
 // The interference block of the non-failed instance named `at` (R<k>/D<slot>).
 const Interference* interference_at(const BenchInput& input, const std::string& at) {
   for (const RunInstances& run : input.runs) {
@@ -172,6 +182,22 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
         "(+{:.0f}%) while the one-thread probe stayed within {:.0f}%: the slot's CPUs compete with each other",
         seconds(lo), lo_at, seconds(hi), hi_at, (hi / lo - 1.0) * 100.0, kProbeSpreadPct);
     return r;
+  }
+  // The same work's CPU time per item across passes: a process that needed more CPU time
+  // for the same items, and ran slower, ran on a slower machine (the host's speed drifts
+  // while every probe, taken before and after the job, holds still).
+  auto cpu_per_item = [](const Instance& i) { return i.cpu_per_item_us; };
+  if (extremes(input, cpu_per_item, lo, lo_at, hi, hi_at) && (hi / lo - 1.0) * 100.0 > kCpuPerItemSpreadPct) {
+    const Instance* more = instance_at(input, hi_at);
+    const Instance* less = instance_at(input, lo_at);
+    if (more && less && more->items_per_s < less->items_per_s) {
+      r.cause = "machine drift";
+      r.evidence = fmt::format(
+          "machine drift: the same work took {:.1f} us of CPU time per item in {} and {:.1f} us in {} (+{:.0f}%), "
+          "and ran {:.0f}% slower there: the machine's speed changed, not the work",
+          hi, hi_at, lo, lo_at, (hi / lo - 1.0) * 100.0, (1.0 - more->items_per_s / less->items_per_s) * 100.0);
+      return r;
+    }
   }
   for (const RunInstances& run : input.runs) {
     for (const Instance& i : run.instances) {

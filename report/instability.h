@@ -29,6 +29,10 @@ inline constexpr double kProbeDriftPct = 10.0;
 // The probe before the job differing across passes by more than this (max / min - 1,
 // in percent) is "machine drift" too.
 inline constexpr double kProbeSpreadPct = 10.0;
+// The same work's CPU time per item (the report's process_cpu.per_item_us) differing
+// across instances by more than this (max / min - 1, in percent), the one that needed
+// more being the slower, is "machine drift" too: the machine did the same work slower.
+inline constexpr double kCpuPerItemSpreadPct = 5.0;
 // Passes whose means spread more than this many times the spread their own
 // observations explain (sd / sqrt(n), root-mean-square over the instances) differ
 // "between passes"; otherwise the spread is "within-run noise". 2: with 4 passes the

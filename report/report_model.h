@@ -83,6 +83,7 @@ struct Instance {
   double compute_s = kNaN;    // stall.compute.avg
   std::string blas;           // machine.blas.name ("" in reports older than that field)
   double observation_s = kNaN;               // train.avg: seconds of one timed observation
+  double cpu_per_item_us = kNaN;             // process_cpu.per_item_us (absent in older reports)
   std::optional<Stability> stability;        // absent in reports older than the field
   std::optional<Interference> interference;  // absent/null when not run under mlbench-run
 };

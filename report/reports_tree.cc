@@ -99,6 +99,7 @@ Instance parse_instance(const nlohmann::json& report, const std::string& file_na
     i.blas = report["machine"]["blas"]["name"].get<std::string>();
   }
   i.observation_s = number_at(report, "train", "avg");
+  i.cpu_per_item_us = number_at(report, "process_cpu", "per_item_us");
   // Newer reports only (docs/report-format.md); absent means "not recorded".
   auto num = [](const nlohmann::json& o, const char* k) {
     return o.contains(k) && o[k].is_number() ? o[k].get<double>() : kNaN;

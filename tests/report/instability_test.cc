@@ -169,6 +169,28 @@ TEST(ReportInstability, WarmUpThenUnexplainedThenNotRecorded) {
 // With every outside cause absent, where the spread lives: 16 observations per pass move
 // a pass mean by about sd / 4; passes 10% apart are "between passes", passes 3% apart
 // "within-run noise"; the boundary is kBetweenPassFactor x 2% = 4%.
+TEST(ReportInstability, MachineDriftFromTheSameWorksCpuTimePerItem) {
+  // Every probe still; the passes' CPU time per item moves with their speed.
+  BenchInput b = recorded({100, 90, 100});
+  const double cpu[] = {400.0, 440.0, 402.0};
+  for (std::size_t k = 0; k < b.runs.size(); ++k) b.runs[k].instances[0].cpu_per_item_us = cpu[k];
+  Instability r = explain_instability(b, 5.7, 5.0);
+  EXPECT_EQ(r.cause, "machine drift");
+  EXPECT_EQ(r.evidence,
+            "machine drift: the same work took 440.0 us of CPU time per item in R1/D0 and 400.0 us in R0/D0 (+10%), "
+            "and ran 10% slower there: the machine's speed changed, not the work");
+  // More CPU per item in the faster pass: not the machine (more work, e.g. spinning threads).
+  b.runs[1].instances[0].items_per_s = 110;
+  EXPECT_NE(explain_instability(b, 5.7, 5.0).cause, "machine drift");
+  // Within 5% of each other: no evidence either way.
+  b.runs[1].instances[0].items_per_s = 90;
+  b.runs[1].instances[0].cpu_per_item_us = 419.0;
+  EXPECT_NE(explain_instability(b, 5.7, 5.0).cause, "machine drift");
+  // Reports older than process_cpu: nothing to compare.
+  BenchInput old = recorded({100, 90, 100});
+  EXPECT_NE(explain_instability(old, 5.7, 5.0).cause, "machine drift");
+}
+
 TEST(ReportInstability, BetweenPassesOrWithinRunNoiseFromTheObservationsSpread) {
   BenchInput b = recorded({100, 80, 100, 100});
   for (RunInstances& run : b.runs) {
