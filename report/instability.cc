@@ -193,7 +193,7 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
     if (more && less && more->items_per_s < less->items_per_s) {
       r.cause = "machine drift";
       r.evidence = fmt::format(
-          "machine drift: the same work took {:.1f} us of CPU time per item in {} and {:.1f} us in {} (+{:.0f}%), "
+          "machine drift: the same work took {:.4g} us of CPU time per item in {} and {:.4g} us in {} (+{:.0f}%), "
           "and ran {:.0f}% slower there: the machine's speed changed, not the work",
           hi, hi_at, lo, lo_at, (hi / lo - 1.0) * 100.0, (1.0 - more->items_per_s / less->items_per_s) * 100.0);
       return r;

@@ -177,7 +177,7 @@ TEST(ReportInstability, MachineDriftFromTheSameWorksCpuTimePerItem) {
   Instability r = explain_instability(b, 5.7, 5.0);
   EXPECT_EQ(r.cause, "machine drift");
   EXPECT_EQ(r.evidence,
-            "machine drift: the same work took 440.0 us of CPU time per item in R1/D0 and 400.0 us in R0/D0 (+10%), "
+            "machine drift: the same work took 440 us of CPU time per item in R1/D0 and 400 us in R0/D0 (+10%), "
             "and ran 10% slower there: the machine's speed changed, not the work");
   // More CPU per item in the faster pass: not the machine (more work, e.g. spinning threads).
   b.runs[1].instances[0].items_per_s = 110;
