@@ -118,6 +118,13 @@ double cpu_seconds(const rusage& usage) {
          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
+ProcessCpu process_cpu_now() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return {s(u.ru_utime), s(u.ru_stime)};
+}
+
 Process::Process(const ProcessSpec& spec) {
   FILE* out = open_output(spec);
   try {

@@ -55,6 +55,14 @@ struct ProcessSpec {
 // User + system CPU seconds of a resource usage (a child's from wait4, or this process's).
 double cpu_seconds(const rusage& usage);
 
+// This process's CPU time so far, every thread's (getrusage(RUSAGE_SELF)), in seconds.
+struct ProcessCpu {
+  double user_s = 0;
+  double sys_s = 0;
+  double total() const { return user_s + sys_s; }
+};
+ProcessCpu process_cpu_now();
+
 // How a child ended.
 struct ExitStatus {
   bool exited = false;  // normal exit with `code`; else killed by `signal`

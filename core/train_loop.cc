@@ -1,7 +1,5 @@
 #include "train_loop.h"
 
-#include <sys/resource.h>
-
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -29,13 +27,6 @@ nlohmann::json LoopResult::stall_json() const {
           {"iteration", iteration.to_json()},
           {"stall_pct", std::isfinite(pct) ? nlohmann::json(pct) : nlohmann::json()},
           {"warmup_iterations", warmup_iterations}};
-}
-
-ProcessCpu process_cpu_now() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
-  return {s(u.ru_utime), s(u.ru_stime)};
 }
 
 std::span<const double> LoopResult::kept_observations() const {

@@ -18,6 +18,7 @@
 
 #include "calibration.h"
 #include "chrono.h"
+#include "process.h"
 #include "statistics.h"
 #include "stop_signals.h"
 
@@ -82,13 +83,8 @@ class NonFiniteLoss : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The process's CPU time so far, every thread's (getrusage(RUSAGE_SELF)), seconds.
-struct ProcessCpu {
-  double user_s = 0;
-  double sys_s = 0;
-};
+// The process's CPU clock (core/process.h); tests inject a fake one.
 using CpuNowFn = ProcessCpu (*)();
-ProcessCpu process_cpu_now();
 struct LoopConfig {
   int repeat = 1;
   int number = 1;                         // ignored when min_time > 0 (calibrated instead)

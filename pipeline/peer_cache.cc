@@ -1,7 +1,5 @@
 #include "pipeline/peer_cache.h"
 
-#include <sys/resource.h>
-
 #include <array>
 #include <charconv>
 #include <cstring>
@@ -481,14 +479,6 @@ std::string PartitionedSource::last_peer_error() const {
   return last_error_;
 }
 
-namespace {
-double process_cpu_s() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  return core::cpu_seconds(u);
-}
-}  // namespace
-
 LoopbackPeerRate loopback_peer_rate(std::size_t item_bytes, int threads, double duration_s) {
   PartitionConfig config;
   config.rank = 1;
@@ -505,7 +495,7 @@ LoopbackPeerRate loopback_peer_rate(std::size_t item_bytes, int threads, double 
   PeerCacheClient client(config);
   std::atomic<std::uint64_t> fetched{0};
   std::atomic<bool> failed{false};
-  const double cpu0 = process_cpu_s();
+  const double cpu0 = core::process_cpu_now().total();
   const auto t0 = std::chrono::steady_clock::now();
   const auto until = t0 + seconds(duration_s);
   std::vector<std::thread> pool;
@@ -525,7 +515,7 @@ LoopbackPeerRate loopback_peer_rate(std::size_t item_bytes, int threads, double 
   if (failed) throw std::runtime_error("peer cache: the loopback rate measurement failed");
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double n = static_cast<double>(std::max<std::uint64_t>(1, fetched.load()));
-  return {static_cast<double>(fetched.load()) / s, (process_cpu_s() - cpu0) / n};
+  return {static_cast<double>(fetched.load()) / s, (core::process_cpu_now().total() - cpu0) / n};
 }
 
 nlohmann::json partitioned_cache_report(const PartitionedSource& source, const PeerCacheServer* server) {

@@ -72,12 +72,8 @@ const Instance* instance_at(const BenchInput& input, const std::string& at) {
 
 // The interference block of the non-failed instance named `at` (R<k>/D<slot>).
 const Interference* interference_at(const BenchInput& input, const std::string& at) {
-  for (const RunInstances& run : input.runs) {
-    for (const Instance& i : run.instances) {
-      if (!i.failed && i.interference && where(run.run, i) == at) return &*i.interference;
-    }
-  }
-  return nullptr;
+  const Instance* i = instance_at(input, at);
+  return i && i->interference ? &*i->interference : nullptr;
 }
 }  // namespace
 
