@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <numeric>
 
@@ -113,6 +114,26 @@ int BenchmarkRun::finish(nlohmann::json report, bool completed, const std::strin
   return exit_code;
 }
 
+std::unique_ptr<GpuMonitor> BenchmarkRun::start_gpu_monitor() const {
+  const BenchOptions& o = cli_.options();
+  if (runtime_.device.rfind("cuda", 0) != 0 || !(o.monitor_interval > 0)) return nullptr;
+  // The process's own CUDA_VISIBLE_DEVICES, not --vcd (which only labels the report):
+  // it is what made "cuda:N" the GPU it is.
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  const GpuSourceFactory& factory =
+      gpu_source_factory_
+          ? gpu_source_factory_
+          : GpuSourceFactory([](const std::string& vcd, int ordinal) { return open_nvml_source(vcd, ordinal); });
+  GpuSourceOrReason opened = factory(visible != nullptr ? visible : "", cuda_ordinal(runtime_.device));
+  if (!opened.source) {
+    std::cerr << o.name << ": " << opened.reason << "\n";
+    return nullptr;
+  }
+  auto monitor = std::make_unique<GpuMonitor>(std::move(opened.source), o.monitor_interval, gpu_monitor_hooks_);
+  monitor->start();
+  return monitor;
+}
+
 int BenchmarkRun::run(const std::function<Workload()>& setup) {
   const BenchOptions& o = cli_.options();
   const StopSignals stop_signals(StopSignals::Calls::kInterrupt);
@@ -120,7 +141,13 @@ int BenchmarkRun::run(const std::function<Workload()>& setup) {
   print_config(std::cout);
   LoopResult result;
   Workload work;
+  // Declared out of the try: a failed or interrupted run reports what it sampled too.
+  std::unique_ptr<GpuMonitor> gpu_monitor;
   auto fill = [&] {
+    if (gpu_monitor) {
+      gpu_monitor->stop();
+      report["gpu_monitor"] = gpu_monitor->to_json();
+    }
     // The calibrated number once the probe ran, else the one asked for.
     const int used_number = result.number > 0 ? result.number : o.number;
     report["number"] = used_number;
@@ -151,11 +178,14 @@ int BenchmarkRun::run(const std::function<Workload()>& setup) {
     config.min_time = o.min_time;
     config.warmup = o.warmup;
     config.sync = sync_;
+    config.device_timeline = work.device_timeline;
     config.progress = &std::cout;
     config.progress_tty = is_terminal(1);
     config.interrupted = [] { return stop_signal(); };
     config.on_iteration = work.on_iteration;
+    gpu_monitor = start_gpu_monitor();
     TrainLoop(config).run(work.step, result);
+    if (gpu_monitor) gpu_monitor->stop();  // the timed loop only, not after_loop
     if (result.calibration) {
       const Calibration& c = *result.calibration;
       std::cout << fmt::format("--min-time {:g} s: --number {} ({:.3g} s per iteration over {} probe iterations)\n",

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
+#include "gpu_monitor.h"
 #include "train_loop.h"
 
 namespace mlbench::core {
@@ -28,6 +29,8 @@ struct RuntimeInfo {
 struct Workload {
   std::function<void(Iteration&)> step;
   double items_per_iteration = 0;
+  // Device phase times (a GPU's events: LoopConfig::device_timeline); none = the host's clock.
+  std::shared_ptr<DeviceTimeline> device_timeline;
   // Called after the loop (also after a failure) to fill report blocks such as
   // "pipeline" and "metrics".
   std::function<void(nlohmann::json& report)> finish;
@@ -57,10 +60,20 @@ class BenchmarkRun {
   // The report's file path once written ("" when printed to stdout or not yet written).
   const std::string& report_path() const { return report_path_; }
 
+  // Where the GPU monitor reads (default: open_nvml_source) and its wait and clock
+  // (default: real ones); for tests. The monitor runs only on a "cuda" device with
+  // --monitor-interval > 0.
+  void set_gpu_monitor(GpuSourceFactory factory, GpuMonitor::Hooks hooks = {}) {
+    gpu_source_factory_ = std::move(factory);
+    gpu_monitor_hooks_ = std::move(hooks);
+  }
+
  private:
   nlohmann::json base_report() const;
   void print_config(std::ostream& out) const;
   int finish(nlohmann::json report, bool completed, const std::string& reason, int exit_code);
+  // The started monitor, or null (CPU device, --monitor-interval 0, or no NVML: one line on stderr).
+  std::unique_ptr<GpuMonitor> start_gpu_monitor() const;
 
   const BenchCli& cli_;
   std::string source_hash_;
@@ -68,6 +81,8 @@ class BenchmarkRun {
   Chrono::SyncHook sync_;
   std::string start_time_;
   std::string report_path_;
+  GpuSourceFactory gpu_source_factory_;
+  GpuMonitor::Hooks gpu_monitor_hooks_;
 };
 
 }  // namespace mlbench::core

@@ -186,6 +186,16 @@ void BenchCli::add_shared_options(const BenchDefaults& d) {
       ->check(integer_at_least(0));
   add_option("--vcd", opts_.vcd, "Visible CUDA devices (default: $CUDA_VISIBLE_DEVICES)", ArgKind::Runtime);
   add_option("--trace", opts_.trace, "Write a Chrome trace-event JSON to FILE", ArgKind::Runtime);
+  // Runtime: watching the GPU does not change the workload.
+  add_option("--monitor-interval", opts_.monitor_interval,
+             "Sample the GPU's utilisation, memory, power and SM clock every SECONDS through NVML during the timed "
+             "loop, on a CUDA device (the report's gpu_monitor block); 0: off",
+             ArgKind::Runtime)
+      ->check(number_in(0.0, 86400.0))
+      ->type_name("SECONDS");
+  add_flag("--no-device-events", no_device_events_flag_,
+           "On a CUDA device, time wait/h2d/compute on the host's clock instead of CUDA events on the device's stream",
+           ArgKind::Runtime);
   add_option("--name", opts_.name, "Benchmark name in the report (default: $BENCH_NAME)", ArgKind::Runtime);
   add_option("--suite", opts_.suite, "Suite name in the report (default: $SUITE_NAME)", ArgKind::Runtime);
   add_option("--run-id", opts_.run_id, "Run number in the report (default: $RUN_ID)", ArgKind::Runtime)
@@ -239,6 +249,7 @@ std::optional<int> BenchCli::parse(int argc, const char* const* argv,
   }
   if (cuda_flag_) opts_.cuda = true;
   if (no_cuda_flag_) opts_.cuda = false;
+  opts_.device_events = !no_device_events_flag_;
   if (opts_.warmup < 0) opts_.warmup = std::min(10, opts_.repeat / 2);
   if (opts_.warmup >= opts_.repeat) {
     std::cerr << prog << ": error: --warmup " << opts_.warmup << " leaves no timed observation of --repeat "

@@ -35,6 +35,8 @@ struct BenchOptions {
   int jr_id = 0;                   // JOB_ID, --jr-id (the runner's slot)
   std::string vcd;                 // CUDA_VISIBLE_DEVICES, --vcd
   std::string trace;               // --trace FILE (Chrome trace-event JSON)
+  double monitor_interval = 1.0;   // --monitor-interval SECONDS: GPU monitor sampling (gpu_monitor.h); 0 = off
+  bool device_events = true;       // --no-device-events: phases on the host's clock on a GPU too
 };
 
 struct BenchDefaults {
@@ -129,6 +131,7 @@ class BenchCli {
   std::vector<Recorded> recorded_;
   bool cuda_flag_ = false;
   bool no_cuda_flag_ = false;
+  bool no_device_events_flag_ = false;
   CLI::Option* min_time_opt_ = nullptr;
 };
 

@@ -21,7 +21,8 @@ double LoopResult::stall_pct() const {
 
 nlohmann::json LoopResult::stall_json() const {
   const double pct = stall_pct();
-  return {{"wait", wait.to_json()},
+  return {{"phase_clock", phase_clock},
+          {"wait", wait.to_json()},
           {"h2d", h2d.to_json()},
           {"compute", compute.to_json()},
           {"iteration", iteration.to_json()},
@@ -59,8 +60,12 @@ void TrainLoop::iterate(const std::function<void(Iteration&)>& step, LoopResult&
   }
   Iteration it(config_.now);
   if (config_.sync_phases) it.phase_sync_ = config_.sync;
+  DeviceTimeline* timeline = timed ? config_.device_timeline.get() : nullptr;
+  it.timeline_ = timeline;
   step(it);
-  if (timed) {
+  if (timeline) {
+    timeline->end_iteration();  // its phases are added after the observation's closing sync
+  } else if (timed) {
     result.wait.add(it.wait_s());
     result.h2d.add(it.h2d_s());
     result.compute.add(it.compute_s());
@@ -69,6 +74,15 @@ void TrainLoop::iterate(const std::function<void(Iteration&)>& step, LoopResult&
   if (config_.on_iteration) config_.on_iteration(result.iterations, it);
   ++result.iterations;
   if (it.loss_) pending.push_back(std::move(it.loss_));
+}
+
+void TrainLoop::add_device_phases(DeviceTimeline& timeline, LoopResult& result) {
+  for (const auto& p : timeline.take()) {
+    result.wait.add(p[0]);
+    result.h2d.add(p[1]);
+    result.compute.add(p[2]);
+    result.iteration.add(p[0] + p[1] + p[2]);
+  }
 }
 
 void TrainLoop::calibrate(const std::function<void(Iteration&)>& step, LoopResult& result) {
@@ -110,6 +124,7 @@ void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& res
   result.compute = StatAccumulator();
   result.iteration = StatAccumulator();
   result.kept_cpu = {};
+  result.phase_clock = config_.device_timeline ? "device" : "host";
   std::unique_ptr<ProgressPrinter> progress;
   if (config_.progress) progress = std::make_unique<ProgressPrinter>(*config_.progress, config_.progress_tty, config_.repeat);
 
@@ -126,8 +141,9 @@ void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& res
         iterate(step, result, !warm, pending);
         if (progress) progress->update(r, std::nullopt, false);
       }
-      seconds = train.stop();
+      seconds = train.stop();  // synchronises the device
       result.observations.push_back(seconds);
+      if (!warm && config_.device_timeline) add_device_phases(*config_.device_timeline, result);
       if (!warm) {
         const ProcessCpu cpu1 = config_.cpu_now();
         result.kept_cpu.user_s += cpu1.user_s - cpu0.user_s;

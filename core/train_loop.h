@@ -5,9 +5,11 @@
 // at the edges of timed regions.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -24,6 +26,27 @@
 
 namespace mlbench::core {
 
+// The phases of an iteration, in order.
+enum class PhaseKind { kWait = 0, kH2d = 1, kCompute = 2 };
+
+// Device-side phase times (a GPU's CUDA events; bench::CudaTimeline): a mark
+// is recorded on the device's stream at each edge of each phase, and the marks
+// are read after the device was synchronised at the end of an observation, so
+// nothing synchronises inside one. A phase's device time is the time between
+// its two marks as the device reached them: for wait, how long the device sat
+// idle for the batch (none when it was still busy with earlier work); for h2d,
+// how long the step waited for its copy; for compute, the step's own work.
+class DeviceTimeline {
+ public:
+  virtual ~DeviceTimeline() = default;
+  virtual void begin(PhaseKind phase) = 0;
+  virtual void end(PhaseKind phase) = 0;
+  virtual void end_iteration() = 0;
+  // After the device was synchronised: the seconds of {wait, h2d, compute} of
+  // each iteration ended since the last call, in order (0 for a phase not marked).
+  virtual std::vector<std::array<double, 3>> take() = 0;
+};
+
 // One iteration's phases; a benchmark's step calls wait(), h2d() and compute()
 // around the matching work (each at most once; a phase not called counts 0).
 class Iteration {
@@ -35,22 +58,23 @@ class Iteration {
 
   template <class F>
   decltype(auto) wait(F&& f) {
-    Phase p(*this, wait_s_);
+    Phase p(*this, wait_s_, PhaseKind::kWait);
     return std::forward<F>(f)();
   }
   template <class F>
   decltype(auto) h2d(F&& f) {
-    Phase p(*this, h2d_s_);
+    Phase p(*this, h2d_s_, PhaseKind::kH2d);
     return std::forward<F>(f)();
   }
   template <class F>
   decltype(auto) compute(F&& f) {
-    Phase p(*this, compute_s_);
+    Phase p(*this, compute_s_, PhaseKind::kCompute);
     return std::forward<F>(f)();
   }
   // The iteration's loss, resolved at the end of the observation (one device sync).
   void set_loss(std::function<double()> resolve) { loss_ = std::move(resolve); }
 
+  // The host's time in each phase (the device's, when timed by a DeviceTimeline, is in LoopResult).
   double wait_s() const { return wait_s_; }
   double h2d_s() const { return h2d_s_; }
   double compute_s() const { return compute_s_; }
@@ -59,13 +83,17 @@ class Iteration {
  private:
   friend class TrainLoop;
   struct Phase {
-    Phase(Iteration& it, double& slot) : it_(it), slot_(slot), t0_(it.now_()) {}
+    Phase(Iteration& it, double& slot, PhaseKind kind) : it_(it), slot_(slot), kind_(kind), t0_(it.now_()) {
+      if (it_.timeline_) it_.timeline_->begin(kind_);
+    }
     ~Phase() {
+      if (it_.timeline_) it_.timeline_->end(kind_);
       if (it_.phase_sync_) it_.phase_sync_();
       slot_ += std::chrono::duration<double>(it_.now_() - t0_).count();
     }
     Iteration& it_;
     double& slot_;
+    PhaseKind kind_;
     Clock::time_point t0_;
   };
   NowFn now_;
@@ -75,6 +103,7 @@ class Iteration {
   double compute_s_ = 0.0;
   std::function<double()> loss_;
   std::function<void()> phase_sync_;
+  DeviceTimeline* timeline_ = nullptr;  // set on the kept iterations when the loop has one
 };
 
 // Thrown when a loss turns NaN or infinite; the run ends as failed.
@@ -97,6 +126,10 @@ struct LoopConfig {
   int warmup = 0;                         // observations (and their iterations) dropped
   Chrono::SyncHook sync;                  // device synchronisation at train-stage edges
   bool sync_phases = false;               // also synchronise at each phase edge (exact per-phase device time)
+  // When set (a GPU's events), the kept iterations' wait/h2d/compute statistics
+  // are its device times, read after the sync that ends each observation
+  // (`sync` must be set); the host's phase times are then not used.
+  std::shared_ptr<DeviceTimeline> device_timeline;
   std::ostream* progress = nullptr;       // where progress lines go (nullptr: none)
   bool progress_tty = false;
   // Called after every iteration with its index (0-based over the whole run).
@@ -112,6 +145,7 @@ struct LoopConfig {
 struct LoopResult {
   Chrono chrono;                          // the "train" stage (one observation per repeat)
   StatAccumulator wait, h2d, compute, iteration;  // per iteration of the kept observations
+  std::string phase_clock = "host";               // "host", or "device" when a DeviceTimeline timed the phases
   std::vector<double> batch_loss;         // the last 100 iteration losses
   std::vector<double> epoch_loss;         // mean loss of each observation
   std::vector<double> observations;       // seconds of every train observation, warm-up included
@@ -145,6 +179,8 @@ class TrainLoop {
                std::vector<std::function<double()>>& pending);
   // The calibration probe (warm-up): sets result.calibration and config_.number.
   void calibrate(const std::function<void(Iteration&)>& step, LoopResult& result);
+  // The device phases of the observation just ended (after its sync) into the statistics.
+  static void add_device_phases(DeviceTimeline& timeline, LoopResult& result);
   // A warm-up observation of `seconds` re-estimates the number (under --min-time).
   void refine(Calibration& c, double seconds, LoopResult& result);
 

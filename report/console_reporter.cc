@@ -53,10 +53,11 @@ struct Column {
 }  // namespace
 
 std::string format_bench_table(const Report& report) {
-  std::vector<double> target, result, sd, sd_frac, diff, stall, fetch, prep, allreduce;
+  std::vector<double> target, result, sd, sd_frac, diff, stall, gpu_util, fetch, prep, allreduce;
   std::vector<std::string> n, fail;
   bool any_analysis = false;
   bool any_allreduce = false;
+  bool any_gpu_util = false;
   for (const BenchResult& b : report.benches) {
     target.push_back(b.target ? b.target->items_per_s : kNaN);
     result.push_back(b.result);
@@ -66,6 +67,8 @@ std::string format_bench_table(const Report& report) {
     n.push_back(std::to_string(b.n));
     fail.push_back(std::to_string(b.failures));
     stall.push_back(b.stall_pct);
+    gpu_util.push_back(b.gpu_util_pct);
+    any_gpu_util = any_gpu_util || std::isfinite(b.gpu_util_pct);
     fetch.push_back(b.analysis ? b.analysis->fetch_pct : kNaN);
     prep.push_back(b.analysis ? b.analysis->prep_pct : kNaN);
     allreduce.push_back(b.allreduce_pct);
@@ -80,6 +83,8 @@ std::string format_bench_table(const Report& report) {
                            {"n", n},
                            {"fail", fail},
                            {"stall%", fixed_column(stall, 2)}};
+  // Beside stall%: a low stall with a low gpu% points at the model, not at the data.
+  if (any_gpu_util) cols.push_back({"gpu%", fixed_column(gpu_util, 2)});
   if (any_analysis) {
     cols.push_back({"fetch%", fixed_column(fetch, 2)});
     cols.push_back({"prep%", fixed_column(prep, 2)});

@@ -58,6 +58,7 @@ nlohmann::json bench_json(const BenchResult& b) {
           {"max_run", number_or_null(b.max_run)},
           {"stall_pct", number_or_null(b.stall_pct)},
           {"allreduce_pct", number_or_null(b.allreduce_pct)},
+          {"gpu_util_pct", number_or_null(b.gpu_util_pct)},
           {"phase_split",
            {{"compute", number_or_null(b.compute_frac)},
             {"h2d", number_or_null(b.h2d_frac)},

@@ -78,6 +78,7 @@ struct Instance {
   // Data-parallel runs (scaling): allreduce time per iteration not hidden by backward
   // (metrics.allreduce_exposed_s) in percent of the iteration (stall.iteration.avg).
   double allreduce_pct = kNaN;
+  double gpu_util_pct = kNaN;  // gpu_monitor.summary.util_pct.mean (absent: no monitor, or an older report)
   double wait_s = kNaN;       // stall.wait.avg (per iteration)
   double h2d_s = kNaN;        // stall.h2d.avg
   double compute_s = kNaN;    // stall.compute.avg
@@ -138,6 +139,7 @@ struct BenchResult {
   std::vector<std::string> failure_reasons;  // "R2/D1: NaN in batch_loss"
   double stall_pct = kNaN;                   // mean of the instances' stall_pct
   double allreduce_pct = kNaN;               // mean of the instances' allreduce_pct (scaling only)
+  double gpu_util_pct = kNaN;                // mean of the instances' gpu_util_pct (GPU runs with the monitor)
   // Mean per-iteration phase times over the non-failed instances, as fractions of their sum.
   double wait_frac = kNaN, h2d_frac = kNaN, compute_frac = kNaN;
   std::optional<StallAnalysis> analysis;  // fetch/prep split from mlbench-stall

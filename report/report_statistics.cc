@@ -75,7 +75,7 @@ BenchResult summarize_bench(const BenchInput& input, const std::optional<Target>
   r.name = input.name;
   r.target = target;
   r.expected = target.has_value();
-  std::vector<double> values, stalls, allreduce;
+  std::vector<double> values, stalls, allreduce, gpu_util;
   double wait = 0.0, h2d = 0.0, compute = 0.0;
   int phase_count = 0;
   for (const RunInstances& run : input.runs) {
@@ -91,6 +91,7 @@ BenchResult summarize_bench(const BenchInput& input, const std::optional<Target>
       }
       if (std::isfinite(i.stall_pct)) stalls.push_back(i.stall_pct);
       if (std::isfinite(i.allreduce_pct)) allreduce.push_back(i.allreduce_pct);
+      if (std::isfinite(i.gpu_util_pct)) gpu_util.push_back(i.gpu_util_pct);
       if (std::isfinite(i.wait_s) && std::isfinite(i.compute_s)) {
         wait += i.wait_s;
         h2d += std::isfinite(i.h2d_s) ? i.h2d_s : 0.0;
@@ -121,6 +122,7 @@ BenchResult summarize_bench(const BenchInput& input, const std::optional<Target>
   r.outliers = find_outliers(input, r.runs);
   if (!stalls.empty()) r.stall_pct = core::mean(stalls);
   if (!allreduce.empty()) r.allreduce_pct = core::mean(allreduce);
+  if (!gpu_util.empty()) r.gpu_util_pct = core::mean(gpu_util);
   const double total = wait + h2d + compute;
   if (phase_count > 0 && total > 0.0) {
     r.wait_frac = wait / total;

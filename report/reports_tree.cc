@@ -81,6 +81,9 @@ Instance parse_instance(const nlohmann::json& report, const std::string& file_na
                                                                            : slot_from_file_name(file_name);
   i.items_per_s = number_at(report, "train_item", "avg");
   i.stall_pct = number_at(report, "stall", "stall_pct");
+  if (report.contains("gpu_monitor") && report["gpu_monitor"].is_object()) {
+    i.gpu_util_pct = number_at(report["gpu_monitor"].value("summary", nlohmann::json()), "util_pct", "mean");
+  }
   if (report.contains("stall") && report["stall"].is_object()) {
     const nlohmann::json& st = report["stall"];
     i.wait_s = number_at(st, "wait", "avg");

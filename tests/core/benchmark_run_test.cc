@@ -31,7 +31,8 @@ class BenchmarkRunTest : public testing::Test {
     EXPECT_FALSE(cli_->parse(static_cast<int>(argv.size()), argv.data(), {{"SUITE_NAME", "t"}}).has_value());
     testing::internal::CaptureStdout();
     testing::internal::CaptureStderr();
-    BenchmarkRun run(*cli_, "hash", RuntimeInfo{});
+    BenchmarkRun run(*cli_, "hash", runtime_);
+    if (gpu_factory_) run.set_gpu_monitor(gpu_factory_, gpu_hooks_);
     const int rc = run.run(setup);
     stdout_ = testing::internal::GetCapturedStdout();
     stderr_ = testing::internal::GetCapturedStderr();
@@ -55,7 +56,24 @@ class BenchmarkRunTest : public testing::Test {
   fs::path dir_;
   std::unique_ptr<BenchCli> cli_;
   std::string stdout_, stderr_;
+  RuntimeInfo runtime_;
+  GpuSourceFactory gpu_factory_;  // unset: the real NVML
+  GpuMonitor::Hooks gpu_hooks_;
 };
+
+// The GPU monitor's fake: a constant reading.
+class ConstantGpu : public GpuSource {
+ public:
+  std::string device_name() const override { return "Fake GPU"; }
+  GpuReading read() override { return {60, 1024, 250, 1410}; }
+};
+
+Workload steady_workload() {
+  Workload w;
+  w.items_per_iteration = 8;
+  w.step = [](Iteration& it) { it.set_loss([] { return 0.5; }); };
+  return w;
+}
 
 TEST_F(BenchmarkRunTest, CompletedRunWritesEveryContractField) {
   const int rc = run([] {
@@ -230,6 +248,104 @@ TEST_F(BenchmarkRunTest, MinTimeCalibratesAndRecordsTheNumberUsed) {
   EXPECT_TRUE(r["args"]["number"].is_null());
   EXPECT_EQ(r["stability"]["observations"], 2);
   EXPECT_NE(stdout_.find("--min-time 0.02 s: --number " + std::to_string(number)), std::string::npos) << stdout_;
+}
+
+// On a CUDA device the monitor samples through the timed loop (here: 3 samples,
+// the injected wait ending the sampler after 2 waits) and the report holds its block;
+// the factory is asked for the device's GPU (cuda:1, the process's CUDA_VISIBLE_DEVICES).
+TEST_F(BenchmarkRunTest, CudaDeviceWritesTheGpuMonitorBlock) {
+  runtime_.device = "cuda:1";
+  runtime_.cuda_available = true;
+  auto asked = std::make_shared<std::vector<int>>();
+  gpu_factory_ = [asked](const std::string&, int ordinal) {
+    asked->push_back(ordinal);
+    return GpuSourceOrReason{std::make_unique<ConstantGpu>(), ""};
+  };
+  auto clock = std::make_shared<double>(0.0);
+  auto waits = std::make_shared<int>(0);
+  gpu_hooks_.now_s = [clock] { return *clock; };
+  gpu_hooks_.wait_for = [clock, waits](double seconds) {
+    *clock += seconds;
+    return ++*waits < 3;
+  };
+  const int rc = run_with({"fake", "--repeat", "3", "--number", "2", "--monitor-interval", "0.5"}, steady_workload);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(*asked, std::vector<int>{1});
+  const auto r = only_report();
+  ASSERT_TRUE(r.contains("gpu_monitor")) << r.dump();
+  const nlohmann::json& g = r["gpu_monitor"];
+  EXPECT_EQ(g["interval_s"], 0.5);
+  EXPECT_EQ(g["device"], "Fake GPU");
+  EXPECT_EQ(g["samples"], nlohmann::json::parse("[[0,60,1024,250,1410],[0.5,60,1024,250,1410],[1,60,1024,250,1410]]"));
+  EXPECT_EQ(g["summary"]["samples"], 3);
+  EXPECT_EQ(g["summary"]["util_pct"]["mean"], 60.0);
+  EXPECT_EQ(r["args"]["monitor_interval"], 0.5);
+  EXPECT_EQ(stderr_.find("gpu monitor"), std::string::npos) << stderr_;
+}
+
+// A failed run reports what the monitor sampled too.
+TEST_F(BenchmarkRunTest, FailedCudaRunKeepsTheGpuMonitorBlock) {
+  runtime_.device = "cuda:0";
+  gpu_factory_ = [](const std::string&, int) { return GpuSourceOrReason{std::make_unique<ConstantGpu>(), ""}; };
+  gpu_hooks_.now_s = [] { return 0.0; };
+  gpu_hooks_.wait_for = [](double) { return false; };  // one sample
+  const int rc = run([] {
+    Workload w;
+    w.items_per_iteration = 8;
+    w.step = [](Iteration& it) { it.set_loss([] { return std::nan(""); }); };
+    return w;
+  });
+  EXPECT_EQ(rc, 1);
+  const auto r = only_report();
+  EXPECT_EQ(r["completed"], false);
+  ASSERT_TRUE(r.contains("gpu_monitor"));
+  EXPECT_EQ(r["gpu_monitor"]["summary"]["samples"], 1);
+}
+
+// Without NVML: the reason once on stderr, no block, and the run goes on.
+TEST_F(BenchmarkRunTest, CudaDeviceWithoutNvmlSaysWhyOnceAndWritesNoBlock) {
+  runtime_.device = "cuda:0";
+  gpu_factory_ = [](const std::string&, int) {
+    return GpuSourceOrReason{nullptr, "gpu monitor off: libnvidia-ml.so.1: cannot open shared object file"};
+  };
+  const int rc = run(steady_workload);
+  EXPECT_EQ(rc, 0);
+  EXPECT_FALSE(only_report().contains("gpu_monitor"));
+  const std::string line = "fake: gpu monitor off: libnvidia-ml.so.1: cannot open shared object file\n";
+  ASSERT_NE(stderr_.find(line), std::string::npos) << stderr_;
+  EXPECT_EQ(stderr_.find(line, stderr_.find(line) + 1), std::string::npos) << stderr_;
+}
+
+// The real factory on this machine: a block when NVML sees a GPU, else one reason
+// line; either way the run completes (the default wait: stop() ends it at once).
+TEST_F(BenchmarkRunTest, CudaDeviceWithTheRealNvmlWritesABlockOrOneReason) {
+  runtime_.device = "cuda:0";
+  const int rc = run(steady_workload);
+  EXPECT_EQ(rc, 0);
+  const auto r = only_report();
+  if (r.contains("gpu_monitor")) {
+    EXPECT_GE(r["gpu_monitor"]["summary"]["samples"].get<int>(), 1);
+    EXPECT_EQ(stderr_.find("gpu monitor off"), std::string::npos) << stderr_;
+  } else {
+    EXPECT_NE(stderr_.find("fake: gpu monitor off: "), std::string::npos) << stderr_;
+  }
+}
+
+// A CPU device, or --monitor-interval 0: no monitor, no line, no block.
+TEST_F(BenchmarkRunTest, CpuDeviceOrIntervalZeroRunsNoMonitor) {
+  auto calls = std::make_shared<int>(0);
+  gpu_factory_ = [calls](const std::string&, int) {
+    ++*calls;
+    return GpuSourceOrReason{nullptr, "gpu monitor off: should not be asked"};
+  };
+  EXPECT_EQ(run(steady_workload), 0);
+  EXPECT_FALSE(only_report().contains("gpu_monitor"));
+  fs::remove_all(dir_);
+  runtime_.device = "cuda:0";
+  EXPECT_EQ(run_with({"fake", "--repeat", "3", "--number", "2", "--monitor-interval", "0"}, steady_workload), 0);
+  EXPECT_FALSE(only_report().contains("gpu_monitor"));
+  EXPECT_EQ(*calls, 0);
+  EXPECT_EQ(stderr_.find("gpu monitor"), std::string::npos) << stderr_;
 }
 
 }  // namespace

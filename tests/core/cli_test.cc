@@ -117,8 +117,8 @@ TEST(BenchCli, HelpListsSharedAndOwnFlagsAndExitsZero) {
   ASSERT_TRUE(rc.has_value());
   EXPECT_EQ(*rc, 0);
   for (const char* flag : {"--batch-size", "--workers", "--repeat", "--number", "--seed", "--cuda", "--no-cuda",
-                           "--report", "--data", "--synthetic", "--cpu-cores", "--jr-id", "--vcd", "--trace", "--depth",
-                           "CPU_COUNT"}) {
+                           "--report", "--data", "--synthetic", "--cpu-cores", "--jr-id", "--vcd", "--trace",
+                           "--monitor-interval", "--depth", "--no-device-events", "CPU_COUNT"}) {
     EXPECT_NE(out.find(flag), std::string::npos) << flag;
   }
 }
@@ -132,6 +132,53 @@ TEST(BenchCli, CudaFlags) {
   Args b({"toy", "--cuda"});
   ASSERT_FALSE(b_cli.parse(b.argc(), b.argv(), {}).has_value());
   EXPECT_EQ(b_cli.options().cuda, std::optional<bool>(true));
+}
+
+TEST(BenchCli, DeviceEventsAreOnUnlessTurnedOff) {
+  BenchCli a_cli = make_cli();
+  Args a({"toy"});
+  ASSERT_FALSE(a_cli.parse(a.argc(), a.argv(), {}).has_value());
+  EXPECT_TRUE(a_cli.options().device_events);
+  BenchCli b_cli = make_cli();
+  Args b({"toy", "--no-device-events"});
+  ASSERT_FALSE(b_cli.parse(b.argc(), b.argv(), {}).has_value());
+  EXPECT_FALSE(b_cli.options().device_events);
+  EXPECT_EQ(b_cli.args_json()["no_device_events"], true);
+}
+
+TEST(BenchCli, MonitorIntervalDefaultsToOneSecondAndZeroTurnsItOff) {
+  BenchCli a_cli = make_cli();
+  Args a({"toy"});
+  ASSERT_FALSE(a_cli.parse(a.argc(), a.argv(), {}).has_value());
+  EXPECT_EQ(a_cli.options().monitor_interval, 1.0);
+  EXPECT_EQ(a_cli.args_json()["monitor_interval"], 1.0);
+  BenchCli b_cli = make_cli();
+  Args b({"toy", "--monitor-interval", "0.25"});
+  ASSERT_FALSE(b_cli.parse(b.argc(), b.argv(), {}).has_value());
+  EXPECT_EQ(b_cli.options().monitor_interval, 0.25);
+  BenchCli off_cli = make_cli();
+  Args off({"toy", "--monitor-interval", "0"});
+  ASSERT_FALSE(off_cli.parse(off.argc(), off.argv(), {}).has_value());
+  EXPECT_EQ(off_cli.options().monitor_interval, 0.0);
+  // Watching the GPU does not change the workload.
+  EXPECT_EQ(a_cli.unique_id(), b_cli.unique_id());
+  for (const auto& argv : std::vector<std::vector<std::string>>{
+           {"toy", "--monitor-interval", "-1"}, {"toy", "--monitor-interval", "abc"}, {"toy", "--monitor-interval"}}) {
+    BenchCli cli = make_cli();
+    Args bad(argv);
+    testing::internal::CaptureStderr();
+    const auto rc = cli.parse(bad.argc(), bad.argv(), {});
+    const std::string err = testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(rc.has_value()) << argv.back();
+    EXPECT_EQ(*rc, 2) << argv.back();
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_NE(err.find("--monitor-interval"), std::string::npos) << err;
+  }
+  BenchCli neg_cli = make_cli();
+  Args neg({"toy", "--monitor-interval", "-1"});
+  testing::internal::CaptureStderr();
+  neg_cli.parse(neg.argc(), neg.argv(), {});
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("--monitor-interval must be >= 0 (got -1)"), std::string::npos);
 }
 
 TEST(BenchCli, ArgsJsonHoldsEveryOption) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <thread>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -77,6 +78,81 @@ TEST(TrainLoop, ProcessCpuCountsOnlyTheKeptObservations) {
       r);
   EXPECT_NEAR(r.kept_cpu.user_s, 3.0, 1e-9);  // 3 kept observations x 2 iterations x 0.5
   EXPECT_NEAR(r.kept_cpu.sys_s, 1.5, 1e-9);
+}
+
+// A device timeline that checks the loop's contract: marks only on the kept
+// iterations, in phase order, and read only after the observation's sync.
+class FakeTimeline : public DeviceTimeline {
+ public:
+  explicit FakeTimeline(const int& syncs) : syncs_(syncs) {}
+  void begin(PhaseKind p) override { open_.push_back(static_cast<int>(p)); }
+  void end(PhaseKind p) override {
+    ASSERT_FALSE(open_.empty());
+    EXPECT_EQ(open_.back(), static_cast<int>(p));
+    const int k = static_cast<int>(p);
+    current_[k] = 0.001 * (k + 1) * static_cast<double>(ended_ + 1);  // wait 1, h2d 2, compute 3 ms x iteration
+  }
+  void end_iteration() override {
+    pending_.push_back(current_);
+    current_ = {};
+    ++ended_;
+  }
+  std::vector<std::array<double, 3>> take() override {
+    EXPECT_GT(syncs_, syncs_at_last_take_) << "marks read before the device was synchronised";
+    syncs_at_last_take_ = syncs_;
+    ++takes;
+    return std::exchange(pending_, {});
+  }
+  int takes = 0;
+  std::vector<int> open_;
+
+ private:
+  const int& syncs_;
+  int syncs_at_last_take_ = 0;
+  int ended_ = 0;
+  std::array<double, 3> current_{};
+  std::vector<std::array<double, 3>> pending_;
+};
+
+TEST(TrainLoop, DeviceTimelineTimesTheKeptPhasesAfterEachObservationsSync) {
+  int syncs = 0;
+  auto timeline = std::make_shared<FakeTimeline>(syncs);
+  LoopConfig cfg;
+  cfg.repeat = 3;
+  cfg.number = 2;
+  cfg.warmup = 1;
+  cfg.now = &fake_now;
+  cfg.sync = [&] { ++syncs; };
+  cfg.device_timeline = timeline;
+  LoopResult r;
+  TrainLoop(cfg).run(
+      [&](Iteration& it) {
+        it.wait([] { advance(1.0); });  // host times that must not be used
+        it.h2d([] { advance(1.0); });
+        it.compute([] { advance(1.0); });
+      },
+      r);
+  // Warm-up iterations mark nothing: 2 kept observations x 2 iterations x 3 phases.
+  EXPECT_EQ(timeline->open_.size(), 12u);
+  EXPECT_EQ(timeline->takes, 2);
+  EXPECT_EQ(r.wait.count(), 4u);
+  EXPECT_NEAR(r.wait.sum(), 0.001 * (1 + 2 + 3 + 4), 1e-12);
+  EXPECT_NEAR(r.h2d.sum(), 0.002 * 10, 1e-12);
+  EXPECT_NEAR(r.compute.sum(), 0.003 * 10, 1e-12);
+  EXPECT_NEAR(r.iteration.sum(), 0.006 * 10, 1e-12);
+  EXPECT_NEAR(r.stall_pct(), 100.0 / 6.0, 1e-9);
+  EXPECT_EQ(r.stall_json()["phase_clock"], "device");
+}
+
+TEST(TrainLoop, WithoutADeviceTimelineThePhasesAreTheHostsTimes) {
+  LoopConfig cfg;
+  cfg.repeat = 1;
+  cfg.number = 1;
+  cfg.now = &fake_now;
+  LoopResult r;
+  TrainLoop(cfg).run([&](Iteration& it) { it.wait([] { advance(0.5); }); }, r);
+  EXPECT_DOUBLE_EQ(r.wait.sum(), 0.5);
+  EXPECT_EQ(r.stall_json()["phase_clock"], "host");
 }
 
 TEST(TrainLoop, PhasesAreTimedAndStallPctIsWaitShare) {

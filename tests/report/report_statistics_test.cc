@@ -290,6 +290,48 @@ TEST(ReportInstance, AllreduceShareOfDataParallelRuns) {
   EXPECT_EQ(format_bench_table(report).find("allreduce%"), std::string::npos);
 }
 
+// The GPU monitor's mean utilisation (docs/report-format.md, "GPU monitor"): read
+// from gpu_monitor.summary, averaged over the non-failed instances, printed as gpu%
+// beside stall%; absent in CPU runs and older reports (no column, null in the JSON).
+TEST(ReportInstance, GpuUtilisationFromTheGpuMonitorBlock) {
+  nlohmann::json j = testing::fake_report(testing::FakeInstance{});
+  EXPECT_TRUE(std::isnan(parse_instance(j, "f.json").gpu_util_pct));
+  j["gpu_monitor"] = {{"interval_s", 1.0}, {"summary", {{"util_pct", {{"mean", nullptr}, {"max", nullptr}}}}}};
+  EXPECT_TRUE(std::isnan(parse_instance(j, "f.json").gpu_util_pct));
+  j["gpu_monitor"]["summary"]["util_pct"]["mean"] = 71.5;
+  EXPECT_DOUBLE_EQ(parse_instance(j, "f.json").gpu_util_pct, 71.5);
+
+  BenchInput in;
+  in.name = "convnet";
+  for (int k = 0; k < 3; ++k) in.runs.push_back(run_of("R" + std::to_string(k), {100.0}));
+  in.runs[0].instances[0].gpu_util_pct = 80.0;
+  in.runs[1].instances[0].gpu_util_pct = 90.0;
+  in.runs[2].instances[0].gpu_util_pct = 10.0;
+  in.runs[2].instances[0].failed = true;  // a failed instance counts for nothing, as for stall%
+  BenchInput cpu;
+  cpu.name = "toy_reg";
+  cpu.runs.push_back(run_of("R0", {100.0}));
+  Report report;
+  report.benches.push_back(summarize_bench(in, std::nullopt, 1));
+  report.benches.push_back(summarize_bench(cpu, std::nullopt, 1));
+  EXPECT_DOUBLE_EQ(report.benches[0].gpu_util_pct, 85.0);
+  EXPECT_TRUE(std::isnan(report.benches[1].gpu_util_pct));
+  const std::string table = format_bench_table(report);
+  const std::size_t header_end = table.find('\n');
+  const std::string header = table.substr(0, header_end);
+  const std::size_t stall = header.find("stall%"), gpu = header.find("gpu%");
+  ASSERT_NE(gpu, std::string::npos) << table;
+  ASSERT_LT(stall, gpu) << table;  // beside it: only spaces between
+  EXPECT_EQ(header.substr(stall + 6, gpu - stall - 6).find_first_not_of(' '), std::string::npos) << table;
+  EXPECT_NE(table.find("85.00"), std::string::npos) << table;
+  const nlohmann::json out = report_to_json(report);
+  EXPECT_EQ(out["benchmarks"][0]["gpu_util_pct"], 85.0);
+  EXPECT_TRUE(out["benchmarks"][1]["gpu_util_pct"].is_null());
+
+  report.benches.erase(report.benches.begin());
+  EXPECT_EQ(format_bench_table(report).find("gpu%"), std::string::npos);
+}
+
 TEST(ReportInstance, RunDirectoryNames) {
   EXPECT_EQ(run_number("R0"), 0);
   EXPECT_EQ(run_number("R12"), 12);
