@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include "benchmarks/support/device_copy.h"
 #include "benchmarks/support/torch_runtime.h"
 #include "pipeline/options.h"
 #include "pipeline/torch_adapter.h"
@@ -92,18 +93,21 @@ int main(int argc, char** argv) {
 
     core::Workload work;
     work.items_per_iteration = cli.options().batch_size;
-    work.step = [=, device = ctx.device](core::Iteration& it) {
-      auto batch = it.wait([&] { return loader->next(); });
+    // Non-blocking copies on a side stream; keeps each batch's pinned buffer until its copy is done.
+    auto copier = std::make_shared<bench::DeviceCopier>(ctx.device);
+    work.step = [=](core::Iteration& it) {
+      auto batch = it.wait([&] {
+        copier->release_finished();
+        return loader->next();
+      });
       if (!batch) throw std::runtime_error("the pipeline ended before the loop (--epochs too small?)");
       *last_epoch = batch->epoch;
       *last_size = batch->size;
       auto tensors = pipeline::to_tensors(*batch);
       if (cuda) {
-        auto on_device = it.h2d([&] {
-          return std::make_pair(tensors.data.to(device, /*non_blocking=*/true), tensors.labels.to(device, true));
-        });
+        auto on_device = it.h2d([&] { return copier->copy({tensors.data, tensors.labels}); });
         // Touch the batch on the device so the copy is real work the stage waits for.
-        it.compute([&] { return on_device.first.sum(); });
+        it.compute([&] { return on_device[0].sum(); });
       }
     };
     work.on_iteration = [=](long, const core::Iteration& it) {

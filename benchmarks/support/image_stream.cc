@@ -51,6 +51,7 @@ ImageStream::ImageStream(std::shared_ptr<const pipeline::ItemSource> source, pip
     throw core::UsageError("the dataset has " + std::to_string(source->size()) + " images, fewer than --batch-size " +
                            std::to_string(config.batch_size));
   }
+  copier_ = std::make_shared<DeviceCopier>(device_);
   loader_ = std::make_shared<pipeline::Loader>(std::move(source), std::move(config));
   loader_->start();
 }
@@ -64,6 +65,7 @@ DeviceBatch ImageStream::next(core::Iteration& it) {
     std::vector<torch::Tensor> extra;
   };
   Host host = it.wait([&] {
+    copier_->release_finished();  // pinned buffers whose copies are done go back to the pool first
     auto b = loader_->next();
     if (!b) throw std::runtime_error("the data pipeline ended before the loop");
     Host h{pipeline::to_tensors(*b), {}};
@@ -71,19 +73,20 @@ DeviceBatch ImageStream::next(core::Iteration& it) {
     return h;
   });
   return it.h2d([&] {
-    DeviceBatch d;
-    const bool cuda = device_.is_cuda();
-    // Labels and extras come from pageable memory: pin them so the copy stays asynchronous.
-    auto move = [&](const torch::Tensor& t) { return cuda ? t.pin_memory().to(device_, /*non_blocking=*/true) : t; };
-    d.images = cuda ? host.t.data.to(device_, /*non_blocking=*/true) : host.t.data;
-    if (d.images.scalar_type() == torch::kUInt8) {
-      const auto opts = d.images.options().dtype(torch::kFloat32);
+    std::vector<torch::Tensor> host_tensors{host.t.data, host.t.labels};
+    host_tensors.insert(host_tensors.end(), host.extra.begin(), host.extra.end());
+    // Non-blocking copies on the side stream; uint8 images are normalised there too.
+    auto on_device = copier_->copy(host_tensors, [&](std::vector<torch::Tensor>& t) {
+      if (t[0].scalar_type() != torch::kUInt8) return;
+      const auto opts = t[0].options().dtype(torch::kFloat32);
       auto mean = torch::tensor({normalize_.mean[0], normalize_.mean[1], normalize_.mean[2]}, opts).view({1, 3, 1, 1});
       auto std = torch::tensor({normalize_.std[0], normalize_.std[1], normalize_.std[2]}, opts).view({1, 3, 1, 1});
-      d.images = (d.images.to(torch::kFloat32) / 255.0 - mean) / std;
-    }
-    d.labels = move(host.t.labels);
-    for (const auto& e : host.extra) d.extra.push_back(move(e));
+      t[0] = (t[0].to(torch::kFloat32) / 255.0 - mean) / std;
+    });
+    DeviceBatch d;
+    d.images = on_device[0];
+    d.labels = on_device[1];
+    d.extra.assign(on_device.begin() + 2, on_device.end());
     return d;
   });
 }
@@ -94,6 +97,7 @@ void ImageStream::finish(nlohmann::json& report) {
     return;
   }
   report["pipeline"] = loader_->to_json();
+  copier_.reset();  // waits for copies still reading the loader's buffers
   loader_->stop();
 }
 

@@ -17,6 +17,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include "benchmarks/support/device_copy.h"
 #include "core/benchmark_run.h"
 #include "core/cli.h"
 #include "pipeline/loader.h"
@@ -50,7 +51,8 @@ class ImageStream {
   explicit ImageStream(DeviceBatch fixed);
 
   // The next batch: the wait phase (pipeline and `prepare`) and the h2d phase
-  // (non-blocking copies from pinned memory; uint8 batches normalised on the device).
+  // (non-blocking copies from pinned memory on a side stream, DeviceCopier; uint8
+  // batches normalised on the device).
   DeviceBatch next(core::Iteration& it);
   // The report's "pipeline" block ({"source": "synthetic"} under --synthetic); stops the loader.
   void finish(nlohmann::json& report);
@@ -58,6 +60,7 @@ class ImageStream {
 
  private:
   std::shared_ptr<pipeline::Loader> loader_;
+  std::shared_ptr<DeviceCopier> copier_;  // declared after the loader: destroyed first
   torch::Device device_ = torch::kCPU;
   Prepare prepare_;
   pipeline::Normalize normalize_;  // applied on the device to uint8 batches

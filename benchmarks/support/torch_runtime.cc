@@ -5,6 +5,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "benchmarks/support/device_copy.h"
 #include "core/sysinfo.h"
 
 #include <fcntl.h>
@@ -200,7 +201,10 @@ int run_benchmark(const core::BenchCli& cli, const char* source_hash,
   return run.run([&] {
     check_batch_memory(cli, ctx, setup);  // may fork: before any parallel region
     bind_intra_op_workers();
-    return setup(ctx);
+    core::Workload work = setup(ctx);
+    // On a GPU the phases are the device's times, from events (no sync inside an observation).
+    if (ctx.device.is_cuda() && cli.options().device_events) work.device_timeline = make_cuda_timeline();
+    return work;
   });
 }
 

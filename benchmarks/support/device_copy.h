@@ -1,0 +1,56 @@
+// The host-to-device side of a batch on a GPU: copies of pinned host tensors on
+// a side stream (non_blocking), which the compute stream waits for with an
+// event, so the copy of the next batch overlaps whatever the device still runs
+// and the step waits only for its own copy; and device phase timing through
+// CUDA events (core::DeviceTimeline). Compiled with CUDA only where LibTorch has
+// it (MLBENCH_WITH_CUDA); elsewhere the copier hands the host tensors back and
+// there is no timeline.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "core/train_loop.h"
+
+namespace mlbench::bench {
+
+// Whether this build has the CUDA paths (LibTorch with CUDA).
+bool built_with_cuda();
+
+// Device phase times from CUDA events on the current stream; nullptr without CUDA.
+std::shared_ptr<core::DeviceTimeline> make_cuda_timeline();
+
+class DeviceCopier {
+ public:
+  explicit DeviceCopier(torch::Device device);
+  ~DeviceCopier();
+  DeviceCopier(const DeviceCopier&) = delete;
+  DeviceCopier& operator=(const DeviceCopier&) = delete;
+
+  // Lets go of the host tensors whose copies have finished (their pinned
+  // buffers go back to the loader's pool); at most `kInFlight` copies stay
+  // outstanding (the oldest is waited for). Call before blocking on the loader.
+  void release_finished();
+
+  // The tensors on the device. On a GPU: copied on the side stream from pinned
+  // memory (pageable tensors are pinned first), then `finish` runs on the side
+  // stream (e.g. normalising uint8 images), and the current stream waits for
+  // all of it; the host tensors stay alive until the copy has finished. On the
+  // CPU: the host tensors, after `finish`.
+  std::vector<torch::Tensor> copy(const std::vector<torch::Tensor>& host,
+                                  const std::function<void(std::vector<torch::Tensor>&)>& finish = {});
+
+  static constexpr std::size_t kInFlight = 2;
+  // Copies issued whose host tensors are still held.
+  std::size_t in_flight() const;
+
+ private:
+  struct Impl;
+  torch::Device device_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mlbench::bench
