@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# bench/gpu/session.sh: the GPU measurements of docs/performance.md ("On a GPU")
+# in one pass on a machine with an NVIDIA GPU and a CUDA PyTorch (the device
+# machine: scripts/device-build.sh), each stage's results kept as it ends.
+#
+# Usage: bench/gpu/session.sh STAGE...   (in this order; any subset)
+#   build     scripts/device-build.sh build + the GPU unit tests + a tiny convnet on CUDA
+#   suite     configs/fast.json under mlbench-run (one slot per GPU; datasets made on first use;
+#             scaling left out where it is not built; SUITE_ARGS: more mlbench-run arguments)
+#   data      a fake-imagenet of 20,000 train JPEGs (100 classes x 200) in data/fake-imagenet-20k
+#   baselines convnet, convnet_fp16 and loader with baselines.json's arguments on data/fake-imagenet-20k
+#   convnet   ResNet-50 224 px batch 256 fp16: mlbench convnet_fp16 real (uint8; float32 too with FLOAT32=1) vs --synthetic,
+#             and PyTorch's DataLoader + torchvision (bench/gpu/torch_convnet.py) real vs synthetic
+#   stall     mlbench-stall --bench convnet_fp16 on data/fake-imagenet-20k
+#   overhead  convnet_fp16 --synthetic with CUDA events + NVML monitor on and off, alternated
+# Env: OUT (results folder; default /tmp/gpu-session), MLBENCH_BUILD_DIR (default build-gpu),
+#      PASSES (overhead pairs, default 2), SESSION_SECONDS (stop starting work after this
+#      many seconds and cut the running step's timeout to fit; default 3600).
+# Writes OUT/session.log (one line per step, with seconds since the start) and
+# OUT/results.tar.gz (every report and log), refreshed after each stage.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+out="${OUT:-/tmp/gpu-session}"
+build="${MLBENCH_BUILD_DIR:-build-gpu}"
+res="$root/gpu-results"
+mkdir -p "$out" "$res"
+t0=$(date +%s)
+deadline=$((t0 + ${SESSION_SECONDS:-3600}))
+# Seconds a step may take: ARG, or less when the session's end is nearer (at least 1).
+budget() {
+  local left=$((deadline - $(date +%s) - 10))
+  ((left < $1)) || left=$1
+  ((left > 0)) || left=1
+  echo "$left"
+}
+log() { echo "[$(($(date +%s) - t0))s] $*" | tee -a "$out/session.log"; }
+pack() { tar -czf "$out/results.tar.gz" -C "$root" gpu-results 2>/dev/null; }
+B="$root/$build/benchmarks"
+BIN="$root/$build/bin"
+cpus=$(nproc)
+big="$root/data/fake-imagenet-20k/train"
+rn50=(--arch resnet50 --image-size 224 -b 256 --classes 100)
+# One run of a benchmark: NAME DIR ARGS...; its report lands in DIR, its log beside it.
+bench() {
+  local name=$1 dir=$2
+  shift 2
+  mkdir -p "$dir"
+  if timeout "$(budget 300)" "$B/$name" "$@" --report "$dir" >"$dir.log" 2>&1; then
+    python3 - "$dir" <<'PY' | tee -a "$out/session.log"
+import glob, json, sys
+for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
+    j = json.load(open(f))
+    st, mon = j.get("stall") or {}, (j.get("gpu_monitor") or {}).get("summary", {})
+    print("  %-40s %s img/s %8.1f  stall %5.1f%%  clock %s  gpu util %s" % (
+        sys.argv[1].split("gpu-results/")[-1], "ok" if j.get("completed") else "FAIL", (j.get("train_item") or {}).get("avg", float("nan")),
+        st.get("stall_pct") or float("nan"), st.get("phase_clock"), (mon.get("util_pct") or {}).get("mean", "-")))
+PY
+  else
+    log "  FAILED $name ($dir): $(tail -3 "$dir.log" | tr '\n' ' ')"
+  fi
+}
+
+stage_build() {
+  log "machine: $(nvidia-smi -L | head -1); $cpus CPUs; $(. /etc/os-release; echo "$PRETTY_NAME"); torch $(python3 -c 'import torch; print(torch.__version__)')"
+  local targets=(toy_reg loader toy_lstm vae wlm wlmfp16 recom translator cart atari convnet convnet_fp16 dcgan reso
+    fast_style ssd mlbench-run mlbench-report mlbench-stall mlbench-datagen device_copy_tests)
+  if ! timeout "$(budget 480)" scripts/device-build.sh build "$build" -- "${targets[@]}" >"$res/build.log" 2>&1; then
+    log "build FAILED (gpu-results/build.log)"
+    tail -40 "$res/build.log"
+  fi
+  log "build done"
+  [[ -f "$build/device-env.sh" ]] && source "$build/device-env.sh"
+  "$root/$build/tests/benchmarks/device_copy_tests" >"$res/device_copy_tests.log" 2>&1
+  log "device_copy_tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$res/device_copy_tests.log" | tr '\n' ' ')"
+  "$BIN/mlbench-datagen" ensure fake-imagenet-small --root data >/dev/null 2>&1
+  bench convnet "$res/smoke/convnet-synth" --synthetic --arch resnet18 --image-size 64 --classes 10 -b 16 --repeat 3 --number 5 --cuda
+  bench convnet "$res/smoke/convnet-real" --data data/fake-imagenet-small/train --arch resnet18 --image-size 64 --classes 10 -b 16 --workers 2 --repeat 3 --number 5 --cuda
+  bench convnet_fp16 "$res/smoke/convnet16-uint8" --data data/fake-imagenet-small/train --arch resnet18 --image-size 64 --classes 10 -b 16 --workers 2 --repeat 3 --number 5 --cuda --output uint8
+  bench loader "$res/smoke/loader" --data data/fake-imagenet-small/train --workers 2 -b 64 --repeat 3 --number 5 --cuda
+}
+
+stage_suite() {
+  local dir="$res/suite"
+  # scaling is not built with LibTorch 2.x (docs/gpu.md): leave it out when it is not there.
+  [[ -x "$B/scaling" ]] || SUITE_ARGS="${SUITE_ARGS:-} --exclude scaling"
+  timeout "$(budget 420)" "$BIN/mlbench-run" --jobs fast.json --outdir "$dir" ${SUITE_ARGS:-} >"$res/suite.log" 2>&1
+  local rc=$?
+  if ! compgen -G "$dir/*/*.json" >/dev/null && ! compgen -G "$dir/*.json" >/dev/null; then
+    log "suite: no report with cgroups (rc $rc: $(tail -2 "$res/suite.log" | tr '\n' ' ')); again with --no-cgroup"
+    rm -rf "$dir"
+    timeout "$(budget 420)" "$BIN/mlbench-run" --jobs fast.json --outdir "$dir" ${SUITE_ARGS:-} --no-cgroup >"$res/suite.log" 2>&1
+    rc=$?
+  fi
+  log "suite rc=$rc"
+  "$BIN/mlbench-report" --reports "$dir" --color never >"$res/suite-report.txt" 2>&1
+  cat "$res/suite-report.txt" | head -40
+}
+
+stage_data() {
+  timeout "$(budget 300)" "$BIN/mlbench-datagen" fake-imagenet --out "$root/data/fake-imagenet-20k" --classes 100 --per-class 200 \
+    --val-per-class 0 -q >"$res/datagen.log" 2>&1
+  log "datagen 20k rc=$? ($(find "$big" -name '*.jpg' -o -name '*.JPEG' | wc -l) files, $(du -sh "$big" | cut -f1))"
+}
+
+stage_baselines() {
+  bench convnet "$res/baselines/convnet" --data "$big" --arch resnet101 -b 64 --workers 8 --repeat 15 --number 5 --cuda
+  bench convnet_fp16 "$res/baselines/convnet_fp16" --data "$big" --arch resnet101 -b 128 --workers 8 --repeat 15 --number 5 --cuda
+  bench loader "$res/baselines/loader" --data "$big" --workers 8 -b 256 --repeat 15 --number 5 --cuda
+}
+
+stage_convnet() {
+  local common=("${rn50[@]}" --repeat 6 --number 10 --warmup 2 --cuda)
+  bench convnet_fp16 "$res/convnet/mlbench-synthetic" --synthetic "${common[@]}"
+  bench convnet_fp16 "$res/convnet/mlbench-real-uint8" --data "$big" --workers "$cpus" --output uint8 "${common[@]}"
+  [[ -n "${FLOAT32:-}" ]] && bench convnet_fp16 "$res/convnet/mlbench-real-float32" --data "$big" --workers "$cpus" "${common[@]}"
+  for mode in synthetic real; do
+    local a=(--synthetic)
+    [[ $mode == real ]] && a=(--data "$big" --workers "$cpus")
+    if timeout "$(budget 300)" python3 bench/gpu/torch_convnet.py "${a[@]}" --classes 100 --warmup 20 --iterations 40 \
+      >"$res/convnet/pytorch-$mode.json" 2>"$res/convnet/pytorch-$mode.log"; then
+      log "  pytorch $mode: $(cat "$res/convnet/pytorch-$mode.json")"
+    else
+      log "  pytorch $mode FAILED: $(tail -3 "$res/convnet/pytorch-$mode.log" | tr '\n' ' ')"
+    fi
+  done
+}
+
+stage_stall() {
+  timeout "$(budget 420)" "$BIN/mlbench-stall" --bench convnet_fp16 --bench-dir "$B" --data "$big" --cpus 4 "$cpus" \
+    --cache-fracs 0.25 0.75 --iterations 30 --out "$res/stall" --timeout 200 -- "${rn50[@]}" --cuda \
+    >"$res/stall.log" 2>&1
+  log "stall rc=$?"
+  tail -30 "$res/stall.log"
+}
+
+stage_overhead() {
+  local common=(--synthetic "${rn50[@]}" --repeat 6 --number 10 --warmup 2 --cuda)
+  for i in $(seq 1 "${PASSES:-2}"); do
+    bench convnet_fp16 "$res/overhead/on-$i" "${common[@]}"
+    bench convnet_fp16 "$res/overhead/off-$i" "${common[@]}" --no-device-events --monitor-interval 0
+  done
+}
+
+[[ -f "$build/device-env.sh" ]] && source "$build/device-env.sh"  # a build of an earlier call
+(($#)) || { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+for stage in "$@"; do
+  if (($(date +%s) + 20 > deadline)); then
+    log "out of session time: stage $stage and those after it not run"
+    break
+  fi
+  log "stage $stage"
+  "stage_$stage"
+  pack
+done
+log "session done"
