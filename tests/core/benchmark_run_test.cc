@@ -13,6 +13,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A workload whose every loss is NaN: the run ends as failed.
+Workload nan_loss_workload() {
+  Workload w;
+  w.items_per_iteration = 8;
+  w.step = [](Iteration& it) { it.set_loss([] { return std::nan(""); }); };
+  return w;
+}
+
 class BenchmarkRunTest : public testing::Test {
  protected:
   // dir_: the report directory, not made yet (the benchmark makes it).
@@ -105,12 +113,7 @@ TEST_F(BenchmarkRunTest, CompletedRunWritesEveryContractField) {
 }
 
 TEST_F(BenchmarkRunTest, NaNLossWritesFailReportAndExitsOne) {
-  const int rc = run([] {
-    Workload w;
-    w.items_per_iteration = 8;
-    w.step = [](Iteration& it) { it.set_loss([] { return std::nan(""); }); };
-    return w;
-  });
+  const int rc = run(nan_loss_workload);
   EXPECT_EQ(rc, 1);
   const auto files = reports();
   ASSERT_EQ(files.size(), 1u);
@@ -147,9 +150,7 @@ TEST_F(BenchmarkRunTest, AfterLoopRunsOnceAfterACompletedLoopBeforeFinish) {
 TEST_F(BenchmarkRunTest, AfterLoopIsSkippedWhenTheLoopFailsAndItsOwnFailureIsAFailReport) {
   bool after = false;
   int rc = run([&after] {
-    Workload w;
-    w.items_per_iteration = 8;
-    w.step = [](Iteration& it) { it.set_loss([] { return std::nan(""); }); };
+    Workload w = nan_loss_workload();
     w.after_loop = [&after] { after = true; };
     return w;
   });
@@ -289,12 +290,7 @@ TEST_F(BenchmarkRunTest, FailedCudaRunKeepsTheGpuMonitorBlock) {
   gpu_factory_ = [](const std::string&, int) { return GpuSourceOrReason{std::make_unique<ConstantGpu>(), ""}; };
   gpu_hooks_.now_s = [] { return 0.0; };
   gpu_hooks_.wait_for = [](double) { return false; };  // one sample
-  const int rc = run([] {
-    Workload w;
-    w.items_per_iteration = 8;
-    w.step = [](Iteration& it) { it.set_loss([] { return std::nan(""); }); };
-    return w;
-  });
+  const int rc = run(nan_loss_workload);
   EXPECT_EQ(rc, 1);
   const auto r = only_report();
   EXPECT_EQ(r["completed"], false);
