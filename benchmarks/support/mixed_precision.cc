@@ -1,6 +1,7 @@
 #include "benchmarks/support/mixed_precision.h"
 
 #include <fstream>
+#include <limits>
 
 #include "core/benchmark_run.h"
 
@@ -17,21 +18,20 @@ bool cpu_has_flag(const std::string& flag) {
   return false;
 }
 
-// Unscales gradients in place; true when one of them is inf or NaN. One
-// device-to-host read per step, as torch.cuda.amp.GradScaler.step does.
-bool unscale_and_check(const std::vector<torch::Tensor>& params, double scale) {
-  std::vector<torch::Tensor> bad;
-  for (const auto& p : params) {
-    auto g = p.grad();
-    if (!g.defined()) continue;
-    g.mul_(1.0 / scale);
-    bad.push_back(g.isfinite().logical_not().any());
-  }
-  if (bad.empty()) return false;
-  return torch::stack(bad).any().item<bool>();
-}
-
 }  // namespace
+
+bool unscale_gradients_and_check(const std::vector<torch::Tensor>& params, double scale) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params) {
+    if (p.grad().defined() && p.grad().numel() > 0) grads.push_back(p.grad());
+  }
+  if (grads.empty()) return false;
+  at::_foreach_mul_(grads, 1.0 / scale);
+  // The largest |g| of each gradient: inf or NaN exactly when the gradient holds one
+  // (a max cannot overflow where an L2 norm of large finite values could).
+  const auto max_abs = at::_foreach_norm(grads, std::numeric_limits<double>::infinity());
+  return !torch::stack(max_abs).isfinite().all().item<bool>();
+}
 
 const char* precision_name(bool mixed, bool cuda) {
   if (!mixed) return kPrecisionFp32;
@@ -59,7 +59,7 @@ bool MixedPrecision::backward(const torch::Tensor& loss, const std::vector<torch
     return true;
   }
   (loss * scaler_->scale()).backward();
-  return scaler_->update(unscale_and_check(params, scaler_->scale()));
+  return scaler_->update(unscale_gradients_and_check(params, scaler_->scale()));
 }
 
 void MixedPrecision::report(nlohmann::json& metrics) const {

@@ -42,6 +42,12 @@ struct ProgramVariant {
 // `mixed` starts as the variant's mixed_precision.
 void add_precision_flag(core::BenchCli& cli, const ProgramVariant& variant, bool& mixed);
 
+// Divides the gradients of `params` by `scale` in place; true when one of them
+// holds an inf or NaN. Multi-tensor ops (_foreach_mul_, and the max-abs norm of
+// every gradient at once): a few kernel launches per step on a GPU instead of a
+// handful per parameter, and one device-to-host read, as GradScaler's step.
+bool unscale_gradients_and_check(const std::vector<torch::Tensor>& params, double scale);
+
 // The mixed-precision side of a training step: the forward pass under
 // autocast(), then backward(), which scales the loss and unscales and checks
 // the gradients where fp16 needs it.

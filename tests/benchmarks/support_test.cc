@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include <torch/torch.h>
@@ -126,6 +127,32 @@ nlohmann::json step_and_report(MixedPrecision& mp) {
 }
 
 }  // namespace
+
+// A parameter whose gradient is `g`.
+torch::Tensor with_grad(const torch::Tensor& g) {
+  auto p = torch::zeros_like(g).requires_grad_(true);
+  p.mutable_grad() = g.clone();
+  return p;
+}
+
+TEST(MixedPrecision, UnscaleDividesEveryGradientAndFindsNoOverflowInFiniteOnes) {
+  std::vector<torch::Tensor> params{with_grad(torch::tensor({2.0f, -4.0f})), with_grad(torch::full({3}, 3e38f)),
+                                    torch::zeros({2}).requires_grad_(true)};  // no gradient: skipped
+  EXPECT_FALSE(unscale_gradients_and_check(params, 2.0));
+  EXPECT_TRUE(torch::equal(params[0].grad(), torch::tensor({1.0f, -2.0f})));
+  EXPECT_FLOAT_EQ(params[1].grad()[0].item<float>(), 1.5e38f);  // large but finite: no overflow
+  EXPECT_FALSE(params[2].grad().defined());
+}
+
+TEST(MixedPrecision, UnscaleFindsAnInfOrANanInAnyGradient) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<torch::Tensor> with_inf{with_grad(torch::ones({4})), with_grad(torch::tensor({1.0f, -inf}))};
+  EXPECT_TRUE(unscale_gradients_and_check(with_inf, 1024.0));
+  std::vector<torch::Tensor> with_nan{with_grad(torch::tensor({std::nanf("")})), with_grad(torch::ones({2}))};
+  EXPECT_TRUE(unscale_gradients_and_check(with_nan, 1.0));
+  std::vector<torch::Tensor> none{torch::zeros({2}).requires_grad_(true)};
+  EXPECT_FALSE(unscale_gradients_and_check(none, 1.0));
+}
 
 TEST(MixedPrecision, Fp32StepsAndReportsNoScaling) {
   MixedPrecision mp(false, torch::kCPU);
