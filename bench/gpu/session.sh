@@ -81,7 +81,9 @@ stage_build() {
 }
 
 stage_suite() {
-  local dir="$res/suite"
+  # A folder per pass: a pass never reads the reports (or failures) of an earlier one.
+  local dir
+  dir="$res/suite-$(date +%Y%m%d-%H%M%S)"
   # scaling is not built with LibTorch 2.x (docs/gpu.md): leave it out when it is not there.
   [[ -x "$B/scaling" ]] || SUITE_ARGS="${SUITE_ARGS:-} --exclude scaling"
   timeout "$(budget 420)" "$BIN/mlbench-run" --jobs fast.json --outdir "$dir" ${SUITE_ARGS:-} >"$res/suite.log" 2>&1
@@ -93,8 +95,8 @@ stage_suite() {
     rc=$?
   fi
   log "suite rc=$rc"
-  "$BIN/mlbench-report" --reports "$dir" --color never >"$res/suite-report.txt" 2>&1
-  cat "$res/suite-report.txt" | head -40
+  "$BIN/mlbench-report" --reports "$dir" --color never >"$dir.report.txt" 2>&1
+  head -40 "$dir.report.txt"
 }
 
 stage_data() {
