@@ -12,14 +12,16 @@
 # report's pipeline.epochs; median and min-max over nodes and rounds), the bytes
 # read from storage by all nodes together (pipeline.bytes_read without --peers;
 # partitioned_cache.storage.bytes + served.storage_bytes with), and the wall time.
+# --pin: node r runs on CPU r mod (CPUs) only (taskset), so with as many nodes as CPUs each node
+# has a CPU of its own, as nodes of a cluster do; without it the nodes share every CPU.
 # Usage: bench/partitioned_cache.sh --data DIR [--mbps 20] [--nodes 2,4] [--epochs 4] [--rounds 2]
-#          [--out DIR] [-- loader flags]
+#          [--pin] [--out DIR] [-- loader flags]
 #   loader flags default: -b 32 --workers 1 --image-size 64 --no-cuda --cpu-cores 1
 # Env: MLBENCH_BUILD_DIR (default build).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MLBENCH_BUILD_DIR:-$root/build}"
-data=""; mbps=20; nodes=2,4; epochs=4; rounds=2; out=""
+data=""; mbps=20; nodes=2,4; epochs=4; rounds=2; out=""; pin=0
 flags=(-b 32 --workers 1 --image-size 64 --no-cuda --cpu-cores 1)
 while (($#)); do
   case "$1" in
@@ -29,8 +31,9 @@ while (($#)); do
     --epochs) epochs="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --pin) pin=1; shift ;;
     --) shift; flags=("$@"); break ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "partitioned_cache.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -60,6 +63,10 @@ echo "# $(date -u +%FT%TZ) $(uptime | sed 's/.*load/load/')"
 echo "# $data ($items files, $(du -sm "$data" | cut -f1) MB) on $blkio_disk ($blkio_majmin) throttled to $mbps MB/s; $epochs epochs of $bpe batches"
 echo "# loader ${flags[*]} --drop-after-read --repeat $epochs --number $bpe --warmup 0; out: $out"
 
+# The CPUs this script may use (its affinity), for --pin.
+mapfile -t cpu_list < <(/usr/bin/python3 -c 'import os; print("\n".join(map(str, sorted(os.sched_getaffinity(0)))))')
+((pin)) && echo "# --pin: node r on CPU r mod ${#cpu_list[@]} of ${cpu_list[*]}"
+
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 run_mode() {  # mode n round
@@ -83,7 +90,9 @@ for d, _, fs in os.walk(sys.argv[1]):
   for ((r = 0; r < n; r++)); do
     local extra=()
     [[ -n "$peers" ]] && extra=(--peers "$peers" --rank "$r")
-    in_cg "$loader" --data "$data" "${flags[@]}" --drop-after-read --cache-size "$share" --repeat "$epochs" \
+    local on_cpu=()
+    ((pin)) && on_cpu=(taskset -c "${cpu_list[$((r % ${#cpu_list[@]}))]}")
+    in_cg "${on_cpu[@]}" "$loader" --data "$data" "${flags[@]}" --drop-after-read --cache-size "$share" --repeat "$epochs" \
       --number "$bpe" --warmup 0 --seed $((round * 100 + r)) --report "$dir/node$r" "${extra[@]}" \
       > "$dir/node$r.log" 2>&1 &
     pids+=($!)
