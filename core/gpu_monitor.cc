@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "statistics.h"
+
 namespace mlbench::core {
 namespace {
 
@@ -97,12 +99,9 @@ std::string trimmed(const std::string& s) {
   return s.substr(first, s.find_last_not_of(" \t") - first + 1);
 }
 
-struct MeanMinMax {
-  double mean = kNaN, min = kNaN, max = kNaN;
-};
 template <class Get>
-MeanMinMax over_finite(const std::vector<GpuSample>& samples, Get get) {
-  MeanMinMax out;
+GpuCounter over_finite(const std::vector<GpuSample>& samples, Get get) {
+  GpuCounter out;
   double sum = 0;
   std::size_t n = 0;
   for (const GpuSample& s : samples) {
@@ -117,8 +116,8 @@ MeanMinMax over_finite(const std::vector<GpuSample>& samples, Get get) {
   return out;
 }
 
-nlohmann::json number_or_null(double x) {
-  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json();
+nlohmann::json mean_max(const GpuCounter& c) {
+  return {{"mean", number_or_null(c.mean)}, {"max", number_or_null(c.max)}};
 }
 
 }  // namespace
@@ -237,19 +236,10 @@ GpuSummary summarize_gpu(const std::vector<GpuSample>& samples, double interval_
   s.samples = samples.size();
   s.interval_s = interval_s;
   s.device = device;
-  const MeanMinMax util = over_finite(samples, [](const GpuReading& r) { return r.util_pct; });
-  const MeanMinMax mem = over_finite(samples, [](const GpuReading& r) { return r.mem_used_mib; });
-  const MeanMinMax power = over_finite(samples, [](const GpuReading& r) { return r.power_w; });
-  const MeanMinMax sm = over_finite(samples, [](const GpuReading& r) { return r.sm_mhz; });
-  s.util_mean_pct = util.mean;
-  s.util_max_pct = util.max;
-  s.mem_mean_mib = mem.mean;
-  s.mem_max_mib = mem.max;
-  s.power_mean_w = power.mean;
-  s.power_max_w = power.max;
-  s.sm_mean_mhz = sm.mean;
-  s.sm_min_mhz = sm.min;
-  s.sm_max_mhz = sm.max;
+  s.util_pct = over_finite(samples, [](const GpuReading& r) { return r.util_pct; });
+  s.mem_used_mib = over_finite(samples, [](const GpuReading& r) { return r.mem_used_mib; });
+  s.power_w = over_finite(samples, [](const GpuReading& r) { return r.power_w; });
+  s.sm_mhz = over_finite(samples, [](const GpuReading& r) { return r.sm_mhz; });
   return s;
 }
 
@@ -279,13 +269,13 @@ nlohmann::json gpu_monitor_json(const std::vector<GpuSample>& samples, double in
            {{"samples", sum.samples},
             {"interval_s", sum.interval_s},
             {"device", sum.device},
-            {"util_pct", {{"mean", number_or_null(sum.util_mean_pct)}, {"max", number_or_null(sum.util_max_pct)}}},
-            {"mem_used_mib", {{"mean", number_or_null(sum.mem_mean_mib)}, {"max", number_or_null(sum.mem_max_mib)}}},
-            {"power_w", {{"mean", number_or_null(sum.power_mean_w)}, {"max", number_or_null(sum.power_max_w)}}},
+            {"util_pct", mean_max(sum.util_pct)},
+            {"mem_used_mib", mean_max(sum.mem_used_mib)},
+            {"power_w", mean_max(sum.power_w)},
             {"sm_mhz",
-             {{"mean", number_or_null(sum.sm_mean_mhz)},
-              {"min", number_or_null(sum.sm_min_mhz)},
-              {"max", number_or_null(sum.sm_max_mhz)}}}}}};
+             {{"mean", number_or_null(sum.sm_mhz.mean)},
+              {"min", number_or_null(sum.sm_mhz.min)},
+              {"max", number_or_null(sum.sm_mhz.max)}}}}}};
 }
 
 GpuMonitor::GpuMonitor(std::unique_ptr<GpuSource> source, double interval_s, Hooks hooks)

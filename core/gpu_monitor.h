@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -78,16 +79,20 @@ GpuSourceOrReason open_nvml_source(const std::string& cuda_visible_devices, int 
 // What BenchmarkRun calls to get a source (open_nvml_source unless a test says otherwise).
 using GpuSourceFactory = std::function<GpuSourceOrReason(const std::string& cuda_visible_devices, int ordinal)>;
 
-// The summary of the samples: counts and, per counter, over its finite values
-// (NaN when it has none).
+// One counter over the finite values of the samples (NaN when it has none).
+struct GpuCounter {
+  double mean = std::numeric_limits<double>::quiet_NaN();
+  double min = std::numeric_limits<double>::quiet_NaN();
+  double max = std::numeric_limits<double>::quiet_NaN();
+};
+
+// The summary of the samples: counts and each counter (the JSON has mean and max,
+// and the SM clock's min too).
 struct GpuSummary {
   std::size_t samples = 0;
   double interval_s = 0;
   std::string device;
-  double util_mean_pct = 0, util_max_pct = 0;
-  double mem_mean_mib = 0, mem_max_mib = 0;
-  double power_mean_w = 0, power_max_w = 0;
-  double sm_mean_mhz = 0, sm_min_mhz = 0, sm_max_mhz = 0;
+  GpuCounter util_pct, mem_used_mib, power_w, sm_mhz;
 };
 GpuSummary summarize_gpu(const std::vector<GpuSample>& samples, double interval_s, const std::string& device);
 

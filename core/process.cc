@@ -111,18 +111,22 @@ pid_t spawn(const ProcessSpec& spec, Io&&... io) {
   return pid;
 }
 
+// The user and system CPU seconds of a resource usage.
+ProcessCpu cpu_of(const rusage& u) {
+  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return {s(u.ru_utime), s(u.ru_stime)};
+}
+
 }  // namespace
 
 double cpu_seconds(const rusage& usage) {
-  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  return cpu_of(usage).total();
 }
 
 ProcessCpu process_cpu_now() {
   rusage u{};
   ::getrusage(RUSAGE_SELF, &u);
-  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
-  return {s(u.ru_utime), s(u.ru_stime)};
+  return cpu_of(u);
 }
 
 Process::Process(const ProcessSpec& spec) {

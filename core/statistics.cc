@@ -19,9 +19,11 @@ void require(std::span<const double> xs, std::size_t at_least, const char* what)
                                 " value(s), got " + std::to_string(xs.size()));
   }
 }
-
-nlohmann::json number_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); }
 }  // namespace
+
+nlohmann::json number_or_null(double x) {
+  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json();
+}
 
 void StatAccumulator::add(double x) {
   ++seen_;

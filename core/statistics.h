@@ -10,6 +10,9 @@
 
 namespace mlbench::core {
 
+// A finite number as itself, NaN or infinity as null (JSON has neither).
+nlohmann::json number_or_null(double x);
+
 // Streaming mean / population sd / min / max over the observations kept after
 // the first `drop_first` (the warm-up). min and max cover exactly the same
 // observations as the mean (the Mila suite's accumulator leaked one dropped

@@ -66,23 +66,18 @@ void TrainLoop::iterate(const std::function<void(Iteration&)>& step, LoopResult&
   if (timeline) {
     timeline->end_iteration();  // its phases are added after the observation's closing sync
   } else if (timed) {
-    result.wait.add(it.wait_s());
-    result.h2d.add(it.h2d_s());
-    result.compute.add(it.compute_s());
-    result.iteration.add(it.wait_s() + it.h2d_s() + it.compute_s());
+    add_phases({it.wait_s(), it.h2d_s(), it.compute_s()}, result);
   }
   if (config_.on_iteration) config_.on_iteration(result.iterations, it);
   ++result.iterations;
   if (it.loss_) pending.push_back(std::move(it.loss_));
 }
 
-void TrainLoop::add_device_phases(DeviceTimeline& timeline, LoopResult& result) {
-  for (const auto& p : timeline.take()) {
-    result.wait.add(p[0]);
-    result.h2d.add(p[1]);
-    result.compute.add(p[2]);
-    result.iteration.add(p[0] + p[1] + p[2]);
-  }
+void TrainLoop::add_phases(const std::array<double, 3>& p, LoopResult& result) {
+  result.wait.add(p[0]);
+  result.h2d.add(p[1]);
+  result.compute.add(p[2]);
+  result.iteration.add(p[0] + p[1] + p[2]);
 }
 
 void TrainLoop::calibrate(const std::function<void(Iteration&)>& step, LoopResult& result) {
@@ -143,7 +138,9 @@ void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& res
       }
       seconds = train.stop();  // synchronises the device
       result.observations.push_back(seconds);
-      if (!warm && config_.device_timeline) add_device_phases(*config_.device_timeline, result);
+      if (!warm && config_.device_timeline) {
+        for (const auto& p : config_.device_timeline->take()) add_phases(p, result);
+      }
       if (!warm) {
         const ProcessCpu cpu1 = config_.cpu_now();
         result.kept_cpu.user_s += cpu1.user_s - cpu0.user_s;

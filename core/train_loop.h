@@ -179,8 +179,8 @@ class TrainLoop {
                std::vector<std::function<double()>>& pending);
   // The calibration probe (warm-up): sets result.calibration and config_.number.
   void calibrate(const std::function<void(Iteration&)>& step, LoopResult& result);
-  // The device phases of the observation just ended (after its sync) into the statistics.
-  static void add_device_phases(DeviceTimeline& timeline, LoopResult& result);
+  // One kept iteration's {wait, h2d, compute} seconds (the host's, or a DeviceTimeline's) into the statistics.
+  static void add_phases(const std::array<double, 3>& phases, LoopResult& result);
   // A warm-up observation of `seconds` re-estimates the number (under --min-time).
   void refine(Calibration& c, double seconds, LoopResult& result);
 

@@ -8,10 +8,6 @@
 
 namespace mlbench::report {
 
-nlohmann::json number_or_null(double x) {
-  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json();
-}
-
 namespace {
 nlohmann::json named_json(const std::vector<NamedValue>& vs) {
   nlohmann::json out = nlohmann::json::array();

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/statistics.h"
 #include "report/report_model.h"
 
 namespace mlbench::report {
@@ -73,6 +74,6 @@ std::string format_instability(const Report& report);
 std::string format_named_passes(const Report& report);
 nlohmann::json report_to_json(const Report& report);
 // A finite number, or null.
-nlohmann::json number_or_null(double x);
+using core::number_or_null;
 
 }  // namespace mlbench::report

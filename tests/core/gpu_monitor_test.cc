@@ -47,15 +47,15 @@ TEST(GpuMonitor, SummaryOfFakeSamplesIsExact) {
   EXPECT_EQ(s.samples, 3u);
   EXPECT_EQ(s.interval_s, 0.5);
   EXPECT_EQ(s.device, "Fake GPU");
-  EXPECT_DOUBLE_EQ(s.util_mean_pct, 50.0);
-  EXPECT_DOUBLE_EQ(s.util_max_pct, 90.0);
-  EXPECT_DOUBLE_EQ(s.mem_mean_mib, 2000.0);
-  EXPECT_DOUBLE_EQ(s.mem_max_mib, 3000.0);
-  EXPECT_DOUBLE_EQ(s.power_mean_w, 200.0);
-  EXPECT_DOUBLE_EQ(s.power_max_w, 300.0);
-  EXPECT_DOUBLE_EQ(s.sm_mean_mhz, 1530.0);
-  EXPECT_DOUBLE_EQ(s.sm_min_mhz, 1200.0);
-  EXPECT_DOUBLE_EQ(s.sm_max_mhz, 1990.0);
+  EXPECT_DOUBLE_EQ(s.util_pct.mean, 50.0);
+  EXPECT_DOUBLE_EQ(s.util_pct.max, 90.0);
+  EXPECT_DOUBLE_EQ(s.mem_used_mib.mean, 2000.0);
+  EXPECT_DOUBLE_EQ(s.mem_used_mib.max, 3000.0);
+  EXPECT_DOUBLE_EQ(s.power_w.mean, 200.0);
+  EXPECT_DOUBLE_EQ(s.power_w.max, 300.0);
+  EXPECT_DOUBLE_EQ(s.sm_mhz.mean, 1530.0);
+  EXPECT_DOUBLE_EQ(s.sm_mhz.min, 1200.0);
+  EXPECT_DOUBLE_EQ(s.sm_mhz.max, 1990.0);
 
   const nlohmann::json j = gpu_monitor_json(samples, 0.5, "Fake GPU");
   EXPECT_EQ(j["interval_s"], 0.5);
