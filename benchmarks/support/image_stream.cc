@@ -78,10 +78,13 @@ DeviceBatch ImageStream::next(core::Iteration& it) {
     // Non-blocking copies on the side stream; uint8 images are normalised there too.
     auto on_device = copier_->copy(host_tensors, [&](std::vector<torch::Tensor>& t) {
       if (t[0].scalar_type() != torch::kUInt8) return;
-      const auto opts = t[0].options().dtype(torch::kFloat32);
-      auto mean = torch::tensor({normalize_.mean[0], normalize_.mean[1], normalize_.mean[2]}, opts).view({1, 3, 1, 1});
-      auto std = torch::tensor({normalize_.std[0], normalize_.std[1], normalize_.std[2]}, opts).view({1, 3, 1, 1});
-      t[0] = (t[0].to(torch::kFloat32) / 255.0 - mean) / std;
+      if (!norm_mean_.defined()) {  // once, on the device the batches go to
+        const auto opts = t[0].options().dtype(torch::kFloat32);
+        norm_mean_ =
+            torch::tensor({normalize_.mean[0], normalize_.mean[1], normalize_.mean[2]}, opts).view({1, 3, 1, 1});
+        norm_std_ = torch::tensor({normalize_.std[0], normalize_.std[1], normalize_.std[2]}, opts).view({1, 3, 1, 1});
+      }
+      t[0] = (t[0].to(torch::kFloat32) / 255.0 - norm_mean_) / norm_std_;
     });
     DeviceBatch d;
     d.images = on_device[0];

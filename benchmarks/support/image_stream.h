@@ -64,6 +64,8 @@ class ImageStream {
   torch::Device device_ = torch::kCPU;
   Prepare prepare_;
   pipeline::Normalize normalize_;  // applied on the device to uint8 batches
+  torch::Tensor norm_mean_,
+      norm_std_;  // normalize_ as [1, 3, 1, 1] tensors on the device (made at the first uint8 batch)
   std::optional<DeviceBatch> fixed_;
 };
 
