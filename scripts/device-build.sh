@@ -10,6 +10,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 debs_dir="$root/.device-debs"
+photos_dir="$root/.device-photos"
 max_mib=48
 
 # Packages whose headers, CMake/pkg-config files and libraries the build uses (LibTorch
@@ -49,7 +50,8 @@ Usage:
   scripts/device-build.sh fetch
       (on Debian 12 with network) apt-get download the Debian packages the build needs,
       except LibTorch, into $debs_dir (skips files already there; removes
-      other .debs there; fails above ${max_mib} MiB).
+      other .debs there; fails above ${max_mib} MiB), and the real-photos recipe's
+      source photographs (mate-backgrounds' nature/, 6.6 MB) into $photos_dir.
   scripts/device-build.sh build [BUILD_DIR] [-- NINJA_TARGET...]
       (on the device) unpack .device-debs into a prefix, configure with CMake (Ninja,
       Release) against it and the python3's LibTorch, and build (all targets when none
@@ -119,10 +121,29 @@ $uris"
     for file in "${files[@]}"; do [[ "${f##*/}" == "$file" ]] && keep=1 && break; done
     if ((keep == 0)); then log "removing stale ${f##*/}"; rm -f "$f"; fi
   done
+  fetch_photos
   local bytes
   bytes="$(du -cb "$debs_dir"/*.deb | tail -n1 | cut -f1)"
   step_end "fetch: ${#files[@]} .debs (${#missing[@]} downloaded), $((bytes / 1024 / 1024)) MiB ($bytes bytes) in $debs_dir"
   ((bytes <= max_mib * 1024 * 1024)) || die ".device-debs is $((bytes / 1024 / 1024)) MiB, above the ${max_mib} MiB budget (the device's carry limit is 64 MiB with the repo)"
+}
+
+# The real-photos recipe's sources (docs/datasets.md): the 12 nature photographs of
+# mate-backgrounds (6.6 MB) into .device-photos/, for `mlbench-datagen real-photos
+# --source` on the device; the package itself (45 MB) is too big to carry.
+fetch_photos() {
+  local src=/usr/share/backgrounds/mate/nature tmp=""
+  if [[ ! -d "$src" ]]; then
+    tmp="$(mktemp -d)"
+    (cd "$tmp" && apt-get download -q mate-backgrounds >/dev/null) || die "apt-get download mate-backgrounds failed"
+    dpkg-deb -x "$tmp"/mate-backgrounds_*.deb "$tmp/x"
+    src="$tmp/x/usr/share/backgrounds/mate/nature"
+  fi
+  rm -rf "$photos_dir"
+  mkdir -p "$photos_dir"
+  cp "$src"/*.jpg "$photos_dir/"
+  [[ -z "$tmp" ]] || rm -rf "$tmp"
+  log "photos: $(find "$photos_dir" -name '*.jpg' | wc -l) nature photographs of mate-backgrounds in $photos_dir ($(du -sh "$photos_dir" | cut -f1))"
 }
 
 # ---------------------------------------------------------------------------- build

@@ -7,14 +7,17 @@
 #   build     scripts/device-build.sh build + the GPU unit tests + a tiny convnet on CUDA
 #   suite     configs/fast.json under mlbench-run (one slot per GPU; datasets made on first use;
 #             scaling left out where it is not built; SUITE_ARGS: more mlbench-run arguments)
-#   data      a fake-imagenet of 20,000 train JPEGs (100 classes x 200) in data/fake-imagenet-20k
+#   data      a fake-imagenet of 20,000 train JPEGs (100 classes x 200) in data/fake-imagenet-20k, and
+#             20,000 real photographs (the real-photos recipe from .device-photos/, carried:
+#             scripts/device-build.sh fetch) in data/real-photos-20k
 #   baselines convnet, convnet_fp16 and loader with baselines.json's arguments on data/fake-imagenet-20k
 #   convnet   ResNet-50 224 px batch 256 fp16: mlbench convnet_fp16 real (uint8; float32 too with FLOAT32=1) vs --synthetic,
-#             and PyTorch's DataLoader + torchvision (bench/gpu/torch_convnet.py) real vs synthetic
+#             and PyTorch's DataLoader + torchvision (bench/gpu/torch_convnet.py) real vs synthetic;
+#             real = both 20k sets (the photographs when made); PASSES rounds, alternated
 #   stall     mlbench-stall --bench convnet_fp16 on data/fake-imagenet-20k
 #   overhead  convnet_fp16 --synthetic with CUDA events + NVML monitor on and off, alternated
 # Env: OUT (results folder; default /tmp/gpu-session), MLBENCH_BUILD_DIR (default build-gpu),
-#      PASSES (overhead pairs, default 2), SESSION_SECONDS (stop starting work after this
+#      PASSES (convnet rounds and overhead pairs, default 2), SESSION_SECONDS (stop starting work after this
 #      many seconds and cut the running step's timeout to fit; default 3600).
 # Writes OUT/session.log (one line per step, with seconds since the start) and
 # OUT/results.tar.gz (every report and log), refreshed after each stage.
@@ -40,6 +43,7 @@ B="$root/$build/benchmarks"
 BIN="$root/$build/bin"
 cpus=$(nproc)
 big="$root/data/fake-imagenet-20k/train"
+photos="$root/data/real-photos-20k/train"
 rn50=(--arch resnet50 --image-size 224 -b 256 --classes 100)
 # One run of a benchmark: NAME DIR ARGS...; its report lands in DIR, its log beside it.
 bench() {
@@ -52,9 +56,11 @@ import glob, json, sys
 for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
     j = json.load(open(f))
     st, mon = j.get("stall") or {}, (j.get("gpu_monitor") or {}).get("summary", {})
-    print("  %-40s %s img/s %8.1f  stall %5.1f%%  clock %s  gpu util %s" % (
+    ms = lambda k: 1e3 * ((st.get(k) or {}).get("avg") or float("nan"))
+    print("  %-40s %s img/s %8.1f  stall %5.1f%%  wait %.2f h2d %.2f compute %.1f ms  clock %s  gpu util %s" % (
         sys.argv[1].split("gpu-results/")[-1], "ok" if j.get("completed") else "FAIL", (j.get("train_item") or {}).get("avg", float("nan")),
-        st.get("stall_pct") or float("nan"), st.get("phase_clock"), (mon.get("util_pct") or {}).get("mean", "-")))
+        st.get("stall_pct") or float("nan"), ms("wait"), ms("h2d"), ms("compute"), st.get("phase_clock"),
+        (mon.get("util_pct") or {}).get("mean", "-")))
 PY
   else
     log "  FAILED $name ($dir): $(tail -3 "$dir.log" | tr '\n' ' ')"
@@ -64,12 +70,12 @@ PY
 stage_build() {
   log "machine: $(nvidia-smi -L | head -1); $cpus CPUs; $(. /etc/os-release; echo "$PRETTY_NAME"); torch $(python3 -c 'import torch; print(torch.__version__)')"
   local targets=(toy_reg loader toy_lstm vae wlm wlmfp16 recom translator cart atari convnet convnet_fp16 dcgan reso
-    fast_style ssd mlbench-run mlbench-report mlbench-stall mlbench-datagen device_copy_tests)
+    fast_style ssd mlbench-run mlbench-report mlbench-stall mlbench-datagen device_copy_tests scaling)
   if ! timeout "$(budget 480)" scripts/device-build.sh build "$build" -- "${targets[@]}" >"$res/build.log" 2>&1; then
     log "build FAILED (gpu-results/build.log)"
     tail -40 "$res/build.log"
   fi
-  log "build done"
+  log "build done; scaling $([[ -x "$B/scaling" ]] && echo built || echo "not built: $(grep -m1 'scaling' "$build/device-cmake.log")"); gloo headers in torch: $(python3 -c 'import os, torch; print(os.path.isdir(os.path.join(os.path.dirname(torch.__file__), "include", "gloo")))' 2>&1)"
   [[ -f "$build/device-env.sh" ]] && source "$build/device-env.sh"
   "$root/$build/tests/benchmarks/device_copy_tests" >"$res/device_copy_tests.log" 2>&1
   log "device_copy_tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$res/device_copy_tests.log" | tr '\n' ' ')"
@@ -103,6 +109,13 @@ stage_data() {
   timeout "$(budget 300)" "$BIN/mlbench-datagen" fake-imagenet --out "$root/data/fake-imagenet-20k" --classes 100 --per-class 200 \
     --val-per-class 0 -q >"$res/datagen.log" 2>&1
   log "datagen 20k rc=$? ($(find "$big" -name '*.jpg' -o -name '*.JPEG' | wc -l) files, $(du -sh "$big" | cut -f1))"
+  if compgen -G "$root/.device-photos/*.jpg" >/dev/null; then
+    timeout "$(budget 300)" "$BIN/mlbench-datagen" real-photos --out "$root/data/real-photos-20k" --source "$root/.device-photos" \
+      --classes 100 --per-class 200 --val-per-class 0 -q >"$res/datagen-photos.log" 2>&1
+    log "datagen photos 20k rc=$? ($(find "$photos" -name '*.jpg' | wc -l) files, $(du -sh "$photos" | cut -f1))"
+  else
+    log "no .device-photos/ (scripts/device-build.sh fetch, then carry it): no real photographs"
+  fi
 }
 
 stage_baselines() {
@@ -113,18 +126,26 @@ stage_baselines() {
 
 stage_convnet() {
   local common=("${rn50[@]}" --repeat 6 --number 10 --warmup 2 --cuda)
-  bench convnet_fp16 "$res/convnet/mlbench-synthetic" --synthetic "${common[@]}"
-  bench convnet_fp16 "$res/convnet/mlbench-real-uint8" --data "$big" --workers "$cpus" --output uint8 "${common[@]}"
-  [[ -n "${FLOAT32:-}" ]] && bench convnet_fp16 "$res/convnet/mlbench-real-float32" --data "$big" --workers "$cpus" "${common[@]}"
-  for mode in synthetic real; do
-    local a=(--synthetic)
-    [[ $mode == real ]] && a=(--data "$big" --workers "$cpus")
-    if timeout "$(budget 300)" python3 bench/gpu/torch_convnet.py "${a[@]}" --classes 100 --warmup 20 --iterations 40 \
-      >"$res/convnet/pytorch-$mode.json" 2>"$res/convnet/pytorch-$mode.log"; then
-      log "  pytorch $mode: $(cat "$res/convnet/pytorch-$mode.json")"
-    else
-      log "  pytorch $mode FAILED: $(tail -3 "$res/convnet/pytorch-$mode.log" | tr '\n' ' ')"
-    fi
+  local sets=(fake:"$big") pass set name path
+  [[ -d "$photos" ]] && sets+=(photos:"$photos")
+  for pass in $(seq 1 "${PASSES:-2}"); do
+    bench convnet_fp16 "$res/convnet/mlbench-synthetic-$pass" --synthetic "${common[@]}"
+    for set in "${sets[@]}"; do
+      name=${set%%:*} path=${set#*:}
+      bench convnet_fp16 "$res/convnet/mlbench-$name-uint8-$pass" --data "$path" --workers "$cpus" --output uint8 "${common[@]}"
+      [[ -n "${FLOAT32:-}" ]] && bench convnet_fp16 "$res/convnet/mlbench-$name-float32-$pass" --data "$path" --workers "$cpus" "${common[@]}"
+    done
+    for set in synthetic "${sets[@]}"; do
+      local a=(--synthetic)
+      name=${set%%:*} path=${set#*:}
+      [[ $set == synthetic ]] || a=(--data "$path" --workers "$cpus")
+      if timeout "$(budget 300)" python3 bench/gpu/torch_convnet.py "${a[@]}" --classes 100 --warmup 20 --iterations 40 \
+        >"$res/convnet/pytorch-$name-$pass.json" 2>"$res/convnet/pytorch-$name-$pass.log"; then
+        log "  pytorch $name $pass: $(cat "$res/convnet/pytorch-$name-$pass.json")"
+      else
+        log "  pytorch $name $pass FAILED: $(tail -3 "$res/convnet/pytorch-$name-$pass.log" | tr '\n' ' ')"
+      fi
+    done
   done
 }
 

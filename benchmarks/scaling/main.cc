@@ -245,7 +245,7 @@ struct AllreduceLog {
 // Whether every rank ends with the same weights (the averaging worked): the sum
 // of all parameters, its max and min over the ranks. A collective: every rank calls it
 // once, after its loop.
-nlohmann::json params_in_sync(c10d::ProcessGroup& pg, const std::vector<torch::Tensor>& params) {
+nlohmann::json params_in_sync(scaling::Collectives& pg, const std::vector<torch::Tensor>& params) {
   torch::NoGradGuard no_grad;
   double sum = 0;
   for (const auto& p : params) sum += p.to(torch::kCPU, torch::kDouble).sum().item<double>();

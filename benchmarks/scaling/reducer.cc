@@ -4,7 +4,7 @@
 
 namespace mlbench::scaling {
 
-BucketReducer::BucketReducer(c10::intrusive_ptr<c10d::ProcessGroup> pg, std::vector<torch::Tensor> params,
+BucketReducer::BucketReducer(c10::intrusive_ptr<Collectives> pg, std::vector<torch::Tensor> params,
                              std::int64_t bucket_bytes)
     : pg_(std::move(pg)), params_(std::move(params)), bucket_of_(params_.size()), slot_of_(params_.size()) {
   // Reverse order: the last layers' gradients come first in backward.

@@ -15,13 +15,28 @@
 
 #include <torch/torch.h>
 
+#include <torch/version.h>
+
+// What the collectives are called on: 1.13's ProcessGroupGloo is a c10d::ProcessGroup;
+// from 2.0 it is a c10d::Backend (a ProcessGroup dispatches to backends). Both
+// have the same allreduce(tensors, options) returning a c10d::Work.
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
 
 namespace mlbench::scaling {
 
+#if TORCH_VERSION_MAJOR >= 2
+using Collectives = c10d::Backend;
+#else
+using Collectives = c10d::ProcessGroup;
+#endif
+
 class BucketReducer {
  public:
-  BucketReducer(c10::intrusive_ptr<c10d::ProcessGroup> pg, std::vector<torch::Tensor> params, std::int64_t bucket_bytes);
+  BucketReducer(c10::intrusive_ptr<Collectives> pg, std::vector<torch::Tensor> params, std::int64_t bucket_bytes);
 
   // Call before backward(): arms the buckets for one iteration. Backward passes
   // without it (rank 0's baseline) leave the hooks idle.
@@ -46,7 +61,7 @@ class BucketReducer {
   void on_grad(std::size_t param, const torch::Tensor& grad);
   void launch(Bucket& b);
 
-  c10::intrusive_ptr<c10d::ProcessGroup> pg_;
+  c10::intrusive_ptr<Collectives> pg_;
   std::vector<torch::Tensor> params_;
   std::vector<Bucket> buckets_;
   std::vector<std::size_t> bucket_of_;  // by parameter

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <deque>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -92,14 +93,50 @@ class CudaTimeline : public core::DeviceTimeline {
 }  // namespace
 
 struct DeviceCopier::Impl {
-  explicit Impl(const torch::Device& d) : stream(c10::cuda::getStreamFromPool(false, d.index())) {}
+  explicit Impl(const torch::Device& d) : device(d), stream(c10::cuda::getStreamFromPool(false, d.index())) {}
   struct InFlight {
     cudaEvent_t done;
     std::vector<torch::Tensor> host;
   };
+  struct Staged {
+    InFlight copy;
+    std::vector<torch::Tensor> out;
+  };
+
+  void stage(const std::vector<torch::Tensor>& host, const std::function<void(std::vector<torch::Tensor>&)>& finish) {
+    const c10::cuda::CUDAStream compute = c10::cuda::getCurrentCUDAStream(device.index());
+    Staged s{{events.get(cudaEventDisableTiming), {}}, {}};
+    {
+      c10::cuda::CUDAStreamGuard on_side(stream);
+      for (const auto& t : host) {
+        torch::Tensor pinned = t.is_pinned() ? t : t.pin_memory();
+        s.out.push_back(pinned.to(device, /*non_blocking=*/true));
+        s.copy.host.push_back(std::move(pinned));
+      }
+      if (finish) finish(s.out);
+      check(cudaEventRecord(s.copy.done, stream.stream()), "cudaEventRecord");
+    }
+    // Made on the side stream, used on the compute stream: the caching allocator
+    // must not hand their memory out again before the compute stream is done.
+    for (auto& t : s.out) t.record_stream(compute);
+    staged = std::move(s);
+  }
+
+  std::vector<torch::Tensor> take() {
+    Staged s = std::move(*staged);
+    staged.reset();
+    // Only now: the work the current stream holds before this point does not wait for the copy.
+    const c10::cuda::CUDAStream compute = c10::cuda::getCurrentCUDAStream(device.index());
+    check(cudaStreamWaitEvent(compute.stream(), s.copy.done, 0), "cudaStreamWaitEvent");
+    in_flight.push_back(std::move(s.copy));
+    return std::move(s.out);
+  }
+
+  torch::Device device;
   c10::cuda::CUDAStream stream;
   EventPool events;
   std::deque<InFlight> in_flight;
+  std::optional<Staged> staged;
 };
 
 bool built_with_cuda() { return true; }
@@ -113,6 +150,7 @@ DeviceCopier::DeviceCopier(torch::Device device) : device_(device) {
 DeviceCopier::~DeviceCopier() {
   if (!impl_) return;
   // The host buffers must outlive the copies that read them.
+  if (impl_->staged) cudaEventSynchronize(impl_->staged->copy.done);
   for (auto& f : impl_->in_flight) cudaEventSynchronize(f.done);
 }
 
@@ -131,37 +169,13 @@ void DeviceCopier::release_finished() {
 
 std::size_t DeviceCopier::in_flight() const { return impl_ ? impl_->in_flight.size() : 0; }
 
-std::vector<torch::Tensor> DeviceCopier::copy(const std::vector<torch::Tensor>& host,
-                                              const std::function<void(std::vector<torch::Tensor>&)>& finish) {
-  if (!impl_) {
-    std::vector<torch::Tensor> out = host;
-    if (finish) finish(out);
-    return out;
-  }
-  const c10::cuda::CUDAStream compute = c10::cuda::getCurrentCUDAStream(device_.index());
-  Impl::InFlight f{impl_->events.get(cudaEventDisableTiming), {}};
-  std::vector<torch::Tensor> out;
-  {
-    c10::cuda::CUDAStreamGuard on_side(impl_->stream);
-    for (const auto& t : host) {
-      torch::Tensor pinned = t.is_pinned() ? t : t.pin_memory();
-      out.push_back(pinned.to(device_, /*non_blocking=*/true));
-      f.host.push_back(std::move(pinned));
-    }
-    if (finish) finish(out);
-    check(cudaEventRecord(f.done, impl_->stream.stream()), "cudaEventRecord");
-  }
-  check(cudaStreamWaitEvent(compute.stream(), f.done, 0), "cudaStreamWaitEvent");
-  // Made on the side stream, used on the compute stream: the caching allocator
-  // must not hand their memory out again before the compute stream is done.
-  for (auto& t : out) t.record_stream(compute);
-  impl_->in_flight.push_back(std::move(f));
-  return out;
-}
-
 #else  // no CUDA in this LibTorch
 
-struct DeviceCopier::Impl {};
+struct DeviceCopier::Impl {  // never made: the copier of a CPU build has no device half
+  std::optional<std::vector<torch::Tensor>> staged;
+  void stage(const std::vector<torch::Tensor>&, const std::function<void(std::vector<torch::Tensor>&)>&) {}
+  std::vector<torch::Tensor> take() { return {}; }
+};
 
 bool built_with_cuda() { return false; }
 
@@ -174,13 +188,31 @@ DeviceCopier::~DeviceCopier() = default;
 void DeviceCopier::release_finished() {}
 std::size_t DeviceCopier::in_flight() const { return 0; }
 
-std::vector<torch::Tensor> DeviceCopier::copy(const std::vector<torch::Tensor>& host,
-                                              const std::function<void(std::vector<torch::Tensor>&)>& finish) {
-  std::vector<torch::Tensor> out = host;
-  if (finish) finish(out);
+#endif
+
+// Both builds: on a GPU the Impl's side stream, else (the CPU) the host tensors after `finish`.
+void DeviceCopier::stage(const std::vector<torch::Tensor>& host,
+                         const std::function<void(std::vector<torch::Tensor>&)>& finish) {
+  if (staged()) throw std::logic_error("DeviceCopier::stage: a copy is already staged (take() it first)");
+  if (impl_) return impl_->stage(host, finish);
+  cpu_staged_ = host;
+  if (finish) finish(*cpu_staged_);
+}
+
+bool DeviceCopier::staged() const { return impl_ ? impl_->staged.has_value() : cpu_staged_.has_value(); }
+
+std::vector<torch::Tensor> DeviceCopier::take() {
+  if (!staged()) throw std::logic_error("DeviceCopier::take: no copy is staged");
+  if (impl_) return impl_->take();
+  std::vector<torch::Tensor> out = std::move(*cpu_staged_);
+  cpu_staged_.reset();
   return out;
 }
 
-#endif
+std::vector<torch::Tensor> DeviceCopier::copy(const std::vector<torch::Tensor>& host,
+                                              const std::function<void(std::vector<torch::Tensor>&)>& finish) {
+  stage(host, finish);
+  return take();
+}
 
 }  // namespace mlbench::bench

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <torch/torch.h>
@@ -39,18 +40,31 @@ class DeviceCopier {
   // memory (pageable tensors are pinned first), then `finish` runs on the side
   // stream (e.g. normalising uint8 images), and the current stream waits for
   // all of it; the host tensors stay alive until the copy has finished. On the
-  // CPU: the host tensors, after `finish`.
+  // CPU: the host tensors, after `finish`. Same as stage() then take().
   std::vector<torch::Tensor> copy(const std::vector<torch::Tensor>& host,
                                   const std::function<void(std::vector<torch::Tensor>&)>& finish = {});
 
+  // One batch ahead: stage() issues the copy (and `finish`) on the side stream
+  // now and keeps it; take() hands it out later, and only then makes the
+  // current stream wait for it. Staging batch n+1 before batch n's step is
+  // enqueued lets the copy run behind that step even when the step ends by
+  // reading a value back (a loss scaler's overflow check), which would hold
+  // back a copy issued after it. At most one copy is staged (a second stage()
+  // is a std::logic_error, as is take() with none).
+  void stage(const std::vector<torch::Tensor>& host,
+             const std::function<void(std::vector<torch::Tensor>&)>& finish = {});
+  bool staged() const;
+  std::vector<torch::Tensor> take();
+
   static constexpr std::size_t kInFlight = 2;
-  // Copies issued whose host tensors are still held.
+  // Copies handed out by take() whose host tensors are still held (a staged one not counted).
   std::size_t in_flight() const;
 
  private:
   struct Impl;
   torch::Device device_;
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<Impl> impl_;                             // on a GPU
+  std::optional<std::vector<torch::Tensor>> cpu_staged_;  // on the CPU: the staged tensors, after `finish`
 };
 
 }  // namespace mlbench::bench

@@ -45,8 +45,11 @@ std::shared_ptr<const pipeline::ItemSource> open_image_folder(const core::BenchO
 }
 
 ImageStream::ImageStream(std::shared_ptr<const pipeline::ItemSource> source, pipeline::LoaderConfig config,
-                         torch::Device device, Prepare prepare)
-    : device_(device), prepare_(std::move(prepare)), normalize_(config.transform.normalize) {
+                         torch::Device device, Prepare prepare, std::optional<bool> ahead)
+    : device_(device),
+      prepare_(std::move(prepare)),
+      normalize_(config.transform.normalize),
+      ahead_(ahead.value_or(device.is_cuda())) {
   if (source->size() < static_cast<std::size_t>(config.batch_size) && config.drop_last) {
     throw core::UsageError("the dataset has " + std::to_string(source->size()) + " images, fewer than --batch-size " +
                            std::to_string(config.batch_size));
@@ -60,23 +63,24 @@ ImageStream::ImageStream(DeviceBatch fixed) : fixed_(std::move(fixed)) {}
 
 DeviceBatch ImageStream::next(core::Iteration& it) {
   if (fixed_) return *fixed_;
-  struct Host {
-    pipeline::BatchTensors t;
-    std::vector<torch::Tensor> extra;
-  };
-  Host host = it.wait([&] {
-    copier_->release_finished();  // pinned buffers whose copies are done go back to the pool first
+  // The next host batch from the pipeline; none when it has ended and `must` is false.
+  auto fetch = [&](bool must) -> std::optional<std::vector<torch::Tensor>> {
     auto b = loader_->next();
-    if (!b) throw std::runtime_error("the data pipeline ended before the loop");
-    Host h{pipeline::to_tensors(*b), {}};
-    if (prepare_) h.extra = prepare_(*b, h.t.labels);
-    return h;
-  });
-  return it.h2d([&] {
-    std::vector<torch::Tensor> host_tensors{host.t.data, host.t.labels};
-    host_tensors.insert(host_tensors.end(), host.extra.begin(), host.extra.end());
-    // Non-blocking copies on the side stream; uint8 images are normalised there too.
-    auto on_device = copier_->copy(host_tensors, [&](std::vector<torch::Tensor>& t) {
+    if (!b) {
+      if (must) throw std::runtime_error("the data pipeline ended before the loop");
+      return std::nullopt;
+    }
+    auto t = pipeline::to_tensors(*b);
+    std::vector<torch::Tensor> host{t.data, t.labels};
+    if (prepare_) {
+      auto extra = prepare_(*b, t.labels);
+      host.insert(host.end(), extra.begin(), extra.end());
+    }
+    return host;
+  };
+  // Non-blocking copies on the side stream; uint8 images are normalised there too.
+  auto stage = [&](const std::vector<torch::Tensor>& host) {
+    copier_->stage(host, [&](std::vector<torch::Tensor>& t) {
       if (t[0].scalar_type() != torch::kUInt8) return;
       if (!norm_mean_.defined()) {  // once, on the device the batches go to
         const auto opts = t[0].options().dtype(torch::kFloat32);
@@ -86,6 +90,21 @@ DeviceBatch ImageStream::next(core::Iteration& it) {
       }
       t[0] = (t[0].to(torch::kFloat32) / 255.0 - norm_mean_) / norm_std_;
     });
+  };
+  auto host = it.wait([&] {
+    copier_->release_finished();  // pinned buffers whose copies are done go back to the pool first
+    if (ahead_ && !copier_->staged()) stage(*fetch(true));  // the first batch
+    return fetch(!ahead_);  // one batch ahead, the pipeline may end: the staged batch is still handed out
+  });
+  return it.h2d([&] {
+    std::vector<torch::Tensor> on_device;
+    if (ahead_) {
+      on_device = copier_->take();
+      if (host) stage(*host);
+    } else {
+      stage(*host);
+      on_device = copier_->take();
+    }
     DeviceBatch d;
     d.images = on_device[0];
     d.labels = on_device[1];

@@ -45,14 +45,19 @@ using Prepare = std::function<std::vector<torch::Tensor>(const pipeline::Batch& 
 class ImageStream {
  public:
   // Real data through the pipeline; the loader's workers start here (outside the timed loop).
+  // `ahead` (default: on a GPU) stages the next batch's copy before handing out
+  // this one (DeviceCopier::stage), so that it runs behind this batch's step.
   ImageStream(std::shared_ptr<const pipeline::ItemSource> source, pipeline::LoaderConfig config, torch::Device device,
-              Prepare prepare = {});
+              Prepare prepare = {}, std::optional<bool> ahead = std::nullopt);
   // --synthetic: this batch (already on the device) every iteration.
   explicit ImageStream(DeviceBatch fixed);
 
   // The next batch: the wait phase (pipeline and `prepare`) and the h2d phase
   // (non-blocking copies from pinned memory on a side stream, DeviceCopier; uint8
-  // batches normalised on the device).
+  // batches normalised on the device). One batch ahead (`ahead`), the wait phase
+  // takes batch n+1 from the pipeline and the h2d phase stages its copy and
+  // hands out batch n, whose copy was staged by the call before: the h2d phase
+  // is then only the wait for a copy that ran behind the previous step.
   DeviceBatch next(core::Iteration& it);
   // The report's "pipeline" block ({"source": "synthetic"} under --synthetic); stops the loader.
   void finish(nlohmann::json& report);
@@ -67,6 +72,7 @@ class ImageStream {
   torch::Tensor norm_mean_,
       norm_std_;  // normalize_ as [1, 3, 1, 1] tensors on the device (made at the first uint8 batch)
   std::optional<DeviceBatch> fixed_;
+  bool ahead_ = false;
 };
 
 // A synthetic batch on `device`: images N(0, 1) [n, 3, size, size], labels uniform in [0, classes).

@@ -26,6 +26,15 @@ bool unscale_gradients_and_check(const std::vector<torch::Tensor>& params, doubl
     if (p.grad().defined() && p.grad().numel() > 0) grads.push_back(p.grad());
   }
   if (grads.empty()) return false;
+  if (grads.front().is_cuda() && grads.front().scalar_type() == torch::kFloat32) {
+    // On a GPU: GradScaler's fused kernel (one launch for every gradient; it has no
+    // CPU kernel in LibTorch 1.13, hence the two multi-tensor ops below).
+    const auto opts = grads.front().options();
+    auto found_inf = torch::zeros({1}, opts);
+    const auto inv_scale = torch::full({1}, 1.0 / scale, opts);
+    at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale);
+    return found_inf.item<float>() != 0.0f;
+  }
   at::_foreach_mul_(grads, 1.0 / scale);
   // The largest |g| of each gradient: inf or NaN exactly when the gradient holds one
   // (a max cannot overflow where an L2 norm of large finite values could).

@@ -5,11 +5,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "benchmarks/support/mixed_precision.h"
 #include "core/train_loop.h"
 
 namespace mlbench::bench {
@@ -29,6 +31,25 @@ TEST(DeviceCopy, OnTheCpuTheHostTensorsComeBackAfterFinish) {
   EXPECT_TRUE(out[0].device().is_cpu());
   EXPECT_TRUE(torch::equal(out[0], host * 2));
   EXPECT_EQ(copier.in_flight(), 0u);
+}
+
+TEST(DeviceCopy, OneCopyIsStagedAndTakenInOrder) {
+  DeviceCopier copier(torch::kCPU);
+  EXPECT_FALSE(copier.staged());
+  EXPECT_THROW(copier.take(), std::logic_error);
+  int finished = 0;
+  copier.stage({torch::full({2}, 1.0)}, [&](std::vector<torch::Tensor>& t) {
+    ++finished;
+    t[0] = t[0] + 1;
+  });
+  EXPECT_EQ(finished, 1);  // `finish` runs when the copy is issued, not when it is taken
+  EXPECT_TRUE(copier.staged());
+  EXPECT_THROW(copier.stage({torch::zeros({2})}), std::logic_error);
+  auto out = copier.take();
+  EXPECT_FALSE(copier.staged());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(torch::equal(out[0], torch::full({2}, 2.0)));
+  EXPECT_THROW(copier.take(), std::logic_error);
 }
 
 TEST(DeviceCopy, WithoutCudaThereIsNoDeviceTimeline) {
@@ -69,6 +90,25 @@ TEST(DeviceCopy, TheHostBufferIsHeldUntilItsCopyHasFinished) {
   EXPECT_TRUE(*freed);
   EXPECT_TRUE(on_device.device().is_cuda());
   EXPECT_TRUE(torch::equal(on_device.cpu(), torch::arange(1 << 20, torch::kFloat32)));
+}
+
+TEST(DeviceCopy, AStagedCopyHoldsItsBufferUntilTakenAndFinished) {
+  SKIP_WITHOUT_GPU();
+  const torch::Device gpu(torch::kCUDA, 0);
+  auto freed = std::make_shared<std::atomic<bool>>(false);
+  {
+    DeviceCopier copier(gpu);
+    copier.stage({watched_pinned(1 << 20, freed)});
+    torch::cuda::synchronize();
+    copier.release_finished();
+    EXPECT_FALSE(*freed) << "a staged copy's buffer was let go before take()";
+    EXPECT_EQ(copier.in_flight(), 0u);  // staged, not yet handed out
+    auto on_device = copier.take()[0];
+    EXPECT_EQ(copier.in_flight(), 1u);
+    EXPECT_TRUE(torch::equal(on_device.cpu(), torch::arange(1 << 20, torch::kFloat32)));
+    copier.stage({watched_pinned(16, std::make_shared<std::atomic<bool>>(false))});
+  }  // destroyed with a copy staged: waits for it, nothing leaks or crashes
+  EXPECT_TRUE(*freed);
 }
 
 TEST(DeviceCopy, AtMostTwoCopiesStayInFlight) {
@@ -130,6 +170,31 @@ TEST(CudaTimeline, TheTrainLoopReportsTheDevicesPhaseTimes) {
   EXPECT_EQ(r.wait.count(), 3u);
   EXPECT_GE(r.wait.min(), 0.004);
   EXPECT_GT(r.compute.min(), 0.0);
+}
+
+// The fused unscale-and-check of the GPU path gives what the CPU path gives.
+TEST(GpuLossScaling, FusedUnscaleMatchesTheCpuPathAndFindsAnInf) {
+  SKIP_WITHOUT_GPU();
+  auto make = [](const torch::Device& d, bool with_inf) {
+    std::vector<torch::Tensor> params;
+    for (int i = 0; i < 3; ++i) {
+      auto p = torch::ones({4 + i}, torch::TensorOptions().device(d).requires_grad(true));
+      auto g = torch::arange(4 + i, torch::kFloat32).to(d) * 8.0;
+      if (with_inf && i == 2) g[1] = std::numeric_limits<float>::infinity();
+      p.mutable_grad() = g;
+      params.push_back(p);
+    }
+    return params;
+  };
+  const torch::Device gpu(torch::kCUDA, 0);
+  auto on_gpu = make(gpu, false), on_cpu = make(torch::kCPU, false);
+  EXPECT_FALSE(unscale_gradients_and_check(on_gpu, 8.0));
+  EXPECT_FALSE(unscale_gradients_and_check(on_cpu, 8.0));
+  for (std::size_t i = 0; i < on_gpu.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(on_gpu[i].grad().cpu(), on_cpu[i].grad())) << i;
+    EXPECT_TRUE(torch::allclose(on_cpu[i].grad(), torch::arange(4 + static_cast<int>(i), torch::kFloat32))) << i;
+  }
+  EXPECT_TRUE(unscale_gradients_and_check(make(gpu, true), 8.0));
 }
 
 }  // namespace

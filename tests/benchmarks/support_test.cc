@@ -1,7 +1,8 @@
 // benchmarks/support/: CartPole dynamics against hand-computed steps,
 // REINFORCE returns, the loss scaling policy, mixed precision (names, the
 // --half flag, backward) and the image stream factory with the workload shape
-// the image benchmarks share (on a synthetic stream: no dataset, no timing).
+// the image benchmarks share (on a synthetic stream: no dataset, no timing), and
+// the stream one batch ahead over a small JPEG folder (the same batches, in order).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +16,9 @@
 #include "benchmarks/support/image_stream.h"
 #include "benchmarks/support/loss_scaler.h"
 #include "benchmarks/support/mixed_precision.h"
+#include "pipeline/source.h"
+#include "tests/support/jpeg_folder.h"
+#include "tests/support/temp_dir.h"
 
 using namespace mlbench::bench;
 namespace core = mlbench::core;
@@ -263,6 +267,48 @@ TEST(ImageStream, FetchOnlySkipsTheModelStep) {
   nlohmann::json report;
   work.finish(report);
   EXPECT_EQ(report["pipeline"]["source"], "synthetic");
+}
+
+namespace {
+
+// The labels of every batch an ImageStream over a 3-class folder of 4 images each hands out,
+// batch size 2, one epoch (6 batches), shuffled; `ahead`: one batch staged ahead.
+std::vector<std::vector<std::int64_t>> labels_of_an_epoch(const std::filesystem::path& root, bool ahead, int extra_calls) {
+  mlbench::pipeline::LoaderConfig c;
+  c.batch_size = 2;
+  c.workers = 2;
+  c.seed = 7;
+  c.max_epochs = 1;
+  c.transform.image_size = 16;
+  auto source = std::make_shared<mlbench::pipeline::ImageFolderReader>(root);
+  vision::ImageStream stream(source, c, torch::kCPU, {}, ahead);
+  std::vector<std::vector<std::int64_t>> out;
+  core::Iteration it;
+  for (int i = 0; i < 6; ++i) {
+    auto b = stream.next(it);
+    EXPECT_EQ(b.images.sizes(), (std::vector<std::int64_t>{2, 3, 16, 16}));
+    out.emplace_back(b.labels.data_ptr<std::int64_t>(), b.labels.data_ptr<std::int64_t>() + 2);
+  }
+  for (int i = 0; i < extra_calls; ++i) EXPECT_THROW(stream.next(it), std::runtime_error);
+  nlohmann::json report;
+  stream.finish(report);
+  return out;
+}
+
+}  // namespace
+
+TEST(ImageStream, OneBatchAheadHandsOutTheSameBatchesInTheSameOrder) {
+  const mlbench::testing_support::TempDir tmp("image_stream_ahead");
+  const auto root = mlbench::testing_support::make_jpeg_folder(tmp.path(), 3, 4);
+  const auto plain = labels_of_an_epoch(root, false, 1);
+  const auto ahead = labels_of_an_epoch(root, true, 1);  // the last batch is handed out although
+                                                         // the pipeline ended when it was staged
+  EXPECT_EQ(plain, ahead);
+  std::vector<int> per_class(3);
+  for (const auto& b : plain) {
+    for (auto l : b) ++per_class.at(static_cast<std::size_t>(l));
+  }
+  EXPECT_EQ(per_class, (std::vector<int>{4, 4, 4}));  // one epoch, every image once
 }
 
 TEST(ImageStream, UniformImagesLieInTheirRange) {
