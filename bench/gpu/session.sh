@@ -75,7 +75,7 @@ stage_build() {
     log "build FAILED (gpu-results/build.log)"
     tail -40 "$res/build.log"
   fi
-  log "build done; scaling $([[ -x "$B/scaling" ]] && echo built || echo "not built: $(grep -m1 'scaling' "$build/device-cmake.log")"); gloo headers in torch: $(python3 -c 'import os, torch; print(os.path.isdir(os.path.join(os.path.dirname(torch.__file__), "include", "gloo")))' 2>&1)"
+  log "build done; scaling $([[ -x "$B/scaling" ]] && echo built || echo "NOT built")"
   [[ -f "$build/device-env.sh" ]] && source "$build/device-env.sh"
   "$root/$build/tests/benchmarks/device_copy_tests" >"$res/device_copy_tests.log" 2>&1
   log "device_copy_tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$res/device_copy_tests.log" | tr '\n' ' ')"
@@ -90,7 +90,7 @@ stage_suite() {
   # A folder per pass: a pass never reads the reports (or failures) of an earlier one.
   local dir
   dir="$res/suite-$(date +%Y%m%d-%H%M%S)"
-  # scaling is not built with LibTorch 2.x (docs/gpu.md): leave it out when it is not there.
+  # A build whose scaling failed (ninja -k 0 built the rest): leave it out rather than fail the suite.
   [[ -x "$B/scaling" ]] || SUITE_ARGS="${SUITE_ARGS:-} --exclude scaling"
   timeout "$(budget 420)" "$BIN/mlbench-run" --jobs fast.json --outdir "$dir" ${SUITE_ARGS:-} >"$res/suite.log" 2>&1
   local rc=$?
