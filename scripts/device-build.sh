@@ -135,6 +135,7 @@ fetch_photos() {
   local src=/usr/share/backgrounds/mate/nature tmp=""
   if [[ ! -d "$src" ]]; then
     tmp="$(mktemp -d)"
+    chmod a+rwx "$tmp"  # apt's download sandbox user writes there
     (cd "$tmp" && apt-get download -q mate-backgrounds >/dev/null) || die "apt-get download mate-backgrounds failed"
     dpkg-deb -x "$tmp"/mate-backgrounds_*.deb "$tmp/x"
     src="$tmp/x/usr/share/backgrounds/mate/nature"
