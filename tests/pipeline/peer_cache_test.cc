@@ -20,6 +20,7 @@
 
 #include "pipeline/loader.h"
 #include "pipeline/peer_cache.h"
+#include "pipeline/peer_rate.h"
 #include "pipeline/trace.h"
 #include "tests/support/jpeg_folder.h"
 #include "tests/support/temp_dir.h"
@@ -102,6 +103,13 @@ struct OddServer {
     config.peers[1].port = server->port();
   }
 };
+
+// mlbench-stall's network inputs for the partitioned what-if: a rate and the CPU of a fetch.
+TEST(PeerCache, LoopbackRateMeasuresItemsAndTheirCpu) {
+  const auto r = loopback_peer_rate(4096, 2, 0.1);
+  EXPECT_GT(r.items_per_s, 0.0);
+  EXPECT_GT(r.cpu_s_per_item, 0.0);
+}
 
 TEST(PeerCache, ParsePeersReadsHostPortListsAndNamesABadEntry) {
   const auto p = parse_peers("127.0.0.1:7000,node-b:7001,[::1]:9");
