@@ -97,14 +97,9 @@ DeviceBatch ImageStream::next(core::Iteration& it) {
     return fetch(!ahead_);  // one batch ahead, the pipeline may end: the staged batch is still handed out
   });
   return it.h2d([&] {
-    std::vector<torch::Tensor> on_device;
-    if (ahead_) {
-      on_device = copier_->take();
-      if (host) stage(*host);
-    } else {
-      stage(*host);
-      on_device = copier_->take();
-    }
+    if (!ahead_) stage(*host);  // this iteration's batch
+    const auto on_device = copier_->take();
+    if (ahead_ && host) stage(*host);  // the next iteration's, to run behind this step
     DeviceBatch d;
     d.images = on_device[0];
     d.labels = on_device[1];
