@@ -175,7 +175,7 @@ void BenchCli::add_shared_options(const BenchDefaults& d) {
   add_option("--seed", opts_.seed, "Random seed", ArgKind::Runtime);
   add_flag("--cuda", cuda_flag_, "Run on CUDA (error when LibTorch has no CUDA)", ArgKind::Runtime);
   add_flag("--no-cuda", no_cuda_flag_, "Run on the CPU even when CUDA is available", ArgKind::Runtime);
-  add_option("--report", opts_.report_dir, "Directory for the JSON report (default: $OUTPUT_DIRECTORY; none: stdout)",
+  add_option("--report", opts_.report_dir, "Directory for the JSON report (default: $OUTPUT_DIRECTORY, else stdout; -: stdout)",
              ArgKind::Runtime);
   add_option("--data", opts_.data, "Dataset path (default: under $DATA_DIRECTORY)", ArgKind::Runtime);
   add_flag("--synthetic", opts_.synthetic, "Serve one batch made once in memory: no fetch, no prep");
@@ -247,6 +247,7 @@ std::optional<int> BenchCli::parse(int argc, const char* const* argv,
     const auto& given = min_time_opt_->results();
     if (given.empty() || (given.size() == 1 && given[0].empty())) opts_.min_time = kDefaultMinTime;
   }
+  if (opts_.report_dir == "-") opts_.report_dir.clear();  // stdout, even with $OUTPUT_DIRECTORY set
   if (cuda_flag_) opts_.cuda = true;
   if (no_cuda_flag_) opts_.cuda = false;
   opts_.device_events = !no_device_events_flag_;

@@ -76,6 +76,21 @@ TEST(BenchCli, FlagsWinOverEnvironment) {
   EXPECT_EQ(cli.options().report_dir, "here");
 }
 
+// The help once read "none: stdout", and --report none wrote into a directory named "none".
+TEST(BenchCli, ReportDashPrintsToStdoutEvenWithOutputDirectorySet) {
+  BenchCli cli = make_cli();
+  Args a({"toy", "--report", "-"});
+  ASSERT_FALSE(cli.parse(a.argc(), a.argv(), {{"OUTPUT_DIRECTORY", "there"}}).has_value());
+  EXPECT_EQ(cli.options().report_dir, "");
+  BenchCli helped = make_cli();
+  Args h({"toy", "--help"});
+  testing::internal::CaptureStdout();
+  ASSERT_EQ(helped.parse(h.argc(), h.argv(), {}), 0);
+  const std::string help = testing::internal::GetCapturedStdout();
+  EXPECT_NE(help.find("-: stdout"), std::string::npos) << help;
+  EXPECT_EQ(help.find("none: stdout"), std::string::npos) << help;
+}
+
 TEST(BenchCli, BadValuesExitTwo) {
   for (const auto& argv : std::vector<std::vector<std::string>>{{"toy", "--batch-size", "abc"},
                                                                 {"toy", "--batch-size", "0"},
