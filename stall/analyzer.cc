@@ -253,7 +253,13 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   const auto page_cache_rec = sm ? std::optional<double>(serial_recommended_cache(*sm, CacheKind::Page))
                                  : recommended_cache(P, G, C, S_model, exposed, CacheKind::Page, read_cpu);
   const double need_rate = std::min(fetch_rate(cache_rec.value_or(1.0), C, S_model), G);
-  const auto cores_rec = recommended_cores(p_by_cores, need_rate * 0.98);  // 2%: within run-to-run noise
+  // At this machine's CPU count the sweep's run is the cached run's setting measured again; the
+  // cache recommendation was made against P, so the CPU advice is too, or two measurements of one
+  // setting that differ by their noise could say "more DRAM up to x" and "more CPUs beyond the
+  // largest count" of the same balance point.
+  std::map<int, double> p_for_advice = p_by_cores;
+  p_for_advice[ctx.cores_now] = P;
+  const auto cores_rec = recommended_cores(p_for_advice, need_rate * 0.98);  // 2%: within run-to-run noise
 
   std::vector<double> xs;
   for (int i = 0; i <= 20; ++i) xs.push_back(i / 20.0);
