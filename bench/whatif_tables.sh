@@ -19,12 +19,13 @@
 # ...), so a host whose speed drifts over minutes weighs on both alike.
 # Prints both tables as markdown (median [min-max]), with the load (uptime).
 # Usage: bench/whatif_tables.sh --data DIR --mbps N [--fracs 0.3,0.6] [--rounds 3]
-#        [--analyses 3] [--epochs 3] [--iterations 100] [--out DIR] [--io-depth N]
+#        [--analyses 3] [--epochs 3] [--iterations 100] [--out DIR] [--io-depth N] [--stall-rounds 1]
+# --stall-rounds N: each analysis is mlbench-stall --rounds N (every run N times, its median).
 # Env: MLBENCH_BUILD_DIR (default build): needs bin/mlbench-stall and benchmarks/loader.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MLBENCH_BUILD_DIR:-$root/build}"
-data=""; mbps=""; fracs="0.3,0.6"; rounds=3; analyses=3; epochs=3; out=""; iterations=100; io_depth=""
+data=""; mbps=""; fracs="0.3,0.6"; rounds=3; analyses=3; epochs=3; out=""; iterations=100; io_depth=""; stall_rounds=1
 while (($#)); do
   case "$1" in
     --data) data="$2"; shift 2 ;;
@@ -36,14 +37,15 @@ while (($#)); do
     --out) out="$2"; shift 2 ;;
     --iterations) iterations="$2"; shift 2 ;;
     --io-depth) io_depth="$2"; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --stall-rounds) stall_rounds="$2"; shift 2 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "whatif_tables.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ -n "$data" && -d "$data" ]] || { echo "whatif_tables.sh: error: --data DIR (an ImageFolder) is required" >&2; exit 2; }
 [[ "$mbps" =~ ^[0-9]+$ ]] || { echo "whatif_tables.sh: error: --mbps N (MB/s, an integer) is required" >&2; exit 2; }
-for n in "$rounds" "$analyses" "$epochs" "$iterations"; do
-  [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "whatif_tables.sh: error: --rounds, --analyses, --epochs and --iterations take a positive integer, got '$n'" >&2; exit 2; }
+for n in "$rounds" "$analyses" "$epochs" "$iterations" "$stall_rounds"; do
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "whatif_tables.sh: error: --rounds, --analyses, --epochs, --iterations and --stall-rounds take a positive integer, got '$n'" >&2; exit 2; }
 done
 [[ -z "$io_depth" || "$io_depth" =~ ^[0-9]+$ ]] || { echo "whatif_tables.sh: error: --io-depth N (an integer)" >&2; exit 2; }
 for exe in "$build/bin/mlbench-stall" "$build/benchmarks/loader"; do
@@ -117,7 +119,7 @@ for ((i = 1; i <= analyses || i <= rounds; ++i)); do
   if ((i <= analyses)); then
     echo "analysis $i of $analyses ..." >&2
     in_cg "$build/bin/mlbench-stall" --bench loader --bench-dir "$build/benchmarks" --data "$data" --out "$out/stall-$i" \
-      --iterations "$iterations" -- "${loader_flags[@]}" > "$out/stall-$i.log" 2>&1 ||
+      --iterations "$iterations" --rounds "$stall_rounds" -- "${loader_flags[@]}" > "$out/stall-$i.log" 2>&1 ||
       { echo "whatif_tables.sh: error: mlbench-stall failed (see $out/stall-$i.log)" >&2; exit 1; }
   fi
   if ((i <= rounds)); then page_cache_round "$i"; fi

@@ -504,6 +504,15 @@ std::string console_summary(const nlohmann::json& r) {
                        at_least ? "the cold run's F: storage gave the pipeline at least that"
                                 : "S and the cold run's F, pooled: both measured the storage the cold run waited on");
   }
+  if (r.contains("rounds") && r["rounds"].is_object()) {
+    std::string widest;
+    double spread = -1;
+    for (const auto& [label, v] : r["rounds"]["runs"].items()) {
+      if (v["spread_pct"].get<double>() > spread) spread = v["spread_pct"].get<double>(), widest = label;
+    }
+    out += fmt::format("rounds: {} (each rate from the median of its run's rounds; widest spread {:.1f}%, {})\n",
+                       r["rounds"]["count"].get<int>(), spread, widest);
+  }
   const auto& s = r["split"];
   const auto& n = r["noise_pp"];
   out += fmt::format("\nsplit of cold epoch time: compute {:.1f}% (±{:.1f}), prep stall {:.1f}% (±{:.1f}), fetch stall "
@@ -581,6 +590,37 @@ std::string console_summary(const nlohmann::json& r) {
   if (rec.contains("remedy_text")) out += "remedy: " + rec["remedy_text"].get<std::string>() + "\n";
   for (const auto& w : r.value("warnings", nlohmann::json::array())) out += "warning: " + w.get<std::string>() + "\n";
   return out;
+}
+
+std::map<std::string, RunOutcome> median_runs(const std::map<std::string, std::vector<RunOutcome>>& rounds) {
+  std::map<std::string, RunOutcome> out;
+  for (const auto& [label, runs] : rounds) {
+    if (runs.empty()) throw std::invalid_argument(fmt::format("run {} has no round", label));
+    std::vector<const RunOutcome*> sorted;
+    for (const auto& r : runs) sorted.push_back(&r);
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const RunOutcome* a, const RunOutcome* b) { return a->rate < b->rate; });
+    out[label] = *sorted[(sorted.size() - 1) / 2];
+  }
+  return out;
+}
+
+nlohmann::json rounds_json(const std::map<std::string, std::vector<RunOutcome>>& rounds, int count) {
+  nlohmann::json rates = nlohmann::json::object();
+  const auto chosen = median_runs(rounds);
+  for (const auto& [label, runs] : rounds) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& r : runs) all.push_back(r.rate);
+    const double lo =
+        std::min_element(runs.begin(), runs.end(), [](auto& a, auto& b) { return a.rate < b.rate; })->rate;
+    const double hi =
+        std::max_element(runs.begin(), runs.end(), [](auto& a, auto& b) { return a.rate < b.rate; })->rate;
+    rates[label] = {{"rates", all},
+                    {"chosen", chosen.at(label).rate},
+                    {"spread_pct", chosen.at(label).rate > 0 ? 100 * (hi - lo) / chosen.at(label).rate : 0.0},
+                    {"report", chosen.at(label).report_path.string()}};
+  }
+  return {{"count", count}, {"runs", rates}};
 }
 
 }  // namespace mlbench::stall

@@ -34,13 +34,21 @@ struct AnalysisContext {
 // stall.json's schema: 1 (no field) before issue 14; 2 adds schema_version,
 // whatif.{io_depth, loader, serial, page_cache} and recommendation.{cache,
 // page_cache_fraction}; 3 adds whatif.coordinated (issue 18); 4 adds
-// whatif.partitioned and raw.peer_rate (issue 18). Every change adds fields:
-// readers of 1 read 2, 3 and 4.
-constexpr int kStallSchemaVersion = 4;
+// whatif.partitioned and raw.peer_rate (issue 18); 5 adds `rounds` (--rounds). Every
+// change adds fields: readers of 1 read 2 to 5.
+constexpr int kStallSchemaVersion = 5;
 
 // The stall.json object (documented in docs/stall.md). Needs the runs
 // synthetic, cached, cold, fetch-cold and fetch-cached; throws naming a missing one.
 nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, RunOutcome>& runs, const RawRates& raw);
+
+// --rounds: every run of the plan made `rounds` times, round after round, so a host whose speed
+// drifts over minutes weighs on every run alike. Per label, the run with the median rate (the
+// lower middle one for an even count) stands for it: its report, residency and CPU time come
+// from one real run, and the model reads them together as before. Throws on an empty label.
+std::map<std::string, RunOutcome> median_runs(const std::map<std::string, std::vector<RunOutcome>>& rounds);
+// stall.json's `rounds`: the count and, per label, every round's rate in order and the chosen one's.
+nlohmann::json rounds_json(const std::map<std::string, std::vector<RunOutcome>>& rounds, int count);
 
 // The console table printed after an analysis.
 std::string console_summary(const nlohmann::json& result);

@@ -98,6 +98,12 @@ int main(int argc, char** argv) {
   app.add_option("--iterations", config.iterations, "Timed iterations per run")
       ->check(core::integer_in(1, 1 << 24))
       ->capture_default_str();
+  int rounds = 1;
+  app.add_option("--rounds", rounds,
+                 "Make every run N times, round after round, and use each run's median (a host whose speed drifts "
+                 "over minutes: docs/stall.md)")
+      ->check(core::integer_in(1, 100))
+      ->capture_default_str();
   app.add_option("--out", out_dir, "Output directory (default: stall-<bench>)");
   app.add_option("--node-cache", config.node_cache,
                  "Partitioned-cache what-if: each node's item cache as a fraction of the dataset (default: 1/N "
@@ -234,15 +240,24 @@ int main(int argc, char** argv) {
     // The synthetic run first: its report gives the batch size the plan needs.
     const auto first = exec_mode ? plan_exec_runs(config, exec).front() : plan_runs(config, files.size(), 1).front();
     std::unique_ptr<core::ProgressPrinter> progress;
-    const auto record = [&](const RunSpec& spec, RunOutcome r) {
-      std::cout << fmt::format("  {:<14} {:>10.1f} samples/s  (±{:.1f}%, {} cache {:.0f}% resident)\n", spec.label,
-                               r.rate, 100 * r.cv, to_string(spec.cache), 100 * r.before.fraction());
-      runs[spec.label] = std::move(r);
-      nlohmann::json done = nlohmann::json::object();
-      for (const auto& [label, o] : runs) done[label] = {{"rate", o.rate}, {"cv", o.cv}, {"report", o.report_path.string()}};
+    // Every round's outcome per label; runs (above) holds the one the model reads.
+    std::map<std::string, std::vector<RunOutcome>> by_round;
+    nlohmann::json done = nlohmann::json::object();
+    // Round k > 1 of a run writes into OUT/runs/<label>-r<k>/.
+    const auto run_round = [&](const RunSpec& spec, int round) {
+      RunSpec s = spec;
+      if (round > 1) s.label = fmt::format("{}-r{}", spec.label, round);
+      RunOutcome r = executor.run(s);
+      std::cout << fmt::format("  {:<14} {:>10.1f} samples/s  (±{:.1f}%, {} cache {:.0f}% resident)\n", s.label, r.rate,
+                               100 * r.cv, to_string(spec.cache), 100 * r.before.fraction());
+      done[s.label] = {{"rate", r.rate}, {"cv", r.cv}, {"report", r.report_path.string()}};
       core::write_json_atomic(out / "runs.json", done);  // what is measured survives a later failure
+      auto& all = by_round[spec.label];
+      all.push_back(std::move(r));
+      runs[spec.label] = median_runs({{spec.label, all}}).at(spec.label);
     };
-    record(first, executor.run(first));
+    if (rounds > 1) std::cout << fmt::format("round 1 of {}\n", rounds);
+    run_round(first, 1);
     const nlohmann::json& first_report = runs.at("synthetic").report;
     ctx.batch_size = first_report.value("batch_size", 1);
     int depth = 0;
@@ -253,12 +268,16 @@ int main(int argc, char** argv) {
     }
     const auto plan =
         exec_mode ? plan_exec_runs(config, exec, depth) : plan_runs(config, files.size(), ctx.batch_size, depth);
-    progress = std::make_unique<core::ProgressPrinter>(std::cout, core::is_terminal(1), static_cast<int>(plan.size()),
-                                                       "mlbench-stall");
+    const int total = static_cast<int>(plan.size()) * rounds;
+    progress = std::make_unique<core::ProgressPrinter>(std::cout, core::is_terminal(1), total, "mlbench-stall");
     progress->update(1, std::nullopt, true);
-    for (std::size_t i = 1; i < plan.size(); ++i) {
-      record(plan[i], executor.run(plan[i]));
-      progress->update(static_cast<int>(i + 1), std::nullopt, true);
+    int made = 1;
+    for (int round = 1; round <= rounds; ++round) {
+      if (round > 1) std::cout << fmt::format("round {} of {}\n", round, rounds);
+      for (std::size_t i = round == 1 ? 1 : 0; i < plan.size(); ++i) {
+        run_round(plan[i], round);
+        progress->update(++made, std::nullopt, true);
+      }
     }
     progress->finish();
     if (exec_mode) {
@@ -268,6 +287,7 @@ int main(int argc, char** argv) {
       runs["fetch-cached"] = direct_read_outcome(raw.cached.mb_per_s / mb, "direct reads, page cache warm");
     }
     nlohmann::json result = analyze(ctx, runs, raw);
+    if (rounds > 1) result["rounds"] = rounds_json(by_round, rounds);
     if (exec_mode) {
       result["exec"] = {{"command", exec.command},
                         {"probe", (exec.python_dir / "mlbench_probe.py").string()},

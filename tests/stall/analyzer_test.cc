@@ -85,6 +85,30 @@ TEST(Analyzer, CpuAdviceAtThisMachinesCountUsesTheSameRateAsTheCacheAdvice) {
   EXPECT_EQ(text.find("beyond the largest count"), std::string::npos) << text;
 }
 
+TEST(Analyzer, MedianRunOfTheRoundsKeepsThatRunsReport) {
+  auto tagged = [](double rate, const char* path) {
+    RunOutcome r = outcome(rate);
+    r.report_path = path;
+    return r;
+  };
+  const std::map<std::string, std::vector<RunOutcome>> rounds{
+      {"cached", {tagged(300, "a"), tagged(100, "b"), tagged(200, "c")}},
+      {"cold", {tagged(50, "d"), tagged(40, "e")}},
+      {"synthetic", {tagged(7, "f")}}};
+  const auto m = median_runs(rounds);
+  EXPECT_EQ(m.at("cached").rate, 200);
+  EXPECT_EQ(m.at("cached").report_path, "c");
+  EXPECT_EQ(m.at("cold").rate, 40);  // the lower middle of an even count
+  EXPECT_EQ(m.at("synthetic").report_path, "f");
+  const auto j = rounds_json(rounds, 3);
+  EXPECT_EQ(j["count"], 3);
+  EXPECT_EQ(j["runs"]["cached"]["rates"], nlohmann::json({300.0, 100.0, 200.0}));  // in round order
+  EXPECT_EQ(j["runs"]["cached"]["chosen"], 200.0);
+  EXPECT_DOUBLE_EQ(j["runs"]["cached"]["spread_pct"].get<double>(), 100.0);
+  EXPECT_EQ(j["runs"]["cached"]["report"], "c");
+  EXPECT_THROW(median_runs({{"x", {}}}), std::invalid_argument);
+}
+
 TEST(Analyzer, APartitionedCacheIsPredictedWhenThePeerRateWasMeasured) {
   // The fetch-bound case above, with peers measured at 1,000 items/s (no CPU cost).
   std::map<std::string, RunOutcome> runs{{"synthetic", outcome(400)},      {"cached", outcome(200, 50)},
@@ -94,7 +118,7 @@ TEST(Analyzer, APartitionedCacheIsPredictedWhenThePeerRateWasMeasured) {
   RawRates raw;
   raw.peer_rate = 1000;
   const auto r = analyze(context(), runs, raw);
-  EXPECT_EQ(r["schema_version"], 4);
+  EXPECT_EQ(r["schema_version"], 5);
   const auto& pj = r["whatif"]["partitioned"];
   ASSERT_TRUE(pj.is_object()) << r["whatif"].dump();
   EXPECT_EQ(pj["memory_fraction"], "1/N");

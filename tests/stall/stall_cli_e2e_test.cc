@@ -87,4 +87,32 @@ TEST_F(StallCli, AFailingRunNamesItselfAndKeepsTheRunsDone) {
   EXPECT_FALSE(fs::exists(dir_ / "out" / "stall.json"));
 }
 
+// --rounds 2: every run made twice (the second into runs/<label>-r2), each rate the lower of the
+// two (the lower middle of an even count), and stall.json's rounds says so.
+TEST_F(StallCli, RoundsMakeEveryRunNTimesAndTheModelReadsTheMedianRound) {
+  const auto r =
+      run_command(stall(fmt::format("--bench stallsim --bench-dir {} --cpus 1 --cache-fracs 0.5 --iterations 4 "
+                                    "--rounds 2 -- --batch-size 2 --workers 1 --compute-ms 0.1 --prep-ms 0.1",
+                                    MLBENCH_BENCH_DIR)));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("round 2 of 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rounds: 2 (each rate from the median"), std::string::npos) << r.output;
+  std::ifstream in(dir_ / "out" / "stall.json");
+  ASSERT_TRUE(in.good()) << r.output;
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["schema_version"], 5);
+  ASSERT_TRUE(j.contains("rounds")) << j.dump(2);
+  EXPECT_EQ(j["rounds"]["count"], 2);
+  for (const char* label : {"synthetic", "cached", "cold", "fetch-cold", "fetch-cached", "cpus-1", "cache-0.50"}) {
+    const auto& run = j["rounds"]["runs"][label];
+    ASSERT_EQ(run["rates"].size(), 2u) << label << "\n" << j["rounds"].dump(2);
+    EXPECT_EQ(run["chosen"].get<double>(), std::min(run["rates"][0].get<double>(), run["rates"][1].get<double>()))
+        << label;
+    EXPECT_TRUE(fs::is_directory(dir_ / "out" / "runs" / label)) << label;
+    EXPECT_TRUE(fs::is_directory(dir_ / "out" / "runs" / (std::string(label) + "-r2"))) << label;
+  }
+  EXPECT_EQ(j["rates"]["P"].get<double>(), j["rounds"]["runs"]["cached"]["chosen"].get<double>());
+  EXPECT_EQ(j["rates"]["G"].get<double>(), j["rounds"]["runs"]["synthetic"]["chosen"].get<double>());
+}
+
 }  // namespace
