@@ -510,8 +510,11 @@ std::string console_summary(const nlohmann::json& r) {
     for (const auto& [label, v] : r["rounds"]["runs"].items()) {
       if (v["spread_pct"].get<double>() > spread) spread = v["spread_pct"].get<double>(), widest = label;
     }
-    out += fmt::format("rounds: {} (each rate from the median of its run's rounds; widest spread {:.1f}%, {})\n",
-                       r["rounds"]["count"].get<int>(), spread, widest);
+    const auto& runs = r["rounds"]["runs"];
+    const std::string p_spread =
+        runs.contains("cached") ? fmt::format("P's runs spread {:.1f}%; ", runs["cached"]["spread_pct"].get<double>()) : "";
+    out += fmt::format("rounds: {} (each rate from the median of its run's rounds; {}widest spread {:.1f}%, {})\n",
+                       r["rounds"]["count"].get<int>(), p_spread, spread, widest);
   }
   const auto& s = r["split"];
   const auto& n = r["noise_pp"];

@@ -96,7 +96,9 @@ TEST_F(StallCli, RoundsMakeEveryRunNTimesAndTheModelReadsTheMedianRound) {
                                     MLBENCH_BENCH_DIR)));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("round 2 of 2"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("rounds: 2 (each rate from the median"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rounds: 2 (each rate from the median of its run's rounds; P's runs spread"),
+            std::string::npos)
+      << r.output;
   std::ifstream in(dir_ / "out" / "stall.json");
   ASSERT_TRUE(in.good()) << r.output;
   const auto j = nlohmann::json::parse(in);
