@@ -211,13 +211,13 @@ std::vector<std::string> consistency_warnings(double P, double F_obs, double cac
   std::vector<std::string> out;
   if (F_obs > P * (1 + tolerance)) {
     out.push_back(fmt::format("the cold run ({:.1f}/s) was {:.0f}% faster than the cached run ({:.1f}/s): the machine's "
-                              "speed changed between runs; rerun with --rounds 3, or raise --iterations",
+                              "speed changed between runs; rerun, with more --rounds or --iterations",
                               F_obs, 100 * (F_obs / P - 1), P));
   }
   if (std::isfinite(cache_full) && std::abs(cache_full - P) > tolerance * std::max(P, cache_full)) {
     out.push_back(fmt::format("the cached run ({:.1f}/s) and the run with the whole dataset in the cache ({:.1f}/s) "
                               "measure the same rate but differ by {:.0f}%: the machine's speed changed between runs; "
-                              "rerun with --rounds 3, or raise --iterations",
+                              "rerun, with more --rounds or --iterations",
                               P, cache_full, 100 * std::abs(cache_full - P) / std::max(P, cache_full)));
   }
   return out;
@@ -326,8 +326,8 @@ std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double ne
     case Cause::Unknown: break;
   }
   return fmt::format("none the analyzer can tell at {} (the item cache and the page cache held what they should, "
-                     "intended, and {}): the machine's speed may have changed between runs; rerun with --rounds 3, "
-                     "or raise --iterations",
+                     "intended, and {}): the machine's speed may have changed between runs; rerun, with more "
+                     "--rounds or --iterations",
                      pct_list(points),
                      serial_model ? "the serial model already simulates workers that fetch and then prep"
                                   : "fetch and prep are not comparable");
