@@ -27,13 +27,15 @@ AnalysisContext context() {
   return ctx;
 }
 
+// G 400/s, P 200/s, cold 100/s; storage 100/s, memory 1000/s; the sweep's 2-CPU run at `cpus2`.
+std::map<std::string, RunOutcome> fetch_bound_runs(double cpus2) {
+  return {{"synthetic", outcome(400)},  {"cached", outcome(200, 50)},    {"cold", outcome(100, 74)},
+          {"fetch-cold", outcome(100)}, {"fetch-cached", outcome(1000)}, {"cpus-1", outcome(100)},
+          {"cpus-2", outcome(cpus2)},   {"cache-0.50", outcome(180)}};
+}
+
 TEST(Analyzer, FetchBoundCase) {
-  // G 400/s, P 200/s, cold 100/s; storage 100/s, memory 1000/s.
-  std::map<std::string, RunOutcome> runs{{"synthetic", outcome(400)},      {"cached", outcome(200, 50)},
-                                         {"cold", outcome(100, 74)},       {"fetch-cold", outcome(100)},
-                                         {"fetch-cached", outcome(1000)},  {"cpus-1", outcome(100)},
-                                         {"cpus-2", outcome(200)},         {"cache-0.50", outcome(180)}};
-  const auto r = analyze(context(), runs, RawRates{});
+  const auto r = analyze(context(), fetch_bound_runs(200), RawRates{});
   EXPECT_DOUBLE_EQ(r["split"]["compute_pct"].get<double>(), 25.0);
   EXPECT_DOUBLE_EQ(r["split"]["prep_pct"].get<double>(), 25.0);
   EXPECT_DOUBLE_EQ(r["split"]["fetch_pct"].get<double>(), 50.0);
@@ -72,11 +74,7 @@ TEST(Analyzer, FetchBoundCase) {
 // once came from it and the DRAM advice from P: "more DRAM helps up to 56% cached, more CPUs help
 // beyond the largest count measured" for a loader that 56% cached makes exactly prep-bound.
 TEST(Analyzer, CpuAdviceAtThisMachinesCountUsesTheSameRateAsTheCacheAdvice) {
-  std::map<std::string, RunOutcome> runs{{"synthetic", outcome(400)},      {"cached", outcome(200, 50)},
-                                         {"cold", outcome(100, 74)},       {"fetch-cold", outcome(100)},
-                                         {"fetch-cached", outcome(1000)},  {"cpus-1", outcome(100)},
-                                         {"cpus-2", outcome(190)},         {"cache-0.50", outcome(180)}};
-  const auto r = analyze(context(), runs, RawRates{});
+  const auto r = analyze(context(), fetch_bound_runs(190), RawRates{});
   EXPECT_NEAR(r["recommendation"]["cache_fraction"].get<double>(), 5.0 / 9.0, 1e-9);
   EXPECT_EQ(r["recommendation"]["cores"], 2);
   EXPECT_EQ(r["prep_by_cores"]["2"], 190.0);  // the report keeps what the sweep measured
