@@ -507,10 +507,13 @@ std::string console_summary(const nlohmann::json& r) {
   if (r.contains("rounds") && r["rounds"].is_object()) {
     std::string widest;
     double spread = -1;
-    for (const auto& [label, v] : r["rounds"]["runs"].items()) {
-      if (v["spread_pct"].get<double>() > spread) spread = v["spread_pct"].get<double>(), widest = label;
-    }
     const auto& runs = r["rounds"]["runs"];
+    for (const auto& [label, v] : runs.items()) {
+      if (v["spread_pct"].get<double>() > spread) {
+        spread = v["spread_pct"].get<double>();
+        widest = label;
+      }
+    }
     const std::string p_spread =
         runs.contains("cached") ? fmt::format("P's runs spread {:.1f}%; ", runs["cached"]["spread_pct"].get<double>()) : "";
     out += fmt::format("rounds: {} (each rate from the median of its run's rounds; {}widest spread {:.1f}%, {})\n",
@@ -595,33 +598,27 @@ std::string console_summary(const nlohmann::json& r) {
   return out;
 }
 
-std::map<std::string, RunOutcome> median_runs(const std::map<std::string, std::vector<RunOutcome>>& rounds) {
-  std::map<std::string, RunOutcome> out;
-  for (const auto& [label, runs] : rounds) {
-    if (runs.empty()) throw std::invalid_argument(fmt::format("run {} has no round", label));
-    std::vector<const RunOutcome*> sorted;
-    for (const auto& r : runs) sorted.push_back(&r);
-    std::stable_sort(sorted.begin(), sorted.end(),
-                     [](const RunOutcome* a, const RunOutcome* b) { return a->rate < b->rate; });
-    out[label] = *sorted[(sorted.size() - 1) / 2];
-  }
-  return out;
+const RunOutcome& median_run(const std::vector<RunOutcome>& rounds) {
+  if (rounds.empty()) throw std::invalid_argument("a run with no round");
+  std::vector<const RunOutcome*> sorted;
+  for (const auto& r : rounds) sorted.push_back(&r);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const RunOutcome* a, const RunOutcome* b) { return a->rate < b->rate; });
+  return *sorted[(sorted.size() - 1) / 2];
 }
 
 nlohmann::json rounds_json(const std::map<std::string, std::vector<RunOutcome>>& rounds, int count) {
   nlohmann::json rates = nlohmann::json::object();
-  const auto chosen = median_runs(rounds);
   for (const auto& [label, runs] : rounds) {
+    const RunOutcome& chosen = median_run(runs);
     nlohmann::json all = nlohmann::json::array();
     for (const auto& r : runs) all.push_back(r.rate);
-    const double lo =
-        std::min_element(runs.begin(), runs.end(), [](auto& a, auto& b) { return a.rate < b.rate; })->rate;
-    const double hi =
-        std::max_element(runs.begin(), runs.end(), [](auto& a, auto& b) { return a.rate < b.rate; })->rate;
+    const auto [lo, hi] =
+        std::minmax_element(runs.begin(), runs.end(), [](auto& a, auto& b) { return a.rate < b.rate; });
     rates[label] = {{"rates", all},
-                    {"chosen", chosen.at(label).rate},
-                    {"spread_pct", chosen.at(label).rate > 0 ? 100 * (hi - lo) / chosen.at(label).rate : 0.0},
-                    {"report", chosen.at(label).report_path.string()}};
+                    {"chosen", chosen.rate},
+                    {"spread_pct", chosen.rate > 0 ? 100 * (hi->rate - lo->rate) / chosen.rate : 0.0},
+                    {"report", chosen.report_path.string()}};
   }
   return {{"count", count}, {"runs", rates}};
 }

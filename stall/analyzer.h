@@ -45,8 +45,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
 // --rounds: every run of the plan made `rounds` times, round after round, so a host whose speed
 // drifts over minutes weighs on every run alike. Per label, the run with the median rate (the
 // lower middle one for an even count) stands for it: its report, residency and CPU time come
-// from one real run, and the model reads them together as before. Throws on an empty label.
-std::map<std::string, RunOutcome> median_runs(const std::map<std::string, std::vector<RunOutcome>>& rounds);
+// from one real run, and the model reads them together as before. Throws when `rounds` is empty.
+const RunOutcome& median_run(const std::vector<RunOutcome>& rounds);
 // stall.json's `rounds`: the count and, per label, every round's rate in order and the chosen one's.
 nlohmann::json rounds_json(const std::map<std::string, std::vector<RunOutcome>>& rounds, int count);
 

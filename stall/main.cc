@@ -254,7 +254,7 @@ int main(int argc, char** argv) {
       core::write_json_atomic(out / "runs.json", done);  // what is measured survives a later failure
       auto& all = by_round[spec.label];
       all.push_back(std::move(r));
-      runs[spec.label] = median_runs({{spec.label, all}}).at(spec.label);
+      runs[spec.label] = median_run(all);
     };
     if (rounds > 1) std::cout << fmt::format("round 1 of {}\n", rounds);
     run_round(first, 1);

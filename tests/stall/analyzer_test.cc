@@ -93,18 +93,17 @@ TEST(Analyzer, MedianRunOfTheRoundsKeepsThatRunsReport) {
       {"cached", {tagged(300, "a"), tagged(100, "b"), tagged(200, "c")}},
       {"cold", {tagged(50, "d"), tagged(40, "e")}},
       {"synthetic", {tagged(7, "f")}}};
-  const auto m = median_runs(rounds);
-  EXPECT_EQ(m.at("cached").rate, 200);
-  EXPECT_EQ(m.at("cached").report_path, "c");
-  EXPECT_EQ(m.at("cold").rate, 40);  // the lower middle of an even count
-  EXPECT_EQ(m.at("synthetic").report_path, "f");
+  EXPECT_EQ(median_run(rounds.at("cached")).rate, 200);
+  EXPECT_EQ(median_run(rounds.at("cached")).report_path, "c");
+  EXPECT_EQ(median_run(rounds.at("cold")).rate, 40);  // the lower middle of an even count
+  EXPECT_EQ(median_run(rounds.at("synthetic")).report_path, "f");
   const auto j = rounds_json(rounds, 3);
   EXPECT_EQ(j["count"], 3);
   EXPECT_EQ(j["runs"]["cached"]["rates"], nlohmann::json({300.0, 100.0, 200.0}));  // in round order
   EXPECT_EQ(j["runs"]["cached"]["chosen"], 200.0);
   EXPECT_DOUBLE_EQ(j["runs"]["cached"]["spread_pct"].get<double>(), 100.0);
   EXPECT_EQ(j["runs"]["cached"]["report"], "c");
-  EXPECT_THROW(median_runs({{"x", {}}}), std::invalid_argument);
+  EXPECT_THROW(median_run({}), std::invalid_argument);
 }
 
 TEST(Analyzer, APartitionedCacheIsPredictedWhenThePeerRateWasMeasured) {
