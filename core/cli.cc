@@ -175,8 +175,8 @@ void BenchCli::add_shared_options(const BenchDefaults& d) {
   add_option("--seed", opts_.seed, "Random seed", ArgKind::Runtime);
   add_flag("--cuda", cuda_flag_, "Run on CUDA (error when LibTorch has no CUDA)", ArgKind::Runtime);
   add_flag("--no-cuda", no_cuda_flag_, "Run on the CPU even when CUDA is available", ArgKind::Runtime);
-  add_option("--report", opts_.report_dir, "Directory for the JSON report (default: $OUTPUT_DIRECTORY, else stdout; -: stdout)",
-             ArgKind::Runtime);
+  add_option("--report", opts_.report_dir,
+             "Directory for the JSON report (default: $OUTPUT_DIRECTORY, else stdout; -: stdout)", ArgKind::Runtime);
   add_option("--data", opts_.data, "Dataset path (default: under $DATA_DIRECTORY)", ArgKind::Runtime);
   add_flag("--synthetic", opts_.synthetic, "Serve one batch made once in memory: no fetch, no prep");
   add_option("--cpu-cores", opts_.cpu_cores, "Torch intra-op threads (default: $CPU_COUNT, else the CPU affinity)",
