@@ -93,12 +93,22 @@ std::vector<int> affinity_cpus() {
   return cpus;
 }
 
-std::uint64_t memory_total_bytes() {
+namespace {
+// A "Key: N kB" line of /proc/meminfo, in bytes (0 when absent).
+std::uint64_t meminfo_bytes(const std::string& key) {
   std::ifstream in("/proc/meminfo");
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("MemTotal:", 0) == 0) return std::stoull(field_value(line)) * 1024ULL;
+    if (line.rfind(key, 0) == 0) return std::stoull(field_value(line)) * 1024ULL;
   }
   return 0;
+}
+}  // namespace
+
+std::uint64_t memory_total_bytes() {
+  return meminfo_bytes("MemTotal:");
+}
+std::uint64_t memory_available_bytes() {
+  return meminfo_bytes("MemAvailable:");
 }
 
 std::string kernel_release() {

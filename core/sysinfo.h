@@ -20,6 +20,7 @@ int logical_cores();
 int physical_cores();
 std::vector<int> affinity_cpus();                 // CPUs this process may run on
 std::uint64_t memory_total_bytes();               // MemTotal of /proc/meminfo
+std::uint64_t memory_available_bytes();           // MemAvailable of /proc/meminfo (0 when unknown)
 std::string kernel_release();
 // GPU model names from the NVIDIA driver's /proc entries (empty without one).
 std::vector<std::string> gpu_names();

@@ -330,6 +330,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                        {"wall_s", r.wall_s},
                        {"residency_before", residency_json(r.before)},
                        {"residency_after", residency_json(r.after)},
+                       {"held_in_memory", r.held},
                        {"stall_pct", num(stall_pct_of(r))},
                        {"pipeline", r.report.value("pipeline", nlohmann::json())},
                        {"report", r.report_path.string()},

@@ -36,7 +36,7 @@ struct AnalysisContext {
 // page_cache_fraction}; 3 adds whatif.coordinated (issue 18); 4 adds
 // whatif.partitioned and raw.peer_rate (issue 18); 5 adds `rounds` (--rounds). Every
 // change adds fields: readers of 1 read 2 to 5.
-constexpr int kStallSchemaVersion = 5;
+constexpr int kStallSchemaVersion = 6;
 
 // The stall.json object (documented in docs/stall.md). Needs the runs
 // synthetic, cached, cold, fetch-cold and fetch-cached; throws naming a missing one.

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <optional>
 
@@ -35,8 +36,32 @@ ProcessExecutor::ProcessExecutor(fs::path bench_exe, fs::path out_dir, std::vect
       drop_caches_(use_drop_caches), timeout_s_(timeout_s) {}
 
 void ProcessExecutor::prepare_cache(const RunSpec& spec) {
+  if (spec.cache != CacheState::Warm) pinned_.reset();  // a cold run must be able to evict it
   if (spec.cache == CacheState::Warm) {
     warm(dataset_);
+    // "Warm" must stay warm for the whole run: a host that reclaims page cache on its own
+    // (this CI's VM pages out even files read every second) would make some reads go to
+    // storage, and P would be measured low. So the dataset is locked in memory while warm
+    // runs go on, when it fits in half the memory available and the lock is permitted.
+    if (!pinned_ && pin_error_.empty()) {
+      std::uint64_t bytes = 0;
+      for (const auto& f : dataset_) bytes += fs::file_size(f);
+      const std::uint64_t avail = core::memory_available_bytes();
+      if (avail > 0 && bytes > avail / 2) {
+        pin_error_ = fmt::format("the dataset ({:.0f} MB) is more than half the memory available ({:.0f} MB)",
+                                 bytes / 1e6, avail / 1e6);
+      } else {
+        pinned_ = std::make_unique<PinnedFiles>(dataset_);
+        if (!pinned_->complete()) {
+          pin_error_ = pinned_->error();
+          pinned_.reset();
+        }
+      }
+      if (!pin_error_.empty()) {
+        std::cerr << "mlbench-stall: note: warm runs do not hold the dataset in memory (" << pin_error_
+                  << "): the page cache may give part of it back during a run (see residency_after in stall.json)\n";
+      }
+    }
     const double f = residency(dataset_).fraction();
     if (f < kWarmResidency) {
       throw RunFailed(fmt::format("run {}: could not make the dataset resident in the page cache ({:.1f}% of its "
@@ -175,6 +200,7 @@ RunOutcome ProcessExecutor::run(const RunSpec& spec) {
   fs::create_directories(report_dir);
   prepare_cache(spec);
   const Residency before = residency(dataset_);
+  const bool held = pinned_ != nullptr;
 
   const auto t0 = std::chrono::steady_clock::now();
   // While the benchmark runs, SIGINT/SIGTERM/SIGHUP are caught and forwarded to its process
@@ -221,6 +247,7 @@ RunOutcome ProcessExecutor::run(const RunSpec& spec) {
     RunOutcome out = command_outcome(spec, *status, report_dir, log);
     out.before = before;
     out.after = residency(dataset_);
+    out.held = held;
     out.wall_s = wall;
     out.log_path = log;
     return out;
@@ -244,6 +271,7 @@ RunOutcome ProcessExecutor::run(const RunSpec& spec) {
   }
   out.before = before;
   out.after = residency(dataset_);
+  out.held = held;
   out.wall_s = wall;
   out.log_path = log;
   return out;

@@ -24,6 +24,7 @@ struct RunOutcome {
   nlohmann::json report;
   Residency before;      // dataset residency right before launch
   Residency after;       // and after the run
+  bool held = false;     // a warm run's dataset held in memory throughout (PinnedFiles)
   double wall_s = 0;
   std::filesystem::path report_path;
   std::filesystem::path log_path;
@@ -72,6 +73,10 @@ class ProcessExecutor : public Executor {
   std::filesystem::path bench_;
   std::filesystem::path out_;
   std::vector<std::filesystem::path> dataset_;
+  // Warm runs hold the dataset in memory (taken before a cold run evicts it); once a
+  // pin failed, the reason, and warm runs go on unheld.
+  std::unique_ptr<PinnedFiles> pinned_;
+  std::string pin_error_;
   bool drop_caches_;
   int timeout_s_;
 };

@@ -248,8 +248,9 @@ int main(int argc, char** argv) {
       RunSpec s = spec;
       if (round > 1) s.label = fmt::format("{}-r{}", spec.label, round);
       RunOutcome r = executor.run(s);
-      std::cout << fmt::format("  {:<14} {:>10.1f} samples/s  (±{:.1f}%, {} cache {:.0f}% resident)\n", s.label, r.rate,
-                               100 * r.cv, to_string(spec.cache), 100 * r.before.fraction());
+      std::cout << fmt::format("  {:<14} {:>10.1f} samples/s  (±{:.1f}%, {} cache {:.0f}% resident{})\n", s.label,
+                               r.rate, 100 * r.cv, to_string(spec.cache), 100 * r.before.fraction(),
+                               r.held ? ", held" : "");
       done[s.label] = {{"rate", r.rate}, {"cv", r.cv}, {"report", r.report_path.string()}};
       core::write_json_atomic(out / "runs.json", done);  // what is measured survives a later failure
       auto& all = by_round[spec.label];

@@ -103,6 +103,38 @@ std::uint64_t warm(const std::vector<fs::path>& files) {
   return total;
 }
 
+PinnedFiles::PinnedFiles(const std::vector<fs::path>& files) {
+  maps_.reserve(files.size());
+  for (const auto& f : files) {
+    Fd fd(f);
+    const std::uint64_t size = file_size(fd.fd);
+    if (size == 0) {
+      maps_.push_back({});
+      continue;
+    }
+    void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.fd, 0);
+    if (map == MAP_FAILED) {
+      error_ = fmt::format("cannot map {}: {}", f.string(), std::strerror(errno));
+      return;
+    }
+    if (mlock(map, size) != 0) {
+      const int err = errno;
+      munmap(map, size);
+      error_ = fmt::format("cannot lock {} in memory: {}{}", f.string(), std::strerror(err),
+                           err == EPERM || err == ENOMEM ? " (RLIMIT_MEMLOCK: ulimit -l, or CAP_IPC_LOCK)" : "");
+      return;
+    }
+    maps_.push_back({map, size});
+    bytes_ += size;
+  }
+}
+
+PinnedFiles::~PinnedFiles() {
+  for (const Map& m : maps_) {
+    if (m.addr) munmap(m.addr, m.size);  // also unlocks
+  }
+}
+
 ReadRate read_rate(const std::vector<fs::path>& files, const std::vector<std::size_t>& order) {
   std::vector<char> buf;
   ReadRate r;

@@ -32,6 +32,36 @@ bool drop_caches();
 // Reads every file once (making it resident).
 std::uint64_t warm(const std::vector<std::filesystem::path>& files);
 
+// Holds files in the page cache while it lives: each is mapped and locked in
+// memory (mmap + mlock, which reads in what is not resident), so neither the
+// kernel's reclaim nor a host's proactive reclaim can take its pages back (a
+// VM's DAMON "pageout" scheme took pages of a dataset read every second,
+// docs/stall.md), nor can posix_fadvise(DONTNEED). Unlocked and unmapped on
+// destruction. Pins what it can: it stops at the first file that cannot be
+// locked (RLIMIT_MEMLOCK without CAP_IPC_LOCK, too many mappings, no memory)
+// and says why in error(); what was pinned stays pinned.
+class PinnedFiles {
+ public:
+  explicit PinnedFiles(const std::vector<std::filesystem::path>& files);
+  ~PinnedFiles();
+  PinnedFiles(const PinnedFiles&) = delete;
+  PinnedFiles& operator=(const PinnedFiles&) = delete;
+
+  bool complete() const { return error_.empty(); }
+  const std::string& error() const { return error_; }  // empty when every file is pinned
+  std::uint64_t bytes() const { return bytes_; }       // pinned
+  std::size_t files() const { return maps_.size(); }   // pinned (empty files count, unmapped)
+
+ private:
+  struct Map {
+    void* addr = nullptr;
+    std::size_t size = 0;
+  };
+  std::vector<Map> maps_;
+  std::uint64_t bytes_ = 0;
+  std::string error_;
+};
+
 struct ReadRate {
   double mb_per_s = 0;       // 1 MB = 1e6 bytes
   double files_per_s = 0;

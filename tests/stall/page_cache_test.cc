@@ -51,6 +51,23 @@ TEST_F(PageCacheTest, EvictThenWarmChangesResidency) {
   EXPECT_DOUBLE_EQ(residency(files).fraction(), 1.0);
 }
 
+TEST_F(PageCacheTest, PinnedFilesStayResidentUntilReleased) {
+  const auto files = dataset_files(dir_);
+  evict(files);
+  if (residency(files).fraction() > 0.05) GTEST_SKIP() << "the temp directory ignores POSIX_FADV_DONTNEED (tmpfs?)";
+  {
+    const PinnedFiles pinned(files);  // reads in what is not resident
+    if (!pinned.complete()) GTEST_SKIP() << "files cannot be locked in memory here: " << pinned.error();
+    EXPECT_EQ(pinned.files(), 4u);
+    EXPECT_EQ(pinned.bytes(), 4u * 256 * 1024);
+    EXPECT_DOUBLE_EQ(residency(files).fraction(), 1.0);
+    evict(files);  // cannot drop locked pages
+    EXPECT_DOUBLE_EQ(residency(files).fraction(), 1.0);
+  }
+  evict(files);  // released: it can again
+  EXPECT_LT(residency(files).fraction(), 0.05);
+}
+
 TEST_F(PageCacheTest, ReadRateCountsBytesAndFiles) {
   const auto files = dataset_files(dir_);
   std::vector<std::size_t> order(files.size());
