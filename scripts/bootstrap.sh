@@ -27,6 +27,8 @@ packages=(
   libopenblas0-openmp          # the BLAS LibTorch calls (selected below; docs/performance.md)
   mate-backgrounds             # real photographs: the real-photos dataset's sources (docs/datasets.md)
   slurm-wlm munge              # --launcher slurm, and the private test cluster (docs/runner.md)
+  python3-torch python3-torchvision  # /usr/bin/python3's PyTorch: mlbench-stall --exec on an unmodified
+                                     # PyTorch script (its end-to-end tests) and the peer comparisons
 )
 
 missing=()
