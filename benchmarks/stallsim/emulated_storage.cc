@@ -10,16 +10,13 @@
 #include <thread>
 #include <vector>
 
-#include "thread_clock.h"
-
 namespace mlbench::stallsim {
 
 EmulatedStorage::EmulatedStorage(std::shared_ptr<const pipeline::ImageFolderReader> files, double mb_per_s)
     : files_(std::move(files)), bytes_per_s_(mb_per_s * 1e6) {}
 
 std::chrono::steady_clock::time_point EmulatedStorage::reserve(std::size_t bytes) const {
-  // A reader back late from its previous step arrives when it would have (ThreadClock).
-  const auto now = ThreadClock::arrival();
+  const auto now = std::chrono::steady_clock::now();
   if (bytes_per_s_ <= 0) return now;
   std::lock_guard<std::mutex> lock(mu_);
   const auto start = std::max(now, device_free_);
@@ -46,7 +43,7 @@ void EmulatedStorage::fetch(std::size_t index, pipeline::Bytes& out) const {
     // config measured 20% fetch stall under a concurrent dd (docs/stall.md).
     ::close(fd);
     out.assign(size, 0);
-    ThreadClock::sleep_until(device_done);
+    std::this_thread::sleep_until(device_done);
     std::lock_guard<std::mutex> lock(mu_);
     ++device_reads_;
     return;
@@ -67,7 +64,7 @@ void EmulatedStorage::fetch(std::size_t index, pipeline::Bytes& out) const {
   }
   if (files_->drop_after_read()) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   ::close(fd);
-  if (!cached) ThreadClock::sleep_until(device_done);
+  if (!cached) std::this_thread::sleep_until(device_done);
   std::lock_guard<std::mutex> lock(mu_);
   ++(cached ? cached_reads_ : device_reads_);
 }

@@ -19,7 +19,6 @@
 #include "emulated_storage.h"
 #include "pipeline/options.h"
 #include "source_hash.h"
-#include "thread_clock.h"
 
 namespace {
 
@@ -44,15 +43,13 @@ void burn_cpu(double seconds) {
 // come, first served. Like the emulated storage device, each keeps a virtual
 // clock: a sample starts when its CPU is free (or when it arrives, if later)
 // and the worker sleeps until the sample's end, so a late wake-up of one
-// worker does not delay the samples queued behind it, and a worker that comes
-// back from its own late wake-up arrives when it would have without it
-// (ThreadClock): the prep rate stays exactly n / seconds under load, also
-// with as many workers as CPUs, where no queued sample hides the lateness.
+// worker does not delay the samples queued behind it and the prep rate stays
+// exactly n / seconds under load.
 class CpuPool {
  public:
   explicit CpuPool(int n) : free_at_(static_cast<std::size_t>(std::max(1, n))) {}
   void run(double seconds) {
-    const auto now = stallsim::ThreadClock::arrival();
+    const auto now = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point end;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -61,7 +58,7 @@ class CpuPool {
       end = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
       *cpu = end;
     }
-    stallsim::ThreadClock::sleep_until(end);
+    std::this_thread::sleep_until(end);
   }
 
  private:
@@ -102,8 +99,7 @@ int main(int argc, char** argv) {
                      {.batch_size = 8, .repeat = 12, .number = 10, .workers = 8});
   pipeline::PipelineOptions popts;
   pipeline::add_pipeline_flags(cli, popts);
-  double prep_ms = 1.0, compute_ms = 5.0, compute_jitter_ms = 0.0, storage_mbps = 0.0, late_wakeup_ms = 0.0,
-         worker_late_wakeup_ms = 0.0;
+  double prep_ms = 1.0, compute_ms = 5.0, compute_jitter_ms = 0.0, storage_mbps = 0.0, late_wakeup_ms = 0.0;
   std::string prep_mode = "sleep";
   cli.add_option("--prep-ms", prep_ms, "Prep cost per sample, ms (on one of --cpu-cores CPUs)")
       ->check(core::number_in(0.0, 1e6))
@@ -124,11 +120,6 @@ int main(int argc, char** argv) {
                  "the emulated accelerator must not slow down for it while batches are queued)")
       ->check(core::number_in(0.0, 1e6))
       ->capture_default_str();
-  cli.add_option("--worker-late-wakeup-ms", worker_late_wakeup_ms,
-                 "Loader threads wake this much late after each emulated read or prep, as on a loaded machine (for "
-                 "tests: the emulated CPUs and device must not slow down for it)")
-      ->check(core::number_in(0.0, 1e6))
-      ->capture_default_str();
   cli.add_option("--storage-mbps", storage_mbps,
                  "Emulated storage bandwidth for reads not in the page cache, MB/s (0: the real device)")
       ->check(core::number_in(0.0, 1e9))
@@ -138,8 +129,6 @@ int main(int argc, char** argv) {
   // Sleeps stand for work of a known length: the default 50 us timer slack
   // would add up to that much to each.
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-  stallsim::ThreadClock::inject_late_wakeup(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(worker_late_wakeup_ms / 1e3)));
 
   std::shared_ptr<stallsim::EmulatedStorage> storage;
   if (!o.synthetic) {
@@ -194,8 +183,8 @@ int main(int argc, char** argv) {
       it.compute([&] { accelerator->run(compute_s + extra, queued, late); });
       it.set_loss([] { return 1.0; });
     };
-    work.finish = [loader, storage, prep_ms, compute_ms, compute_jitter_ms, late_wakeup_ms, worker_late_wakeup_ms,
-                   storage_mbps, prep_mode, &o](nlohmann::json& report) {
+    work.finish = [loader, storage, prep_ms, compute_ms, compute_jitter_ms, late_wakeup_ms, storage_mbps, prep_mode,
+                   &o](nlohmann::json& report) {
       nlohmann::json p = loader->to_json();
       if (storage) {
         p["emulated_storage"] = {{"mb_per_s", storage_mbps},
@@ -209,7 +198,6 @@ int main(int argc, char** argv) {
                                        {"compute_ms", compute_ms},
                                        {"compute_jitter_ms", compute_jitter_ms},
                                        {"late_wakeup_ms", late_wakeup_ms},
-                                       {"worker_late_wakeup_ms", worker_late_wakeup_ms},
                                        {"storage_mbps", storage_mbps}};
       loader->stop();
     };
