@@ -34,8 +34,8 @@ struct AnalysisContext {
 // stall.json's schema: 1 (no field) before issue 14; 2 adds schema_version,
 // whatif.{io_depth, loader, serial, page_cache} and recommendation.{cache,
 // page_cache_fraction}; 3 adds whatif.coordinated (issue 18); 4 adds
-// whatif.partitioned and raw.peer_rate (issue 18); 5 adds `rounds` (--rounds). Every
-// change adds fields: readers of 1 read 2 to 5.
+// whatif.partitioned and raw.peer_rate (issue 18); 5 adds `rounds` (--rounds); 6 adds
+// runs.<label>.held_in_memory. Every change adds fields: readers of 1 read 2 to 6.
 constexpr int kStallSchemaVersion = 6;
 
 // The stall.json object (documented in docs/stall.md). Needs the runs
