@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -121,6 +122,100 @@ std::optional<double> cpu_per_item_s(const RunOutcome& r, bool system_only = fal
   }
   const double user = c["user_s"].get<double>(), sys = c["sys_s"].get<double>();
   return user + sys > 0 ? all * sys / (user + sys) : 0.0;
+}
+
+// The CPU of one item fetched from a peer, both ends (the partitioned what-if's k): from the
+// peer runs (plan_peer_runs) where both were made and the difference is positive, else the
+// back-to-back loopback measurement.
+struct PeerCpu {
+  double used_s = 0;
+  std::string source = "loopback";  // "nodes" or "loopback"
+  std::optional<double> nodes_s;    // measured with the peer runs (may be <= 0: noise)
+  int node_count = 0;
+  std::optional<double> local_item_s, partitioned_item_s;  // the two runs' CPU per sample
+  std::vector<double> pairs_s;                             // k from each pair of peer runs (made in turn), in order
+  std::string note;
+};
+
+// The mean CPU per sample of nodes [from, to) of a combined peer run; nullopt without it.
+std::optional<double> mean_cpu_per_item_s(const RunOutcome& r, std::size_t from, std::size_t to) {
+  double sum = 0;
+  for (std::size_t i = from; i < to; ++i) {
+    const auto c = cpu_per_item_s(r.nodes[i]);
+    if (!c) return std::nullopt;
+    sum += *c;
+  }
+  return to > from ? std::optional<double>(sum / static_cast<double>(to - from)) : std::nullopt;
+}
+
+PeerCpu peer_cpu_of(const std::map<std::string, RunOutcome>& runs, const RawRates& raw) {
+  PeerCpu k;
+  k.used_s = raw.peer_cpu_s;
+  const auto local = runs.find("peer-local");
+  const RunOutcome* part = nullptr;
+  for (const auto& [label, r] : runs) {
+    if (label.rfind("peer-", 0) == 0 && label != "peer-local" && !r.nodes.empty()) {
+      part = &r;
+      k.node_count = std::atoi(label.c_str() + 5);  // peer-N
+    }
+  }
+  if (local == runs.end() || !part) return k;
+  k.local_item_s = cpu_per_item_s(local->second);
+  k.partitioned_item_s = cpu_per_item_s(*part);
+  if (!k.local_item_s || !k.partitioned_item_s || k.node_count < 2) {
+    k.note = "the peer runs' reports have no process CPU; k from the loopback measurement";
+    return k;
+  }
+  const double from_peers = (k.node_count - 1.0) / k.node_count;
+  k.nodes_s = (*k.partitioned_item_s - *k.local_item_s) / from_peers;
+  // The pairs: the combined runs list every pair's nodes in turn.
+  const auto n = static_cast<std::size_t>(k.node_count);
+  for (std::size_t from = 0; from + n <= part->nodes.size() && from + n <= local->second.nodes.size(); from += n) {
+    const auto a = mean_cpu_per_item_s(local->second, from, from + n);
+    const auto b = mean_cpu_per_item_s(*part, from, from + n);
+    if (a && b) k.pairs_s.push_back((*b - *a) / from_peers);
+  }
+  if (*k.nodes_s > 0) {
+    k.used_s = *k.nodes_s;
+    k.source = "nodes";
+  } else {
+    k.note = fmt::format(
+        "the peer runs measured no CPU for peer fetches ({:+.1f} us a sample, within their noise); k from the "
+        "loopback measurement",
+        1e6 * (*k.partitioned_item_s - *k.local_item_s));
+  }
+  return k;
+}
+
+// stall.json's whatif.partitioned: the model's predictions and where its k came from.
+nlohmann::json partitioned_json(const PartitionedNodes& nodes, const PeerCpu& k) {
+  nlohmann::json j = partitioned_whatif_json(nodes, {2, 4, 8});
+  const auto us = [](const std::optional<double>& s) { return s ? nlohmann::json(1e6 * *s) : nlohmann::json(); };
+  nlohmann::json pairs = nlohmann::json::array();
+  for (double p : k.pairs_s) pairs.push_back(1e6 * p);
+  j["peer_cpu"] = {{"source", k.source},
+                   {"used_us", 1e6 * k.used_s},
+                   {"nodes_us", us(k.nodes_s)},
+                   {"pairs_us", pairs},
+                   {"nodes", k.node_count},
+                   {"local_cpu_per_item_us", us(k.local_item_s)},
+                   {"partitioned_cpu_per_item_us", us(k.partitioned_item_s)},
+                   {"note", k.note}};
+  // The spread of k over the pairs, carried to each prediction: the partitioned speed with the
+  // largest and the smallest k (a pair's negative k counts as 0).
+  if (k.source == "nodes" && k.pairs_s.size() > 1) {
+    const auto [lo, hi] = std::minmax_element(k.pairs_s.begin(), k.pairs_s.end());
+    for (auto& pred : j["predictions"]) {
+      PartitionedNodes in = nodes;
+      in.nodes = pred["nodes"].get<int>();
+      in.memory_fraction = pred["memory_fraction"].get<double>();
+      in.peer_cpu_s = *hi;
+      const double slow = predict_partitioned(in).partitioned;
+      in.peer_cpu_s = std::max(0.0, *lo);
+      pred["partitioned_range"] = {slow, predict_partitioned(in).partitioned};
+    }
+  }
+  return j;
 }
 
 // The CPU a read takes from prep (the overlap model's term; issue 14), from the runs' own
@@ -335,6 +430,19 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                        {"pipeline", r.report.value("pipeline", nlohmann::json())},
                        {"report", r.report_path.string()},
                        {"log", r.log_path.string()}};
+    if (!r.nodes.empty()) {
+      nlohmann::json per_node = nlohmann::json::array();
+      for (const RunOutcome& n : r.nodes) {
+        per_node.push_back({{"rate", n.rate},
+                            {"cpu_per_item_us",
+                             n.report.value("process_cpu", nlohmann::json()).value("per_item_us", nlohmann::json())},
+                            {"report", n.report_path.string()},
+                            {"log", n.log_path.string()}});
+      }
+      run_json[label]["nodes"] = per_node;
+      run_json[label]["cpu_per_item_us"] =
+          r.report.value("process_cpu", nlohmann::json()).value("per_item_us", nlohmann::json());
+    }
   }
   // Coordinated prep (issue 18): K jobs of this one, with and without --coordinated K.
   const nlohmann::json& cp = cached.report.value("pipeline", nlohmann::json());
@@ -378,7 +486,11 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   // the one-CPU run, a peer fetch's CPU (both ends) from the loopback measurement.
   nodes.cores = ctx.cores_now;
   nodes.prep_cpu_s = p_by_cores.count(1) && p_by_cores.at(1) > 0 ? 1.0 / p_by_cores.at(1) : 0.0;
-  nodes.peer_cpu_s = raw.peer_cpu_s;
+  // A peer fetch's CPU as nodes pay it, beside their decoding: the peer runs' CPU per sample,
+  // N nodes with 1/N each and peers against N nodes with the whole dataset each, over the share
+  // of a node's samples that come from a peer. The back-to-back loopback figure otherwise.
+  const PeerCpu peer_cpu = peer_cpu_of(runs, raw);
+  nodes.peer_cpu_s = peer_cpu.used_s;
   const bool partitioned_known = raw.peer_rate > 0;
   if (!withheld && partitioned_known) {
     PartitionedNodes two = nodes;
@@ -484,7 +596,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         {"mean_error_pct", measured.empty() ? nlohmann::json() : nlohmann::json(sum_err / measured.size())},
         {"storage", storage_whatif},
         {"coordinated", coordinated_whatif_json(coordinated, {2, 4, 8})},
-        {"partitioned", partitioned_known ? partitioned_whatif_json(nodes, {2, 4, 8}) : nlohmann::json()}}},
+        {"partitioned", partitioned_known ? partitioned_json(nodes, peer_cpu) : nlohmann::json()}}},
       {"warnings", warnings},
       {"runs", run_json},
   };
@@ -571,11 +683,28 @@ std::string console_summary(const nlohmann::json& r) {
   if (const auto& pj = r["whatif"].value("partitioned", nlohmann::json()); pj.is_object()) {
     out += "partitioned cache (per node, samples/s, own -> partitioned):";
     for (const auto& k : pj["predictions"]) {
-      out += fmt::format(" {} nodes caching {:.0f}% each {:.1f} -> {:.1f} (x{:.2f});", k["nodes"].get<int>(),
-                         100 * k["memory_fraction"].get<double>(), k["own"].get<double>(),
-                         k["partitioned"].get<double>(), k["gain"].get<double>());
+      const auto& range = k.value("partitioned_range", nlohmann::json());
+      out +=
+          fmt::format(" {} nodes caching {:.0f}% each {:.1f} -> {:.1f}{} (x{:.2f});", k["nodes"].get<int>(),
+                      100 * k["memory_fraction"].get<double>(), k["own"].get<double>(), k["partitioned"].get<double>(),
+                      range.is_array() ? fmt::format(" [{:.0f}-{:.0f}]", range[0].get<double>(), range[1].get<double>())
+                                       : std::string(),
+                      k["gain"].get<double>());
     }
     out += "\n";
+    const auto& kj = pj.value("peer_cpu", nlohmann::json());
+    if (kj.is_object()) {
+      std::string pairs;
+      for (const auto& p : kj["pairs_us"]) pairs += fmt::format("{}{:.0f}", pairs.empty() ? "" : ", ", p.get<double>());
+      out += kj["source"] == "nodes"
+                 ? fmt::format(
+                       "  a peer fetch's CPU (k): {:.1f} us, from {} nodes on loopback beside their decoding "
+                       "(pairs of runs: {} us; [range] = the prediction with the pairs' largest and smallest k)\n",
+                       kj["used_us"].get<double>(), kj["nodes"].get<int>(), pairs)
+                 : fmt::format("  a peer fetch's CPU (k): {:.1f} us, back to back on loopback{}\n",
+                               kj["used_us"].get<double>(),
+                               kj["note"].get<std::string>().empty() ? "" : " (" + kj["note"].get<std::string>() + ")");
+    }
   }
   const auto& rec = r["recommendation"];
   if (rec.value("withheld", false)) {

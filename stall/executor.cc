@@ -1,6 +1,10 @@
 #include "executor.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -143,6 +147,23 @@ core::ProcessSpec command_process(const ExecConfig& exec, const RunSpec& spec, c
   return process;
 }
 
+// A TCP port of 127.0.0.1 that is free now (bound to port 0 and let go); 0 when none.
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
 bool has_report(const fs::path& dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
@@ -193,7 +214,129 @@ RunOutcome ProcessExecutor::command_outcome(const RunSpec& spec, const core::Exi
   return *read;
 }
 
+RunOutcome combine_nodes(std::vector<RunOutcome> nodes) {
+  if (nodes.empty()) throw RunFailed("a run of several nodes had none");
+  RunOutcome out;
+  out.report = nodes.front().report;
+  out.report_path = nodes.front().report_path;
+  out.log_path = nodes.front().log_path;
+  out.observations = nodes.front().observations;
+  double rate = 0, cv = 0, user = 0, sys = 0, wall = 0, per_item = 0;
+  bool cpu = true;
+  for (const auto& n : nodes) {
+    rate += n.rate;
+    cv = std::max(cv, n.cv);
+    const auto& c = n.report.value("process_cpu", nlohmann::json());
+    if (c.is_object() && c.value("per_item_us", nlohmann::json()).is_number()) {
+      user += c["user_s"].get<double>();
+      sys += c["sys_s"].get<double>();
+      wall = std::max(wall, c["wall_s"].get<double>());
+      per_item += c["per_item_us"].get<double>();
+    } else {
+      cpu = false;
+    }
+  }
+  const double count = static_cast<double>(nodes.size());
+  out.rate = rate / count;
+  out.cv = cv;
+  if (cpu) {
+    out.report["process_cpu"] = {{"user_s", user},
+                                 {"sys_s", sys},
+                                 {"wall_s", wall},
+                                 {"busy_cpus", wall > 0 ? (user + sys) / wall : 0.0},
+                                 {"per_item_us", per_item / count},
+                                 {"nodes", nodes.size()}};
+  } else {
+    out.report["process_cpu"] = nullptr;
+  }
+  out.nodes = std::move(nodes);
+  return out;
+}
+
+RunOutcome ProcessExecutor::run_nodes(const RunSpec& spec) {
+  const fs::path report_dir = out_ / "runs" / spec.label;
+  fs::remove_all(report_dir);
+  fs::create_directories(report_dir);
+  prepare_cache(spec);
+  const Residency before = residency(dataset_);
+  const bool held = pinned_ != nullptr;
+  std::string peers;
+  if (spec.peers) {
+    for (int r = 0; r < spec.nodes; ++r) {
+      const int port = free_loopback_port();
+      if (port == 0) throw RunFailed(fmt::format("run {}: no free TCP port on 127.0.0.1", spec.label));
+      peers += fmt::format("{}127.0.0.1:{}", r ? "," : "", port);
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const core::StopSignals forwarded(core::StopSignals::Calls::kInterrupt);
+  std::vector<core::Process> children;
+  children.reserve(static_cast<std::size_t>(spec.nodes));
+  std::vector<fs::path> dirs, logs;
+  for (int r = 0; r < spec.nodes; ++r) {
+    dirs.push_back(report_dir / fmt::format("node{}", r));
+    logs.push_back(out_ / "runs" / fmt::format("{}.node{}.log", spec.label, r));
+    fs::create_directories(dirs.back());
+    RunSpec node = spec;
+    if (spec.peers) node.args.insert(node.args.end(), {"--peers", peers, "--rank", std::to_string(r)});
+    try {
+      children.emplace_back(bench_process(bench_, node, dirs.back(), logs.back()));
+    } catch (const core::ProcessError& e) {
+      throw RunFailed(fmt::format("cannot execute {}", e.what()));
+    }
+  }
+  std::vector<std::optional<core::ExitStatus>> status(children.size());
+  const auto all_done = [&] {
+    return std::all_of(status.begin(), status.end(), [](const auto& s) { return s.has_value(); });
+  };
+  while (!all_done() && !core::stop_signal()) {
+    const double left = timeout_s_ - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (left <= 0) break;
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      if (!status[i]) status[i] = children[i].wait_for(std::min(left, 0.05 / static_cast<double>(children.size())));
+    }
+  }
+  if (const int sig = core::stop_signal()) {
+    for (auto& c : children) c.signal_group(sig);
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      if (!status[i] && !children[i].wait_for(kInterruptGrace)) children[i].signal_group(SIGKILL);
+      children[i].wait();
+      core::signal_process_group(children[i].pid(), SIGKILL);
+    }
+    throw Interrupted(sig, spec.label);
+  }
+  if (!all_done()) {
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      if (!status[i]) status[i] = children[i].stop(kKillGrace);
+    }
+    throw RunFailed(fmt::format("run {} timed out after {} s (logs: {})", spec.label, timeout_s_,
+                                (out_ / "runs" / (spec.label + ".node*.log")).string()));
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<RunOutcome> nodes;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    const auto& st = *status[i];
+    if (!st.exited) {
+      throw RunFailed(
+          fmt::format("run {}: node {} died of signal {} (log: {})", spec.label, i, st.signal, logs[i].string()));
+    }
+    if (st.code != 0) {
+      throw RunFailed(fmt::format("run {}: node {} exited with status {}: {} (log: {})", spec.label, i, st.code,
+                                  last_lines(logs[i], 1), logs[i].string()));
+    }
+    nodes.push_back(read_outcome(dirs[i], fmt::format("{} node {}", spec.label, i)));
+    nodes.back().log_path = logs[i];
+  }
+  RunOutcome out = combine_nodes(std::move(nodes));
+  out.before = before;
+  out.after = residency(dataset_);
+  out.held = held;
+  out.wall_s = wall;
+  return out;
+}
+
 RunOutcome ProcessExecutor::run(const RunSpec& spec) {
+  if (spec.nodes > 1) return run_nodes(spec);
   const fs::path report_dir = out_ / "runs" / spec.label;
   const fs::path log = out_ / "runs" / (spec.label + ".log");
   fs::remove_all(report_dir);

@@ -28,6 +28,10 @@ struct RunOutcome {
   double wall_s = 0;
   std::filesystem::path report_path;
   std::filesystem::path log_path;
+  // A run of several nodes (RunSpec::nodes): each node's outcome; the fields above are then
+  // their aggregate (rate: the nodes' mean; report: node 0's, with `process_cpu` over all
+  // nodes: their CPU seconds summed, per_item_us the mean of theirs).
+  std::vector<RunOutcome> nodes;
 };
 
 // A run that could not be made or did not complete; what() is one line.
@@ -67,6 +71,7 @@ class ProcessExecutor : public Executor {
 
  private:
   void prepare_cache(const RunSpec& spec);
+  RunOutcome run_nodes(const RunSpec& spec);
   RunOutcome command_outcome(const RunSpec& spec, const core::ExitStatus& status,
                              const std::filesystem::path& report_dir, const std::filesystem::path& log);
   std::shared_ptr<const ExecConfig> exec_;
@@ -84,5 +89,8 @@ class ProcessExecutor : public Executor {
 // Reads the one report in `dir` into an outcome; throws RunFailed naming the
 // reason when there is none, it is a FAIL report, or it has no throughput.
 RunOutcome read_outcome(const std::filesystem::path& dir, const std::string& label);
+
+// The nodes' outcomes as one (RunOutcome::nodes); throws RunFailed when `nodes` is empty.
+RunOutcome combine_nodes(std::vector<RunOutcome> nodes);
 
 }  // namespace mlbench::stall

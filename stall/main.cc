@@ -8,6 +8,7 @@
 #include <numeric>
 #include <random>
 #include <string_view>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -62,6 +63,9 @@ fs::path python_dir() {
 
 }  // namespace
 
+// Pairs of peer runs (peer-local, peer-N) for the CPU of a peer fetch.
+constexpr int kPeerPairs = 3;
+
 int main(int argc, char** argv) {
   CLI::App app("mlbench-stall: where a benchmark's epoch time goes (compute, prep stall, fetch stall), "
                "what more DRAM or CPUs would change, and what to buy",
@@ -112,6 +116,11 @@ int main(int argc, char** argv) {
   app.add_flag("--nodes-share-cpus", config.nodes_share_cpus,
                "Partitioned-cache what-if: the N nodes share this machine's CPUs (a test on one machine), "
                "instead of as many CPUs each");
+  app.add_option("--peer-nodes", config.peer_nodes,
+                 "Partitioned-cache what-if: measure a peer fetch's CPU with this many benchmark processes on "
+                 "loopback, with and without peers (0: only the back-to-back loopback measurement)")
+      ->check(core::integer_in(0, 16))
+      ->capture_default_str();
   app.add_flag("--drop-caches", use_drop_caches, "Also drop the whole page cache before cold runs (root)");
   app.add_option("--timeout", timeout_s, "Seconds before one run is killed")
       ->check(core::integer_at_least(1))
@@ -281,6 +290,62 @@ int main(int argc, char** argv) {
       }
     }
     progress->finish();
+    // A peer fetch's CPU as nodes pay it (the partitioned what-if's k): two runs of
+    // --peer-nodes processes at once, for a benchmark that reads real files with a pipeline
+    // that has the partitioned cache (its report has pipeline.partitioned_cache), not an
+    // emulated storage. Optional: a failure leaves k to the loopback measurement.
+    const nlohmann::json& cached_pipeline =
+        runs.count("cached") ? runs.at("cached").report.value("pipeline", nlohmann::json()) : nlohmann::json();
+    const bool peer_capable = !exec_mode && raw.peer_rate > 0 && cached_pipeline.is_object() &&
+                              cached_pipeline.contains("partitioned_cache") && cached_pipeline.contains("root") &&
+                              !cached_pipeline.contains("emulated_storage");
+    if (peer_capable && config.peer_nodes >= 2) {
+      std::cout << fmt::format(
+          "peer fetch CPU: {} nodes on loopback, each with the whole dataset, then 1/{} and peers\n", config.peer_nodes,
+          config.peer_nodes);
+      try {
+        // The two kinds alternate, kPeerPairs times, so that a host whose speed drifts weighs on
+        // both alike; each kind's CPU per sample is the mean over all its nodes of all pairs.
+        std::map<std::string, std::vector<RunOutcome>> peer_nodes;
+        std::map<std::string, std::tuple<RunOutcome, double, bool>> peer_facts;  // first run, wall, all held
+        for (int pair = 1; pair <= kPeerPairs; ++pair) {
+          for (RunSpec spec : plan_peer_runs(config, files.size(), ctx.batch_size, depth)) {
+            const std::string kind = spec.label;
+            if (pair > 1) spec.label = fmt::format("{}-r{}", kind, pair);
+            RunOutcome r = executor.run(spec);
+            const auto& c = r.report.value("process_cpu", nlohmann::json());
+            std::cout << fmt::format(
+                "  {:<14} {:>10.1f} samples/s per node, {} us of CPU a sample\n", spec.label, r.rate,
+                c.is_object() && c["per_item_us"].is_number() ? fmt::format("{:.0f}", c["per_item_us"].get<double>())
+                                                              : std::string("?"));
+            done[spec.label] = {{"rate", r.rate}, {"cv", r.cv}, {"report", r.report_path.string()}};
+            core::write_json_atomic(out / "runs.json", done);
+            auto& all = peer_nodes[kind];
+            all.insert(all.end(), r.nodes.begin(), r.nodes.end());
+            auto& [first, wall, held] = peer_facts[kind];
+            if (pair == 1) first = r;
+            wall += r.wall_s;
+            held = (pair == 1 || held) && r.held;
+            first.after = r.after;
+          }
+        }
+        for (auto& [kind, all] : peer_nodes) {
+          RunOutcome r = combine_nodes(std::move(all));
+          const auto& [first, wall, held] = peer_facts[kind];
+          r.before = first.before;
+          r.after = first.after;
+          r.wall_s = wall;  // all pairs' runs of this kind
+          r.held = held;
+          runs[kind] = std::move(r);
+        }
+      } catch (const Interrupted&) {
+        throw;
+      } catch (const RunFailed& e) {
+        std::cerr << "mlbench-stall: warning: " << e.what()
+                  << "; the partitioned what-if uses the loopback measurement of a peer fetch's CPU\n";
+        runs.erase("peer-local");
+      }
+    }
     if (exec_mode) {
       // A command has no fetch-only mode: S and C are the dataset's direct read rates (one file a sample).
       const double mb = raw.mean_file_bytes / 1e6;

@@ -43,6 +43,28 @@ std::vector<std::string> without_flags(const std::vector<std::string>& extra, co
   return out;
 }
 
+namespace {
+// A never-evicting cache fills during the first epoch, then every epoch has
+// exactly the same number of misses, but a part of an epoch does not: so
+// one observation is one whole epoch, the warm-up whole epochs covering the
+// fill and the pipeline depth, and at least 3 epochs are timed. When an
+// epoch is much longer than --iterations, observations of --iterations / 10
+// with one epoch of warm-up are used instead (noisier).
+std::vector<std::string> epoch_iteration_args(const StallConfig& c, std::size_t items, int batch_size,
+                                              int pipeline_depth) {
+  const int number = std::max(1, (c.iterations + kObservations - 1) / kObservations);
+  const int epoch_iters = static_cast<int>(items / static_cast<std::size_t>(std::max(1, batch_size)));
+  if (epoch_iters >= 1 && epoch_iters <= 2 * c.iterations) {
+    const int warm_epochs = 1 + (pipeline_depth + epoch_iters - 1) / epoch_iters;
+    const int timed_epochs = std::max(3, (c.iterations + epoch_iters - 1) / epoch_iters);
+    return {"--repeat", std::to_string(warm_epochs + timed_epochs),
+            "--number", std::to_string(epoch_iters),
+            "--warmup", std::to_string(warm_epochs)};
+  }
+  return iteration_args(c.iterations, (epoch_iters + pipeline_depth + number - 1) / number + 1);
+}
+}  // namespace
+
 std::vector<RunSpec> plan_runs(const StallConfig& c, std::size_t items, int batch_size, int pipeline_depth) {
   std::vector<RunSpec> runs;
   const int number = std::max(1, (c.iterations + kObservations - 1) / kObservations);
@@ -76,30 +98,38 @@ std::vector<RunSpec> plan_runs(const StallConfig& c, std::size_t items, int batc
                      depth_warmup, &sweep_extra);
     r->cpus = n;
   }
-  // A never-evicting cache fills during the first epoch, then every epoch has
-  // exactly the same number of misses, but a part of an epoch does not: so
-  // one observation is one whole epoch, the warm-up whole epochs covering the
-  // fill and the pipeline depth, and at least 3 epochs are timed. When an
-  // epoch is much longer than --iterations, observations of --iterations / 10
-  // with one epoch of warm-up are used instead (noisier).
-  const int epoch_iters = static_cast<int>(items / static_cast<std::size_t>(std::max(1, batch_size)));
+  // Whole epochs (epoch_iteration_args).
   for (double x : c.cache_fracs) {
     RunSpec* r = add(fmt::format("cache-{:.2f}", x), "cache",
                      {"--cache-size", fmt::format("{:g}%", 100.0 * x), "--drop-after-read"}, CacheState::Cold,
                      depth_warmup);
     r->cache_frac = x;
-    std::vector<std::string> iters;
-    if (epoch_iters >= 1 && epoch_iters <= 2 * c.iterations) {
-      const int warm_epochs = 1 + (pipeline_depth + epoch_iters - 1) / epoch_iters;
-      const int timed_epochs = std::max(3, (c.iterations + epoch_iters - 1) / epoch_iters);
-      iters = {"--repeat", std::to_string(warm_epochs + timed_epochs), "--number", std::to_string(epoch_iters),
-               "--warmup", std::to_string(warm_epochs)};
-    } else {
-      iters = iteration_args(c.iterations, (epoch_iters + pipeline_depth + number - 1) / number + 1);
-    }
     // Replace the default iteration flags (they follow --data in every run).
+    const auto iters = epoch_iteration_args(c, items, batch_size, pipeline_depth);
     std::copy(iters.begin(), iters.end(), r->args.begin() + 2);
   }
+  return runs;
+}
+
+std::vector<RunSpec> plan_peer_runs(const StallConfig& c, std::size_t items, int batch_size, int pipeline_depth) {
+  std::vector<RunSpec> runs;
+  if (c.peer_nodes < 2) return runs;
+  const auto extra = without_flags(c.extra, {"--cache-size", "--peers", "--rank", "--world", "--drop-after-read"});
+  const auto add = [&](std::string label, std::string share, bool peers) {
+    RunSpec r;
+    r.label = std::move(label);
+    r.kind = "peer";
+    r.args = {"--data", c.data};
+    for (auto& a : epoch_iteration_args(c, items, batch_size, pipeline_depth)) r.args.push_back(std::move(a));
+    r.args.insert(r.args.end(), extra.begin(), extra.end());
+    r.args.insert(r.args.end(), {"--cache-size", std::move(share)});
+    r.cache = CacheState::Warm;
+    r.nodes = c.peer_nodes;
+    r.peers = peers;
+    runs.push_back(std::move(r));
+  };
+  add("peer-local", "100%", false);
+  add(fmt::format("peer-{}", c.peer_nodes), fmt::format("{:.4f}%", 100.0 / c.peer_nodes), true);
   return runs;
 }
 

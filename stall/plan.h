@@ -23,6 +23,9 @@ struct StallConfig {
   // machine's CPUs (a test on one machine) instead of having as many as it each.
   double node_cache = 0;
   bool nodes_share_cpus = false;
+  // The CPU of a peer fetch measured with this many real nodes on loopback (plan_peer_runs);
+  // 0: not measured, the back-to-back loopback figure only.
+  int peer_nodes = 2;
 };
 
 struct RunSpec {
@@ -32,6 +35,11 @@ struct RunSpec {
   CacheState cache = CacheState::Any;
   int cpus = 0;            // 0: every CPU of the analyzer; else the first `cpus` of its affinity
   double cache_frac = -1;  // for "cache" runs
+  // Runs of several benchmark processes at once ("peer" runs, issue 18): `nodes` processes
+  // (0: one) on the analyzer's CPUs, each with `args`; with `peers`, a partitioned cache
+  // across them on loopback (the executor adds --peers 127.0.0.1:PORT,... --rank R).
+  int nodes = 0;
+  bool peers = false;
   // --exec (stall/exec_target.h): the user's command, run as given instead of a benchmark with
   // `args`, and the probe's environment variables for this run.
   std::vector<std::string> command;
@@ -49,6 +57,14 @@ std::vector<std::string> iteration_args(int iterations, int warmup_observations)
 // Warm-up covers that depth (the first batches would come for free), and for
 // cache runs also one epoch (the cache fills during the first).
 std::vector<RunSpec> plan_runs(const StallConfig& config, std::size_t items, int batch_size, int pipeline_depth = 0);
+
+// The partitioned cache's CPU per peer item, measured as the nodes pay it (issue 18): two runs
+// of `config.peer_nodes` processes at once, the dataset in the page cache, "peer-local" with
+// the whole dataset in each node's item cache and "peer-N" with 1/N each and the rest fetched
+// from the peers; whole epochs timed after one of warm-up, as the cache runs. Empty when
+// peer_nodes < 2.
+std::vector<RunSpec> plan_peer_runs(const StallConfig& config, std::size_t items, int batch_size,
+                                    int pipeline_depth = 0);
 
 // `extra` without the given flags (and their values): the sweep sets them itself.
 std::vector<std::string> without_flags(const std::vector<std::string>& extra, const std::vector<std::string>& flags);

@@ -11,6 +11,7 @@
 
 #include "benchmarks/support/device_copy.h"
 #include "benchmarks/support/torch_runtime.h"
+#include "core/process.h"
 #include "pipeline/options.h"
 #include "pipeline/torch_adapter.h"
 #include "source_hash.h"
@@ -22,6 +23,7 @@ struct EpochTally {
   long images = 0;
   double seconds = 0;
   double wait_s = 0;
+  double cpu_s = 0;  // this process's CPU (every thread, user + system) while the epoch's batches were consumed
 };
 
 }  // namespace
@@ -89,6 +91,7 @@ int main(int argc, char** argv) {
     auto tallies = std::make_shared<std::map<long, EpochTally>>();
     auto last_epoch = std::make_shared<long>(0);
     auto last_size = std::make_shared<int>(0);
+    auto last_cpu = std::make_shared<double>(core::process_cpu_now().total());
     pipeline::TraceRecorder::Track* consumer = trace ? &trace->add_track("consumer") : nullptr;
 
     core::Workload work;
@@ -116,6 +119,9 @@ int main(int argc, char** argv) {
       t.images += *last_size;
       t.seconds += it.wait_s() + it.h2d_s() + it.compute_s();
       t.wait_s += it.wait_s();
+      const double cpu_now = core::process_cpu_now().total();
+      t.cpu_s += cpu_now - *last_cpu;
+      *last_cpu = cpu_now;
       if (consumer) {
         const double t0 = trace->to_us(it.start());
         consumer->span_us("wait", t0, it.wait_s() * 1e6);
@@ -132,7 +138,9 @@ int main(int argc, char** argv) {
                              {"images", t.images},
                              {"seconds", t.seconds},
                              {"images_per_s", t.seconds > 0 ? t.images / t.seconds : 0.0},
-                             {"wait_s", t.wait_s}});
+                             {"wait_s", t.wait_s},
+                             {"cpu_s", t.cpu_s},
+                             {"cpu_us_per_image", t.images > 0 ? 1e6 * t.cpu_s / t.images : 0.0}});
       }
       p["epochs"] = per_epoch;
       report["pipeline"] = p;

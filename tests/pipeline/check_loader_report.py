@@ -14,6 +14,10 @@ for stage in ("fetch", "decode", "augment", "collate"):
     assert p["stages"][stage]["items"] >= 6 * 8, stage
 assert p["bytes_read"] > 0 and p["corrupt_samples"] == 0
 assert p["batches"] == 6 and p["epochs"][0]["epoch"] == 0
+# Each epoch's process CPU: decoding its images took some, and per image it is cpu_s / images.
+for e in p["epochs"]:
+    assert e["cpu_s"] > 0, e
+    assert abs(e["cpu_us_per_image"] - 1e6 * e["cpu_s"] / e["images"]) < 1e-6 * e["cpu_us_per_image"] + 1e-9, e
 assert r["stall"]["wait"]["count"] > 0
 t = json.load(open(sys.argv[2]))
 names = {e["name"] for e in t["traceEvents"]}

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "stall/charts.h"
+#include "stall/executor.h"
 
 namespace mlbench::stall {
 namespace {
@@ -115,7 +116,7 @@ TEST(Analyzer, APartitionedCacheIsPredictedWhenThePeerRateWasMeasured) {
   RawRates raw;
   raw.peer_rate = 1000;
   const auto r = analyze(context(), runs, raw);
-  EXPECT_EQ(r["schema_version"], 6);
+  EXPECT_EQ(r["schema_version"], 7);
   const auto& pj = r["whatif"]["partitioned"];
   ASSERT_TRUE(pj.is_object()) << r["whatif"].dump();
   EXPECT_EQ(pj["memory_fraction"], "1/N");
@@ -140,6 +141,81 @@ TEST(Analyzer, APartitionedCacheIsPredictedWhenThePeerRateWasMeasured) {
   const auto plain = analyze(context(), runs, RawRates{});
   EXPECT_TRUE(plain["whatif"]["partitioned"].is_null());
   EXPECT_EQ(plain["recommendation"]["remedies"].size(), 2u);
+}
+
+// A run of nodes whose CPU per sample was `per_item_us` (one entry per node; pairs of runs
+// list their nodes in turn).
+RunOutcome nodes_run(double rate, const std::vector<double>& per_item_us) {
+  std::vector<RunOutcome> each;
+  for (double us : per_item_us) {
+    RunOutcome n = outcome(rate);
+    n.report["process_cpu"] = {{"per_item_us", us}, {"user_s", 1.0}, {"sys_s", 0.1}, {"wall_s", 1.0}};
+    each.push_back(n);
+  }
+  return combine_nodes(std::move(each));
+}
+
+TEST(Analyzer, APeerFetchsCpuComesFromTheNodesRunsWhenTheyWereMade) {
+  // The fetch-bound case above on 2 CPUs with P(1 CPU) = 100/s (10 ms of CPU a sample), peers at
+  // 1,000 items/s and 1 ms of CPU an item back to back on loopback.
+  std::map<std::string, RunOutcome> runs{{"synthetic", outcome(400)},     {"cached", outcome(200, 50)},
+                                         {"cold", outcome(100, 74)},      {"fetch-cold", outcome(100)},
+                                         {"fetch-cached", outcome(1000)}, {"cpus-1", outcome(100)},
+                                         {"cpus-2", outcome(200)},        {"cache-0.50", outcome(180)}};
+  RawRates raw;
+  raw.peer_rate = 1000;
+  raw.peer_cpu_s = 1e-3;
+  auto ctx = context();
+  ctx.config.nodes_share_cpus = true;
+  const auto loopback = analyze(ctx, runs, raw)["whatif"]["partitioned"];
+  EXPECT_EQ(loopback["peer_cpu"]["source"], "loopback");
+  EXPECT_NEAR(loopback["peer_cpu_us"].get<double>(), 1000.0, 1e-9);
+  EXPECT_TRUE(loopback["peer_cpu"]["nodes_us"].is_null());
+  // The peer runs: 2 nodes with the whole dataset 10,000 us a sample, with half of it and peers
+  // 12,000: half of a node's samples come from the peer, so k = 2,000 / 0.5 = 4,000 us.
+  runs["peer-local"] = nodes_run(90, {10000, 10000});
+  runs["peer-2"] = nodes_run(70, {12000, 12000});
+  const auto r = analyze(ctx, runs, raw);
+  EXPECT_EQ(r["schema_version"], 7);
+  const auto& pj = r["whatif"]["partitioned"];
+  EXPECT_EQ(pj["peer_cpu"]["source"], "nodes");
+  EXPECT_EQ(pj["peer_cpu"]["nodes"], 2);
+  EXPECT_NEAR(pj["peer_cpu"]["nodes_us"].get<double>(), 4000.0, 1e-6);
+  EXPECT_NEAR(pj["peer_cpu_us"].get<double>(), 4000.0, 1e-6);
+  EXPECT_NEAR(pj["peer_cpu"]["local_cpu_per_item_us"].get<double>(), 10000.0, 1e-6);
+  // 2 nodes sharing 2 CPUs, a CPU each: 1 / (10 ms + 0.5 x 4 ms) = 83.3/s, where the loopback
+  // k gave 1 / (10 ms + 0.5 x 1 ms) = 95.2/s.
+  const auto& two = pj["predictions"][0];
+  EXPECT_NEAR(two["partitioned"].get<double>(), 1.0 / (10e-3 + 0.5 * 4e-3), 1e-6);
+  EXPECT_NEAR(loopback["predictions"][0]["partitioned"].get<double>(), 1.0 / (10e-3 + 0.5 * 1e-3), 1e-6);
+  EXPECT_EQ(r["runs"]["peer-2"]["nodes"].size(), 2u);
+  EXPECT_NEAR(r["runs"]["peer-2"]["cpu_per_item_us"].get<double>(), 12000.0, 1e-6);
+  EXPECT_EQ(pj["peer_cpu"]["pairs_us"].size(), 1u);
+  EXPECT_FALSE(two.contains("partitioned_range")) << "a range from one pair";
+  // Two pairs, k 2,000 and 6,000 us (mean 4,000): the prediction with each as its range.
+  runs["peer-local"] = nodes_run(90, {10000, 10000, 10000, 10000});
+  runs["peer-2"] = nodes_run(70, {11000, 11000, 13000, 13000});
+  const auto pairs = analyze(ctx, runs, raw);
+  const auto& pp = pairs["whatif"]["partitioned"];
+  ASSERT_EQ(pp["peer_cpu"]["pairs_us"].size(), 2u);
+  EXPECT_NEAR(pp["peer_cpu"]["pairs_us"][0].get<double>(), 2000.0, 1e-6);
+  EXPECT_NEAR(pp["peer_cpu"]["pairs_us"][1].get<double>(), 6000.0, 1e-6);
+  EXPECT_NEAR(pp["peer_cpu_us"].get<double>(), 4000.0, 1e-6);
+  const auto& range = pp["predictions"][0]["partitioned_range"];
+  ASSERT_TRUE(range.is_array()) << pp.dump();
+  EXPECT_NEAR(range[0].get<double>(), 1.0 / (10e-3 + 0.5 * 6e-3), 1e-6);
+  EXPECT_NEAR(range[1].get<double>(), 1.0 / (10e-3 + 0.5 * 2e-3), 1e-6);
+  EXPECT_NE(console_summary(pairs).find("2 nodes caching 50% each 95.2 -> 83.3 [77-91]"), std::string::npos)
+      << console_summary(pairs);
+  EXPECT_NE(console_summary(pairs).find("(pairs of runs: 2000, 6000 us;"), std::string::npos) << console_summary(pairs);
+  // Peer runs that measured less CPU with peers than without: noise; the loopback k, with a note.
+  runs["peer-local"] = nodes_run(90, {10000, 10000});
+  runs["peer-2"] = nodes_run(95, {9900, 9900});
+  const auto noisy = analyze(ctx, runs, raw)["whatif"]["partitioned"];
+  EXPECT_EQ(noisy["peer_cpu"]["source"], "loopback");
+  EXPECT_NEAR(noisy["peer_cpu_us"].get<double>(), 1000.0, 1e-9);
+  EXPECT_NEAR(noisy["peer_cpu"]["nodes_us"].get<double>(), -200.0, 1e-6);
+  EXPECT_NE(noisy["peer_cpu"]["note"].get<std::string>().find("within their noise"), std::string::npos);
 }
 
 TEST(Analyzer, MoreCpusIsARemedyOnlyWithComputeOnADeviceOfItsOwn) {

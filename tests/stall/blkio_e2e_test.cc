@@ -165,6 +165,24 @@ TEST_F(BlkioStall, AThrottledDiskIsFoundFetchBoundAndTheWhatIfHolds) {
   // wrong (S alone, before it was pooled with the cold run, missed by 9.2% here).
   ASSERT_EQ(j["whatif"]["measured"].size(), 1u) << r.output;
   EXPECT_LT(j["whatif"]["measured"][0]["error_pct"].get<double>(), 7.5) << r.output;
+  // The peer runs (issue 18): 2 loader nodes at once on loopback, in turn without and with peers,
+  // three pairs; every partitioned node fetched from its peer's cache and no fetch failed.
+  for (const char* label : {"peer-local", "peer-2"}) {
+    ASSERT_TRUE(j["runs"].contains(label)) << label << "\n" << r.output;
+    EXPECT_EQ(j["runs"][label]["nodes"].size(), 6u) << label;
+  }
+  for (const auto& node : j["runs"]["peer-2"]["nodes"]) {
+    std::ifstream node_in(node["report"].get<std::string>());
+    const auto report = nlohmann::json::parse(node_in);
+    const auto& pc = report["pipeline"]["partitioned_cache"];
+    ASSERT_TRUE(pc.is_object()) << node["report"];
+    EXPECT_GT(pc["peer"]["cache_items"].get<long>(), 0) << node["report"];
+    EXPECT_EQ(pc["peer_failures"], 0) << node["report"];
+  }
+  const auto& k = j["whatif"]["partitioned"]["peer_cpu"];
+  EXPECT_EQ(k["nodes"], 2);
+  EXPECT_TRUE(k["nodes_us"].is_number()) << k.dump();
+  EXPECT_EQ(k["pairs_us"].size(), 3u) << k.dump();
   std::cout << fmt::format("[blkio {:.1f} MB/s] throttle {:.1f} files/s; S {:.1f}, cold F {:.1f}, S for the what-if "
                            "{:.1f}; fetch stall {:.1f}%; 50% cached: measured {:.1f}/s, predicted {:.1f}/s ({:.1f}% off)\n",
                            kThrottleBytesPerS / 1e6, throttle_rate, j["rates"]["S"].get<double>(),

@@ -83,6 +83,38 @@ TEST(Plan, LongEpochsFallBackToObservationsOfIterations) {
   EXPECT_EQ(value_of(runs.back().args, "--warmup"), "5001");  // one epoch + 1 observation
 }
 
+TEST(Plan, PeerRunsAreNodesWithTheWholeDatasetThenTheirPartitionAndPeers) {
+  StallConfig c;
+  c.data = "/d";
+  c.iterations = 20;
+  c.extra = {"--image-size", "64", "--cache-size", "10%", "--peers", "h:1,h:2", "--rank", "1"};
+  const auto runs = plan_peer_runs(c, 1000, 50, 0);  // 20 iterations an epoch
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].label, "peer-local");
+  EXPECT_EQ(runs[1].label, "peer-2");
+  for (const auto& r : runs) {
+    EXPECT_EQ(r.nodes, 2);
+    EXPECT_EQ(r.cache, CacheState::Warm);
+    EXPECT_EQ(value_of(r.args, "--image-size"), "64");
+    // The user's cache and peers are the plan's to set: one --cache-size, no --peers or --rank.
+    EXPECT_EQ(std::count(r.args.begin(), r.args.end(), "--cache-size"), 1) << r.label;
+    EXPECT_FALSE(has(r.args, "--peers") || has(r.args, "--rank")) << r.label;
+    // Whole epochs: one of warm-up (the caches fill), three timed.
+    EXPECT_EQ(value_of(r.args, "--number"), "20");
+    EXPECT_EQ(value_of(r.args, "--warmup"), "1");
+    EXPECT_EQ(value_of(r.args, "--repeat"), "4");
+  }
+  EXPECT_FALSE(runs[0].peers);
+  EXPECT_EQ(value_of(runs[0].args, "--cache-size"), "100%");
+  EXPECT_TRUE(runs[1].peers);
+  EXPECT_EQ(value_of(runs[1].args, "--cache-size"), "50.0000%");
+  c.peer_nodes = 4;
+  EXPECT_EQ(plan_peer_runs(c, 1000, 50, 0)[1].label, "peer-4");
+  EXPECT_EQ(value_of(plan_peer_runs(c, 1000, 50, 0)[1].args, "--cache-size"), "25.0000%");
+  c.peer_nodes = 0;
+  EXPECT_TRUE(plan_peer_runs(c, 1000, 50, 0).empty());
+}
+
 TEST(Plan, WithoutFlagsDropsFlagAndValue) {
   EXPECT_EQ(without_flags({"--workers", "4", "--x", "-j", "2", "--cpu-cores=3", "--y", "1"}, {"--workers", "-j", "--cpu-cores"}),
             (std::vector<std::string>{"--x", "--y", "1"}));
