@@ -147,6 +147,10 @@ int main(int argc, char** argv) {
     std::cerr << "mlbench-stall: error: " << core::parse_error_line(e) << " (see --help)\n";
     return 2;
   }
+  if (config.peer_nodes == 1) {
+    std::cerr << "mlbench-stall: error: --peer-nodes 1: peers need two nodes or more (0 turns the peer runs off)\n";
+    return 2;
+  }
   if (exec_mode) {
     exec.command = config.extra;
     config.extra.clear();

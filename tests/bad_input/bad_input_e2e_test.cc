@@ -82,6 +82,16 @@ TEST(BadInputE2E, StallRefusesATimeoutBelowOneSecond) {
   }
 }
 
+TEST(BadInputE2E, StallRefusesPeerRunsOfOneNode) {
+  CommandResult r = run_command(bin("mlbench-stall") + " --bench nothing --peer-nodes 1 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r, "mlbench-stall: error: --peer-nodes 1: peers need two nodes or more (0 turns the peer runs off)"))
+      << r.output;
+  r = run_command(bin("mlbench-stall") + " --bench nothing --peer-nodes 17 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r, "mlbench-stall: error: --peer-nodes must be <= 16 (got 17)")) << r.output;
+}
+
 // A reports tree with one run holding one report of suite "s".
 fs::path one_run_tree(const fs::path& dir) {
   fs::create_directories(dir / "R0");
