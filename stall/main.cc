@@ -347,7 +347,6 @@ int main(int argc, char** argv) {
       } catch (const RunFailed& e) {
         std::cerr << "mlbench-stall: warning: " << e.what()
                   << "; the partitioned what-if uses the loopback measurement of a peer fetch's CPU\n";
-        runs.erase("peer-local");
       }
     }
     if (exec_mode) {

@@ -109,10 +109,7 @@ TEST(Analyzer, MedianRunOfTheRoundsKeepsThatRunsReport) {
 
 TEST(Analyzer, APartitionedCacheIsPredictedWhenThePeerRateWasMeasured) {
   // The fetch-bound case above, with peers measured at 1,000 items/s (no CPU cost).
-  std::map<std::string, RunOutcome> runs{{"synthetic", outcome(400)},      {"cached", outcome(200, 50)},
-                                         {"cold", outcome(100, 74)},       {"fetch-cold", outcome(100)},
-                                         {"fetch-cached", outcome(1000)},  {"cpus-1", outcome(100)},
-                                         {"cpus-2", outcome(200)},         {"cache-0.50", outcome(180)}};
+  auto runs = fetch_bound_runs(200);
   RawRates raw;
   raw.peer_rate = 1000;
   const auto r = analyze(context(), runs, raw);
@@ -158,10 +155,7 @@ RunOutcome nodes_run(double rate, const std::vector<double>& per_item_us) {
 TEST(Analyzer, APeerFetchsCpuComesFromTheNodesRunsWhenTheyWereMade) {
   // The fetch-bound case above on 2 CPUs with P(1 CPU) = 100/s (10 ms of CPU a sample), peers at
   // 1,000 items/s and 1 ms of CPU an item back to back on loopback.
-  std::map<std::string, RunOutcome> runs{{"synthetic", outcome(400)},     {"cached", outcome(200, 50)},
-                                         {"cold", outcome(100, 74)},      {"fetch-cold", outcome(100)},
-                                         {"fetch-cached", outcome(1000)}, {"cpus-1", outcome(100)},
-                                         {"cpus-2", outcome(200)},        {"cache-0.50", outcome(180)}};
+  auto runs = fetch_bound_runs(200);
   RawRates raw;
   raw.peer_rate = 1000;
   raw.peer_cpu_s = 1e-3;
