@@ -14,14 +14,19 @@
 # partitioned_cache.storage.bytes + served.storage_bytes with), and the wall time.
 # --pin: node r runs on CPU r mod (CPUs) only (taskset), so with as many nodes as CPUs each node
 # has a CPU of its own, as nodes of a cluster do; without it the nodes share every CPU.
+# --local: a third mode in every round, "local": each node the whole dataset in its item cache, no
+# peers (the partitioned nodes' CPU without peer fetches, measured beside them: mlbench-stall's
+# peer runs on the same footing); then a second table, per round, partitioned against local: the
+# speed ratio and each mode's CPU per sample (epochs 2+, the loader's pipeline.epochs[].cpu_s), and
+# the CPU of one peer fetch they imply, k = (CPU partitioned - CPU local) / ((N-1)/N).
 # Usage: bench/partitioned_cache.sh --data DIR [--mbps 20] [--nodes 2,4] [--epochs 4] [--rounds 2]
-#          [--pin] [--out DIR] [-- loader flags]
+#          [--pin] [--local] [--out DIR] [-- loader flags]
 #   loader flags default: -b 32 --workers 1 --image-size 64 --no-cuda --cpu-cores 1
 # Env: MLBENCH_BUILD_DIR (default build).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MLBENCH_BUILD_DIR:-$root/build}"
-data=""; mbps=20; nodes=2,4; epochs=4; rounds=2; out=""; pin=0
+data=""; mbps=20; nodes=2,4; epochs=4; rounds=2; out=""; pin=0; local=0
 flags=(-b 32 --workers 1 --image-size 64 --no-cuda --cpu-cores 1)
 while (($#)); do
   case "$1" in
@@ -32,8 +37,9 @@ while (($#)); do
     --rounds) rounds="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --pin) pin=1; shift ;;
+    --local) local=1; shift ;;
     --) shift; flags=("$@"); break ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "partitioned_cache.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -73,6 +79,7 @@ run_mode() {  # mode n round
   local mode=$1 n=$2 round=$3 dir="$out/$1-n$2-r$3" peers="" share
   mkdir -p "$dir"
   share=$(/usr/bin/python3 -c "print(f'{100.0/$n:.4f}%')")
+  [[ $mode == local ]] && share=100%
   if [[ $mode == partitioned ]]; then
     local list=()
     for ((r = 0; r < n; r++)); do list+=("127.0.0.1:$(free_port)"); done
@@ -111,6 +118,7 @@ for n in "${ns[@]}"; do
   for ((round = 0; round < rounds; round++)); do
     run_mode own "$n" "$round"
     run_mode partitioned "$n" "$round"
+    ((local)) && run_mode local "$n" "$round"
   done
 done
 
@@ -146,4 +154,36 @@ for (mode, n) in sorted(walls, key=lambda k: (k[1], k[0] != "own")):
     w = walls[(mode, n)]
     print(f"| {n} | {mode} | {med(speeds)} | {med(mbs)} | {med(peer) if peer else '–'} | "
           f"{sum(fails) if peer else '–'} | {statistics.median(w):.1f} [{min(w):.1f}-{max(w):.1f}] |")
+
+# --local: partitioned against local, round by round (the two ran one after the other).
+def epochs2(rd):
+    """Per node of a round: (img/s, CPU us per image or None) over epochs 2+."""
+    out = []
+    for f in glob.glob(os.path.join(rd, "node*", "*.json")):
+        later = [e for e in json.load(open(f))["pipeline"]["epochs"] if e["epoch"] >= 1]
+        secs = sum(e["seconds"] for e in later)
+        imgs = sum(e["images"] for e in later)
+        cpu = 1e6 * sum(e["cpu_s"] for e in later) / imgs if all("cpu_s" in e for e in later) and imgs else None
+        out.append((imgs / secs if secs > 0 else float("nan"), cpu))
+    return out
+rows = []
+for (mode, n) in sorted(walls):
+    if mode != "local":
+        continue
+    for rd in sorted(glob.glob(os.path.join(out, f"local-n{n}-r*"))):
+        rnd = rd.rsplit("-r", 1)[1]
+        loc, part = epochs2(rd), epochs2(os.path.join(out, f"partitioned-n{n}-r{rnd}"))
+        if not loc or not part:
+            continue
+        sl, sp = statistics.median(s for s, _ in loc), statistics.median(s for s, _ in part)
+        cl = [c for _, c in loc if c is not None]
+        cp = [c for _, c in part if c is not None]
+        ml, mp = (statistics.mean(cl), statistics.mean(cp)) if cl and cp else (None, None)
+        k = (mp - ml) / ((n - 1) / n) if ml is not None and n > 1 else None
+        rows.append(f"| {n} | {rnd} | {sl:,.0f} | {sp:,.0f} | {sp / sl:.3f} | "
+                    + (f"{ml:.0f} | {mp:.0f} | {k:.0f} |" if k is not None else "– | – | – |"))
+if rows:
+    print("\n| nodes | round | local img/s per node | partitioned | partitioned / local | CPU us a sample, local | partitioned | k implied, us |")
+    print("|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
 EOF
