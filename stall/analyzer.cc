@@ -159,7 +159,10 @@ PeerCpu peer_cpu_of(const std::map<std::string, RunOutcome>& runs, const RawRate
       k.node_count = std::atoi(label.c_str() + 5);  // peer-N
     }
   }
-  if (local == runs.end() || !part) return k;
+  if (local == runs.end() || !part) {
+    k.note = raw.peer_runs_note;
+    return k;
+  }
   k.local_item_s = cpu_per_item_s(local->second);
   k.partitioned_item_s = cpu_per_item_s(*part);
   if (!k.local_item_s || !k.partitioned_item_s || k.node_count < 2) {

@@ -22,6 +22,7 @@ struct RawRates {
   double mean_file_bytes = 0;
   double peer_rate = 0;  // items of mean_file_bytes one node fetches from a peer over loopback (0: not measured)
   double peer_cpu_s = 0;  // CPU seconds per such item, asking and answering
+  std::string peer_runs_note;  // why there are no peer runs (skipped or failed); "" when made or not asked for
 };
 
 struct AnalysisContext {

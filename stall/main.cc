@@ -303,7 +303,14 @@ int main(int argc, char** argv) {
     const bool peer_capable = !exec_mode && raw.peer_rate > 0 && cached_pipeline.is_object() &&
                               cached_pipeline.contains("partitioned_cache") && cached_pipeline.contains("root") &&
                               !cached_pipeline.contains("emulated_storage");
-    if (peer_capable && config.peer_nodes >= 2) {
+    const std::string peer_memory = peer_runs_memory_problem(
+        config.peer_nodes, static_cast<std::uint64_t>(raw.mean_file_bytes * static_cast<double>(files.size())),
+        core::memory_available_bytes());
+    if (peer_capable && config.peer_nodes >= 2 && !peer_memory.empty()) {
+      std::cerr << "mlbench-stall: note: no peer runs: " << peer_memory
+                << "; the partitioned what-if uses the loopback measurement of a peer fetch's CPU\n";
+      raw.peer_runs_note = "no peer runs: " + peer_memory;
+    } else if (peer_capable && config.peer_nodes >= 2) {
       std::cout << fmt::format(
           "peer fetch CPU: {} nodes on loopback, each with the whole dataset, then 1/{} and peers\n", config.peer_nodes,
           config.peer_nodes);
@@ -347,6 +354,7 @@ int main(int argc, char** argv) {
       } catch (const RunFailed& e) {
         std::cerr << "mlbench-stall: warning: " << e.what()
                   << "; the partitioned what-if uses the loopback measurement of a peer fetch's CPU\n";
+        raw.peer_runs_note = std::string("the peer runs failed: ") + e.what();
       }
     }
     if (exec_mode) {

@@ -111,6 +111,15 @@ std::vector<RunSpec> plan_runs(const StallConfig& c, std::size_t items, int batc
   return runs;
 }
 
+std::string peer_runs_memory_problem(int nodes, std::uint64_t dataset_bytes, std::uint64_t available_bytes) {
+  const double need = static_cast<double>(nodes + 1) * static_cast<double>(dataset_bytes);
+  if (available_bytes == 0 || need <= static_cast<double>(available_bytes) / 2) return "";
+  return fmt::format(
+      "{} nodes each caching the whole dataset and the page cache holding it ({} x {:.0f} MB) need more "
+      "than half the memory available ({:.0f} MB)",
+      nodes, nodes + 1, dataset_bytes / 1e6, available_bytes / 1e6);
+}
+
 std::vector<RunSpec> plan_peer_runs(const StallConfig& c, std::size_t items, int batch_size, int pipeline_depth) {
   std::vector<RunSpec> runs;
   if (c.peer_nodes < 2) return runs;

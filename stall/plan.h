@@ -2,6 +2,7 @@
 // in which page-cache state and on how many CPUs. Pure: no process, no file.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -65,6 +66,12 @@ std::vector<RunSpec> plan_runs(const StallConfig& config, std::size_t items, int
 // peer_nodes < 2.
 std::vector<RunSpec> plan_peer_runs(const StallConfig& config, std::size_t items, int batch_size,
                                     int pipeline_depth = 0);
+
+// Why the peer runs would not fit in memory, or "" when they do: each of `nodes` processes holds
+// the whole dataset (`dataset_bytes`) in its item cache in `peer-local`, beside the page cache
+// holding it once, so they must fit in half of `available_bytes` (MemAvailable; 0: unknown, no
+// limit).
+std::string peer_runs_memory_problem(int nodes, std::uint64_t dataset_bytes, std::uint64_t available_bytes);
 
 // `extra` without the given flags (and their values): the sweep sets them itself.
 std::vector<std::string> without_flags(const std::vector<std::string>& extra, const std::vector<std::string>& flags);

@@ -165,6 +165,9 @@ TEST(Analyzer, APeerFetchsCpuComesFromTheNodesRunsWhenTheyWereMade) {
   EXPECT_EQ(loopback["peer_cpu"]["source"], "loopback");
   EXPECT_NEAR(loopback["peer_cpu_us"].get<double>(), 1000.0, 1e-9);
   EXPECT_TRUE(loopback["peer_cpu"]["nodes_us"].is_null());
+  RawRates skipped = raw;
+  skipped.peer_runs_note = "no peer runs: too big";
+  EXPECT_EQ(analyze(ctx, runs, skipped)["whatif"]["partitioned"]["peer_cpu"]["note"], "no peer runs: too big");
   // The peer runs: 2 nodes with the whole dataset 10,000 us a sample, with half of it and peers
   // 12,000: half of a node's samples come from the peer, so k = 2,000 / 0.5 = 4,000 us.
   runs["peer-local"] = nodes_run(90, {10000, 10000});

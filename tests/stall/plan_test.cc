@@ -115,6 +115,16 @@ TEST(Plan, PeerRunsAreNodesWithTheWholeDatasetThenTheirPartitionAndPeers) {
   EXPECT_TRUE(plan_peer_runs(c, 1000, 50, 0).empty());
 }
 
+TEST(Plan, PeerRunsMustFitInHalfTheMemoryAvailable) {
+  // 2 nodes and the page cache hold 3 copies of a 1 GB dataset: 6 GB available is enough.
+  EXPECT_EQ(peer_runs_memory_problem(2, 1'000'000'000, 6'000'000'000), "");
+  EXPECT_EQ(peer_runs_memory_problem(2, 1'000'000'000, 0), "") << "unknown memory: no limit";
+  EXPECT_EQ(peer_runs_memory_problem(2, 1'000'000'000, 5'999'000'000),
+            "2 nodes each caching the whole dataset and the page cache holding it (3 x 1000 MB) need more than half "
+            "the memory available (5999 MB)");
+  EXPECT_NE(peer_runs_memory_problem(4, 1'000'000'000, 6'000'000'000), "");
+}
+
 TEST(Plan, WithoutFlagsDropsFlagAndValue) {
   EXPECT_EQ(without_flags({"--workers", "4", "--x", "-j", "2", "--cpu-cores=3", "--y", "1"}, {"--workers", "-j", "--cpu-cores"}),
             (std::vector<std::string>{"--x", "--y", "1"}));
