@@ -687,12 +687,14 @@ std::string console_summary(const nlohmann::json& r) {
     out += "partitioned cache (per node, samples/s, own -> partitioned):";
     for (const auto& k : pj["predictions"]) {
       const auto& range = k.value("partitioned_range", nlohmann::json());
-      out +=
-          fmt::format(" {} nodes caching {:.0f}% each {:.1f} -> {:.1f}{} (x{:.2f});", k["nodes"].get<int>(),
-                      100 * k["memory_fraction"].get<double>(), k["own"].get<double>(), k["partitioned"].get<double>(),
-                      range.is_array() ? fmt::format(" [{:.0f}-{:.0f}]", range[0].get<double>(), range[1].get<double>())
-                                       : std::string(),
-                      k["gain"].get<double>());
+      // A range that the bound ignores (prep or fetch limits both ends) is not shown.
+      const bool spread =
+          range.is_array() && std::lround(range[0].get<double>()) != std::lround(range[1].get<double>());
+      out += fmt::format(
+          " {} nodes caching {:.0f}% each {:.1f} -> {:.1f}{} (x{:.2f});", k["nodes"].get<int>(),
+          100 * k["memory_fraction"].get<double>(), k["own"].get<double>(), k["partitioned"].get<double>(),
+          spread ? fmt::format(" [{:.0f}-{:.0f}]", range[0].get<double>(), range[1].get<double>()) : std::string(),
+          k["gain"].get<double>());
     }
     out += "\n";
     const auto& kj = pj.value("peer_cpu", nlohmann::json());
