@@ -434,17 +434,19 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                        {"report", r.report_path.string()},
                        {"log", r.log_path.string()}};
     if (!r.nodes.empty()) {
+      const auto cpu_us = [](const RunOutcome& o) {
+        const auto s = cpu_per_item_s(o);
+        return s ? nlohmann::json(1e6 * *s) : nlohmann::json();
+      };
       nlohmann::json per_node = nlohmann::json::array();
       for (const RunOutcome& n : r.nodes) {
         per_node.push_back({{"rate", n.rate},
-                            {"cpu_per_item_us",
-                             n.report.value("process_cpu", nlohmann::json()).value("per_item_us", nlohmann::json())},
+                            {"cpu_per_item_us", cpu_us(n)},
                             {"report", n.report_path.string()},
                             {"log", n.log_path.string()}});
       }
       run_json[label]["nodes"] = per_node;
-      run_json[label]["cpu_per_item_us"] =
-          r.report.value("process_cpu", nlohmann::json()).value("per_item_us", nlohmann::json());
+      run_json[label]["cpu_per_item_us"] = cpu_us(r);
     }
   }
   // Coordinated prep (issue 18): K jobs of this one, with and without --coordinated K.

@@ -147,6 +147,14 @@ core::ProcessSpec command_process(const ExecConfig& exec, const RunSpec& spec, c
   return process;
 }
 
+// After a stop signal was forwarded to `child`'s group: gives it kInterruptGrace seconds (none
+// when it had already ended), kills the group, reaps it, and kills what it left behind.
+void reap_after_signal(core::Process& child, bool ended) {
+  if (!ended && !child.wait_for(kInterruptGrace)) child.signal_group(SIGKILL);
+  child.wait();
+  core::signal_process_group(child.pid(), SIGKILL);  // what it started and left behind
+}
+
 // A TCP port of 127.0.0.1 that is free now (bound to port 0 and let go); 0 when none.
 int free_loopback_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -298,11 +306,7 @@ RunOutcome ProcessExecutor::run_nodes(const RunSpec& spec) {
   }
   if (const int sig = core::stop_signal()) {
     for (auto& c : children) c.signal_group(sig);
-    for (std::size_t i = 0; i < children.size(); ++i) {
-      if (!status[i] && !children[i].wait_for(kInterruptGrace)) children[i].signal_group(SIGKILL);
-      children[i].wait();
-      core::signal_process_group(children[i].pid(), SIGKILL);
-    }
+    for (std::size_t i = 0; i < children.size(); ++i) reap_after_signal(children[i], status[i].has_value());
     throw Interrupted(sig, spec.label);
   }
   if (!all_done()) {
@@ -374,9 +378,7 @@ RunOutcome ProcessExecutor::run(const RunSpec& spec) {
   }
   if (const int sig = core::stop_signal()) {
     child->signal_group(sig);
-    if (!child->wait_for(kInterruptGrace)) child->signal_group(SIGKILL);
-    child->wait();
-    core::signal_process_group(child->pid(), SIGKILL);  // what it started and left behind
+    reap_after_signal(*child, false);
     throw Interrupted(sig, spec.label);
   }
   const bool timed_out = !status;

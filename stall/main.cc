@@ -8,7 +8,6 @@
 #include <numeric>
 #include <random>
 #include <string_view>
-#include <tuple>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -303,58 +302,60 @@ int main(int argc, char** argv) {
     const bool peer_capable = !exec_mode && raw.peer_rate > 0 && cached_pipeline.is_object() &&
                               cached_pipeline.contains("partitioned_cache") && cached_pipeline.contains("root") &&
                               !cached_pipeline.contains("emulated_storage");
-    const std::string peer_memory = peer_runs_memory_problem(
-        config.peer_nodes, static_cast<std::uint64_t>(raw.mean_file_bytes * static_cast<double>(files.size())),
-        core::memory_available_bytes());
-    if (peer_capable && config.peer_nodes >= 2 && !peer_memory.empty()) {
-      std::cerr << "mlbench-stall: note: no peer runs: " << peer_memory
-                << "; the partitioned what-if uses the loopback measurement of a peer fetch's CPU\n";
-      raw.peer_runs_note = "no peer runs: " + peer_memory;
-    } else if (peer_capable && config.peer_nodes >= 2) {
-      std::cout << fmt::format(
-          "peer fetch CPU: {} nodes on loopback, each with the whole dataset, then 1/{} and peers\n", config.peer_nodes,
-          config.peer_nodes);
-      try {
-        // The two kinds alternate, kPeerPairs times, so that a host whose speed drifts weighs on
-        // both alike; each kind's CPU per sample is the mean over all its nodes of all pairs.
-        std::map<std::string, std::vector<RunOutcome>> peer_nodes;
-        std::map<std::string, std::tuple<RunOutcome, double, bool>> peer_facts;  // first run, wall, all held
-        for (int pair = 1; pair <= kPeerPairs; ++pair) {
-          for (RunSpec spec : plan_peer_runs(config, files.size(), ctx.batch_size, depth)) {
-            const std::string kind = spec.label;
-            if (pair > 1) spec.label = fmt::format("{}-r{}", kind, pair);
-            RunOutcome r = executor.run(spec);
-            const auto& c = r.report.value("process_cpu", nlohmann::json());
-            std::cout << fmt::format(
-                "  {:<14} {:>10.1f} samples/s per node, {} us of CPU a sample\n", spec.label, r.rate,
-                c.is_object() && c["per_item_us"].is_number() ? fmt::format("{:.0f}", c["per_item_us"].get<double>())
-                                                              : std::string("?"));
-            done[spec.label] = {{"rate", r.rate}, {"cv", r.cv}, {"report", r.report_path.string()}};
-            core::write_json_atomic(out / "runs.json", done);
-            auto& all = peer_nodes[kind];
-            all.insert(all.end(), r.nodes.begin(), r.nodes.end());
-            auto& [first, wall, held] = peer_facts[kind];
-            if (pair == 1) first = r;
-            wall += r.wall_s;
-            held = (pair == 1 || held) && r.held;
-            first.after = r.after;
-          }
-        }
-        for (auto& [kind, all] : peer_nodes) {
-          RunOutcome r = combine_nodes(std::move(all));
-          const auto& [first, wall, held] = peer_facts[kind];
-          r.before = first.before;
-          r.after = first.after;
-          r.wall_s = wall;  // all pairs' runs of this kind
-          r.held = held;
-          runs[kind] = std::move(r);
-        }
-      } catch (const Interrupted&) {
-        throw;
-      } catch (const RunFailed& e) {
-        std::cerr << "mlbench-stall: warning: " << e.what()
+    if (peer_capable && config.peer_nodes >= 2) {
+      const std::string too_big = peer_runs_memory_problem(
+          config.peer_nodes, static_cast<std::uint64_t>(raw.mean_file_bytes * static_cast<double>(files.size())),
+          core::memory_available_bytes());
+      if (!too_big.empty()) {
+        std::cerr << "mlbench-stall: note: no peer runs: " << too_big
                   << "; the partitioned what-if uses the loopback measurement of a peer fetch's CPU\n";
-        raw.peer_runs_note = std::string("the peer runs failed: ") + e.what();
+        raw.peer_runs_note = "no peer runs: " + too_big;
+      } else {
+        std::cout << fmt::format(
+            "peer fetch CPU: {} nodes on loopback, each with the whole dataset, then 1/{} and peers\n",
+            config.peer_nodes, config.peer_nodes);
+        try {
+          // The two kinds alternate, kPeerPairs times, so that a host whose speed drifts weighs on
+          // both alike; each kind's CPU per sample is the mean over all its nodes of all pairs.
+          std::map<std::string, std::vector<RunOutcome>> by_kind;
+          for (int pair = 1; pair <= kPeerPairs; ++pair) {
+            for (RunSpec spec : plan_peer_runs(config, files.size(), ctx.batch_size, depth)) {
+              const std::string kind = spec.label;
+              if (pair > 1) spec.label = fmt::format("{}-r{}", kind, pair);
+              RunOutcome r = executor.run(spec);
+              const auto& c = r.report.value("process_cpu", nlohmann::json());
+              std::cout << fmt::format(
+                  "  {:<14} {:>10.1f} samples/s per node, {} us of CPU a sample\n", spec.label, r.rate,
+                  c.is_object() && c["per_item_us"].is_number() ? fmt::format("{:.0f}", c["per_item_us"].get<double>())
+                                                                : std::string("?"));
+              done[spec.label] = {{"rate", r.rate}, {"cv", r.cv}, {"report", r.report_path.string()}};
+              core::write_json_atomic(out / "runs.json", done);
+              by_kind[kind].push_back(std::move(r));
+            }
+          }
+          // Each kind as one run: every pair's nodes in turn, residency from its first and last
+          // run, the wall time of all, held when every one was.
+          for (auto& [kind, made] : by_kind) {
+            std::vector<RunOutcome> nodes;
+            double wall = 0;
+            for (const RunOutcome& r : made) {
+              nodes.insert(nodes.end(), r.nodes.begin(), r.nodes.end());
+              wall += r.wall_s;
+            }
+            RunOutcome r = combine_nodes(std::move(nodes));
+            r.before = made.front().before;
+            r.after = made.back().after;
+            r.wall_s = wall;
+            r.held = std::all_of(made.begin(), made.end(), [](const RunOutcome& m) { return m.held; });
+            runs[kind] = std::move(r);
+          }
+        } catch (const Interrupted&) {
+          throw;
+        } catch (const RunFailed& e) {
+          std::cerr << "mlbench-stall: warning: " << e.what()
+                    << "; the partitioned what-if uses the loopback measurement of a peer fetch's CPU\n";
+          raw.peer_runs_note = std::string("the peer runs failed: ") + e.what();
+        }
       }
     }
     if (exec_mode) {
