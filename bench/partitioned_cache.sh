@@ -19,14 +19,17 @@
 # peer runs on the same footing); then a second table, per round, partitioned against local: the
 # speed ratio and each mode's CPU per sample (epochs 2+, the loader's pipeline.epochs[].cpu_s), and
 # the CPU of one peer fetch they imply, k = (CPU partitioned - CPU local) / ((N-1)/N).
+# --unbatched: a mode more in every round, "unbatched": partitioned with --peer-batch 1 (one request
+# to a peer per item, as before batched peer fetches); with --local, it gets rows of its own in the
+# second table.
 # Usage: bench/partitioned_cache.sh --data DIR [--mbps 20] [--nodes 2,4] [--epochs 4] [--rounds 2]
-#          [--pin] [--local] [--out DIR] [-- loader flags]
+#          [--pin] [--local] [--unbatched] [--out DIR] [-- loader flags]
 #   loader flags default: -b 32 --workers 1 --image-size 64 --no-cuda --cpu-cores 1
 # Env: MLBENCH_BUILD_DIR (default build).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MLBENCH_BUILD_DIR:-$root/build}"
-data=""; mbps=20; nodes=2,4; epochs=4; rounds=2; out=""; pin=0; local=0
+data=""; mbps=20; nodes=2,4; epochs=4; rounds=2; out=""; pin=0; local=0; unbatched=0
 flags=(-b 32 --workers 1 --image-size 64 --no-cuda --cpu-cores 1)
 while (($#)); do
   case "$1" in
@@ -38,8 +41,9 @@ while (($#)); do
     --out) out="$2"; shift 2 ;;
     --pin) pin=1; shift ;;
     --local) local=1; shift ;;
+    --unbatched) unbatched=1; shift ;;
     --) shift; flags=("$@"); break ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "partitioned_cache.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -80,7 +84,7 @@ run_mode() {  # mode n round
   mkdir -p "$dir"
   share=$(/usr/bin/python3 -c "print(f'{100.0/$n:.4f}%')")
   [[ $mode == local ]] && share=100%
-  if [[ $mode == partitioned ]]; then
+  if [[ $mode == partitioned || $mode == unbatched ]]; then
     local list=()
     for ((r = 0; r < n; r++)); do list+=("127.0.0.1:$(free_port)"); done
     peers=$(IFS=,; echo "${list[*]}")
@@ -97,6 +101,7 @@ for d, _, fs in os.walk(sys.argv[1]):
   for ((r = 0; r < n; r++)); do
     local extra=()
     [[ -n "$peers" ]] && extra=(--peers "$peers" --rank "$r")
+    [[ $mode == unbatched ]] && extra+=(--peer-batch 1)
     local on_cpu=()
     ((pin)) && on_cpu=(taskset -c "${cpu_list[$((r % ${#cpu_list[@]}))]}")
     in_cg "${on_cpu[@]}" "$loader" --data "$data" "${flags[@]}" --drop-after-read --cache-size "$share" --repeat "$epochs" \
@@ -118,6 +123,7 @@ for n in "${ns[@]}"; do
   for ((round = 0; round < rounds; round++)); do
     run_mode own "$n" "$round"
     run_mode partitioned "$n" "$round"
+    ((unbatched)) && run_mode unbatched "$n" "$round"
     ((local)) && run_mode local "$n" "$round"
   done
 done
@@ -131,10 +137,10 @@ for line in open(os.path.join(out, "runs.txt")):
     walls.setdefault((mode, int(n)), []).append(float(wall))
 def med(xs):
     return f"{statistics.median(xs):,.0f} [{min(xs):,.0f}-{max(xs):,.0f}]"
-print("\n| nodes | mode | epoch 2+ img/s per node | storage MB, all nodes | peer items per node | peer failures | wall s |")
-print("|---|---|---|---|---|---|---|")
+print("\n| nodes | mode | epoch 2+ img/s per node | storage MB, all nodes | peer items per node | peer requests per node | peer failures | wall s |")
+print("|---|---|---|---|---|---|---|---|")
 for (mode, n) in sorted(walls, key=lambda k: (k[1], k[0] != "own")):
-    speeds, mbs, peer, fails = [], [], [], []
+    speeds, mbs, peer, reqs, fails = [], [], [], [], []
     for rd in sorted(glob.glob(os.path.join(out, f"{mode}-n{n}-r*"))):
         total = 0
         for f in glob.glob(os.path.join(rd, "node*", "*.json")):
@@ -147,15 +153,17 @@ for (mode, n) in sorted(walls, key=lambda k: (k[1], k[0] != "own")):
             if pc:
                 total += pc["storage"]["bytes"] + pc["served"]["storage_bytes"]
                 peer.append(pc["peer"]["cache_items"] + pc["peer"]["storage_items"])
+                if "requests" in pc["peer"]:
+                    reqs.append(pc["peer"]["requests"])
                 fails.append(pc["peer_failures"])
             else:
                 total += p["bytes_read"]
         mbs.append(total / 1e6)
     w = walls[(mode, n)]
-    print(f"| {n} | {mode} | {med(speeds)} | {med(mbs)} | {med(peer) if peer else '–'} | "
+    print(f"| {n} | {mode} | {med(speeds)} | {med(mbs)} | {med(peer) if peer else '–'} | {med(reqs) if reqs else '–'} | "
           f"{sum(fails) if peer else '–'} | {statistics.median(w):.1f} [{min(w):.1f}-{max(w):.1f}] |")
 
-# --local: partitioned against local, round by round (the two ran one after the other).
+# --local: partitioned (and unbatched) against local, round by round (they ran one after the other).
 def epochs2(rd):
     """Per node of a round: (img/s, CPU us per image or None) over epochs 2+."""
     out = []
@@ -170,9 +178,10 @@ rows = []
 for (mode, n) in sorted(walls):
     if mode != "local":
         continue
-    for rd in sorted(glob.glob(os.path.join(out, f"local-n{n}-r*"))):
+    for rd, peer_mode in [(rd, m) for m in ("partitioned", "unbatched")
+                          for rd in sorted(glob.glob(os.path.join(out, f"local-n{n}-r*")))]:
         rnd = rd.rsplit("-r", 1)[1]
-        loc, part = epochs2(rd), epochs2(os.path.join(out, f"partitioned-n{n}-r{rnd}"))
+        loc, part = epochs2(rd), epochs2(os.path.join(out, f"{peer_mode}-n{n}-r{rnd}"))
         if not loc or not part:
             continue
         sl, sp = statistics.median(s for s, _ in loc), statistics.median(s for s, _ in part)
@@ -180,10 +189,10 @@ for (mode, n) in sorted(walls):
         cp = [c for _, c in part if c is not None]
         ml, mp = (statistics.mean(cl), statistics.mean(cp)) if cl and cp else (None, None)
         k = (mp - ml) / ((n - 1) / n) if ml is not None and n > 1 else None
-        rows.append(f"| {n} | {rnd} | {sl:,.0f} | {sp:,.0f} | {sp / sl:.3f} | "
+        rows.append(f"| {n} | {peer_mode} | {rnd} | {sl:,.0f} | {sp:,.0f} | {sp / sl:.3f} | "
                     + (f"{ml:.0f} | {mp:.0f} | {k:.0f} |" if k is not None else "– | – | – |"))
 if rows:
-    print("\n| nodes | round | local img/s per node | partitioned | partitioned / local | CPU us a sample, local | partitioned | k implied, us |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n| nodes | mode | round | local img/s per node | with peers | with peers / local | CPU us a sample, local | with peers | k implied, us |")
+    print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
 EOF

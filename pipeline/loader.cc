@@ -60,6 +60,7 @@ Loader::Loader(std::shared_ptr<const ItemSource> source, LoaderConfig config)
       throw std::invalid_argument("--peers partitions the item cache: give each node's share with --cache-size");
     }
     partitioned_ = std::make_shared<PartitionedSource>(source_, config_.partition);
+    partitioned_->set_trace(config_.trace);
     fetched = partitioned_;
   }
   dataset_ = std::make_shared<ImageDataset>(fetched, stage_config(config_), config_.cache, config_.allocator,

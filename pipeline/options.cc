@@ -92,6 +92,12 @@ void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
                  core::ArgKind::Runtime)
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
+  cli.add_option("--peer-batch", o.peer_batch,
+                 "Partitioned cache: the most items one request to a peer asks for (with read-ahead, a batch's "
+                 "items of each peer go in as few requests as this allows; 1: one request per item)",
+                 core::ArgKind::Runtime)
+      ->check(core::integer_in(1, static_cast<int>(kPeerMaxIds)))
+      ->capture_default_str();
 }
 
 void add_prefetch_flag(core::BenchCli& cli, int& prefetch, const std::string& default_note) {
@@ -154,6 +160,7 @@ LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineO
     c.partition.timeout_s = o.peer_timeout;
     c.partition.join_timeout_s = o.peer_join_timeout;
     c.partition.linger_s = o.peer_linger;
+    c.partition.max_ids_per_request = o.peer_batch;
     if (bench.synthetic) throw std::invalid_argument("--peers partitions a cache of real data: not with --synthetic");
     if (o.coordinated > 0) throw std::invalid_argument("--peers and --coordinated cannot be combined yet");
     if (n > 1 && !c.cache.enabled()) {

@@ -33,6 +33,7 @@ struct PipelineOptions {
   double peer_timeout = 2;          // --peer-timeout S
   double peer_join_timeout = 30;    // --peer-join-timeout S
   double peer_linger = 10;          // --peer-linger S
+  int peer_batch = 256;             // --peer-batch N (kPeerMaxIds)
 };
 
 void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& options);

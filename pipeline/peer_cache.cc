@@ -2,6 +2,9 @@
 
 #include <array>
 #include <charconv>
+#include <condition_variable>
+#include <deque>
+#include <unordered_map>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -86,7 +89,7 @@ struct PeerCacheServer::Impl {
   Lookup lookup;
   std::vector<std::thread> threads;
   std::atomic<std::uint64_t> requests{0}, from_cache{0}, from_storage{0}, misses{0}, rejected{0}, bytes{0},
-      storage_bytes{0};
+      storage_bytes{0}, messages{0};
   std::atomic<std::int64_t> last_request_ns{0};  // steady clock
 
   void accept();
@@ -104,15 +107,17 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   void read_request() {
     auto self = shared_from_this();
-    asio::async_read(socket_, asio::buffer(request_.data(), 4), [this, self](error_code ec, std::size_t) {
-      if (ec) return;                                                      // the peer closed, or the server stops
-      if (get_u32(request_.data()) != kPeerRequestBytes) return reject();  // oversized or short: framing lost
-      asio::async_read(socket_, asio::buffer(request_.data() + 4, kPeerRequestBytes),
-                       [this, self](error_code ec2, std::size_t) {
-                         if (ec2) return;
-                         if (get_u32(request_.data() + 4) != kPeerMagic) return reject();
-                         answer(get_u64(request_.data() + 8));
-                       });
+    asio::async_read(socket_, asio::buffer(length_.data(), 4), [this, self](error_code ec, std::size_t) {
+      if (ec) return;  // the peer closed, or the server stops
+      // 4 + 8 n bytes for 1..kPeerMaxIds ids; else oversized or short: the framing is lost.
+      const std::uint32_t length = get_u32(length_.data());
+      if (length < kPeerRequestBytes || length > 4 + 8 * kPeerMaxIds || (length - 4) % 8 != 0) return reject();
+      request_.resize(length);
+      asio::async_read(socket_, asio::buffer(request_), [this, self](error_code ec2, std::size_t) {
+        if (ec2) return;
+        if (get_u32(request_.data()) != kPeerMagic) return reject();
+        answer();
+      });
     });
   }
 
@@ -123,18 +128,17 @@ class Session : public std::enable_shared_from_this<Session> {
     socket_.close(ignored);
   }
 
-  void answer(std::uint64_t id) {
+  // One id's reply: its header at `header`, its body into `body` (null for none).
+  void answer_one(std::uint64_t id, std::uint8_t* header, std::shared_ptr<const Bytes>& body) {
     ++server_->requests;
-    server_->last_request_ns = std::chrono::steady_clock::now().time_since_epoch().count();
     PeerStatus status = PeerStatus::kRejected;
-    body_.reset();
     if (id < server_->items && server_->partition.owns(static_cast<std::size_t>(id))) {
       try {
-        status = server_->lookup(static_cast<std::size_t>(id), body_);
+        status = server_->lookup(static_cast<std::size_t>(id), body);
       } catch (const std::exception&) {
         status = PeerStatus::kMiss;
       }
-      if ((status == PeerStatus::kCacheHit || status == PeerStatus::kStorage) && !body_) status = PeerStatus::kMiss;
+      if ((status == PeerStatus::kCacheHit || status == PeerStatus::kStorage) && !body) status = PeerStatus::kMiss;
     }
     switch (status) {
       case PeerStatus::kCacheHit:
@@ -151,25 +155,41 @@ class Session : public std::enable_shared_from_this<Session> {
         break;
     }
     const bool has_body = status == PeerStatus::kCacheHit || status == PeerStatus::kStorage;
-    const std::uint64_t length = has_body ? body_->size() : 0;
-    put_u32(header_.data(), static_cast<std::uint32_t>(status));
-    put_u64(header_.data() + 4, length);
+    if (!has_body) body.reset();
+    const std::uint64_t length = has_body ? body->size() : 0;
+    put_u32(header, static_cast<std::uint32_t>(status));
+    put_u64(header + 4, length);
     if (has_body) server_->bytes += length;
     if (status == PeerStatus::kStorage) server_->storage_bytes += length;
-    std::array<asio::const_buffer, 2> buffers{asio::buffer(header_),
-                                              has_body ? asio::buffer(*body_) : asio::const_buffer()};
+  }
+
+  void answer() {
+    ++server_->messages;
+    server_->last_request_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+    const std::size_t n = (request_.size() - 4) / 8;
+    headers_.assign(n * kPeerReplyHeaderBytes, 0);
+    bodies_.assign(n, nullptr);
+    buffers_.clear();
+    for (std::size_t k = 0; k < n; ++k) {
+      std::uint8_t* header = headers_.data() + k * kPeerReplyHeaderBytes;
+      answer_one(get_u64(request_.data() + 4 + 8 * k), header, bodies_[k]);
+      buffers_.push_back(asio::buffer(header, kPeerReplyHeaderBytes));
+      if (bodies_[k] && !bodies_[k]->empty()) buffers_.push_back(asio::buffer(*bodies_[k]));
+    }
     auto self = shared_from_this();
-    asio::async_write(socket_, buffers, [this, self](error_code ec, std::size_t) {
-      body_.reset();
+    asio::async_write(socket_, buffers_, [this, self](error_code ec, std::size_t) {
+      bodies_.clear();
       if (!ec) read_request();
     });
   }
 
   PeerCacheServer::Impl* server_;
   tcp::socket socket_;
-  std::array<std::uint8_t, 4 + kPeerRequestBytes> request_{};
-  std::array<std::uint8_t, kPeerReplyHeaderBytes> header_{};
-  std::shared_ptr<const Bytes> body_;
+  std::array<std::uint8_t, 4> length_{};
+  std::vector<std::uint8_t> request_;  // magic and ids
+  std::vector<std::uint8_t> headers_;  // one reply header per id
+  std::vector<std::shared_ptr<const Bytes>> bodies_;
+  std::vector<asio::const_buffer> buffers_;
 };
 
 }  // namespace
@@ -228,7 +248,7 @@ double PeerCacheServer::seconds_since_last_request() const {
 
 PeerCacheServer::Counters PeerCacheServer::counters() const {
   return {impl_->requests.load(), impl_->from_cache.load(), impl_->from_storage.load(), impl_->misses.load(),
-          impl_->rejected.load(), impl_->bytes.load(),      impl_->storage_bytes.load()};
+          impl_->rejected.load(), impl_->bytes.load(),      impl_->storage_bytes.load(), impl_->messages.load()};
 }
 
 // --- client ----------------------------------------------------------------------------------
@@ -327,82 +347,109 @@ bool PeerCacheClient::wait_until_up(int peer, double timeout_s) {
 }
 
 PeerCacheClient::Reply PeerCacheClient::get(int peer, std::size_t index, Bytes& out) {
-  if (peer < 0 || peer >= static_cast<int>(impl_->peers.size())) {
-    return {Result::kFailed, PeerStatus::kMiss, fmt::format("no peer {}", peer)};
+  Reply result;
+  get_many(peer, {index}, [&](std::size_t, const Reply& reply, Bytes& bytes) {
+    result = reply;
+    if (reply.result == Result::kHit) out.swap(bytes);
+  });
+  return result;
+}
+
+void PeerCacheClient::get_many(int peer, const std::vector<std::size_t>& indices, const EachReply& each) {
+  if (indices.empty()) return;
+  if (indices.size() > kPeerMaxIds) {
+    throw std::invalid_argument(fmt::format("peer cache: {} ids in one request, more than {}", indices.size(),
+                                            kPeerMaxIds));
   }
+  Bytes none;
+  auto fail_from = [&](std::size_t k, const std::string& reason) {
+    for (; k < indices.size(); ++k) {
+      none.clear();
+      each(k, Reply{Result::kFailed, PeerStatus::kMiss, reason}, none);
+    }
+  };
+  if (peer < 0 || peer >= static_cast<int>(impl_->peers.size())) return fail_from(0, fmt::format("no peer {}", peer));
   auto& p = *impl_->peers[static_cast<std::size_t>(peer)];
   const PeerAddress& address = impl_->config.peers[static_cast<std::size_t>(peer)];
   std::unique_ptr<Connection> conn;
   {
-    std::lock_guard lock(p.mu);
+    std::unique_lock lock(p.mu);
     if (impl_->now() < p.down_until) {
-      return {Result::kFailed, PeerStatus::kMiss,
-              fmt::format("{} skipped after: {}", address.to_string(), p.down_reason)};
+      const std::string reason = fmt::format("{} skipped after: {}", address.to_string(), p.down_reason);
+      lock.unlock();
+      return fail_from(0, reason);
     }
     if (!p.idle.empty()) {
       conn = std::move(p.idle.back());
       p.idle.pop_back();
     }
   }
-  const auto deadline = std::chrono::steady_clock::now() + seconds(impl_->config.timeout_s);
-  auto fail = [&](const std::string& what) -> Reply {
+  auto deadline = std::chrono::steady_clock::now() + seconds(impl_->config.timeout_s);
+  // The connection failed at item k: that peer is skipped for a while, this and the others to it dropped.
+  auto fail = [&](std::size_t k, const std::string& what) {
     const std::string reason = fmt::format("{}: {}", address.to_string(), what);
-    std::lock_guard lock(p.mu);
-    p.down_until = impl_->now() + seconds(impl_->config.retry_after_s);
-    p.down_reason = reason;
-    p.idle.clear();  // the others to that peer are as suspect
-    return {Result::kFailed, PeerStatus::kMiss, reason};
+    {
+      std::lock_guard lock(p.mu);
+      p.down_until = impl_->now() + seconds(impl_->config.retry_after_s);
+      p.down_reason = reason;
+      p.idle.clear();  // the others to that peer are as suspect
+    }
+    fail_from(k, reason);
   };
   const std::string timed_out = fmt::format("timed out after {} s", impl_->config.timeout_s);
 
   if (!conn) {
     conn = std::make_unique<Connection>();
-    if (const std::string why = connect(*conn, address, deadline, timed_out); !why.empty()) return fail(why);
+    if (const std::string why = connect(*conn, address, deadline, timed_out); !why.empty()) return fail(0, why);
   }
   error_code ec;
-
-  std::array<std::uint8_t, 4 + kPeerRequestBytes> request{};
-  put_u32(request.data(), kPeerRequestBytes);
+  std::vector<std::uint8_t> request(8 + 8 * indices.size());
+  put_u32(request.data(), static_cast<std::uint32_t>(4 + 8 * indices.size()));
   put_u32(request.data() + 4, kPeerMagic);
-  put_u64(request.data() + 8, index);
-  std::array<std::uint8_t, kPeerReplyHeaderBytes> header{};
+  for (std::size_t k = 0; k < indices.size(); ++k) put_u64(request.data() + 8 + 8 * k, indices[k]);
   ec = asio::error::would_block;
-  asio::async_write(conn->socket, asio::buffer(request), [&](error_code e, std::size_t) {
-    if (e) {
-      ec = e;
-      return;
-    }
-    asio::async_read(conn->socket, asio::buffer(header), [&](error_code e2, std::size_t) { ec = e2; });
-  });
-  if (!conn->run_until(deadline)) return fail(timed_out);
-  if (ec) return fail(ec == asio::error::eof ? "closed the connection" : ec.message());
+  asio::async_write(conn->socket, asio::buffer(request), [&](error_code e, std::size_t) { ec = e; });
+  if (!conn->run_until(deadline)) return fail(0, timed_out);
+  if (ec) return fail(0, ec == asio::error::eof ? "closed the connection" : ec.message());
 
-  const std::uint32_t status = get_u32(header.data());
-  const std::uint64_t length = get_u64(header.data() + 4);
-  if (status > static_cast<std::uint32_t>(PeerStatus::kRejected))
-    return fail(fmt::format("bad reply status {}", status));
-  const auto st = static_cast<PeerStatus>(status);
-  const bool has_body = st == PeerStatus::kCacheHit || st == PeerStatus::kStorage;
-  if (!has_body && length != 0) return fail("a miss with a body");
-  if (length > impl_->config.max_item_bytes) {
-    return fail(
-        fmt::format("announced {} bytes, more than the {} an item may have", length, impl_->config.max_item_bytes));
-  }
-  if (has_body) {
-    out.resize(static_cast<std::size_t>(length));
-    if (length > 0) {
+  Bytes body;
+  for (std::size_t k = 0; k < indices.size(); ++k) {
+    std::array<std::uint8_t, kPeerReplyHeaderBytes> header{};
+    ec = asio::error::would_block;
+    asio::async_read(conn->socket, asio::buffer(header), [&](error_code e, std::size_t) { ec = e; });
+    if (!conn->run_until(deadline)) return fail(k, timed_out);
+    if (ec) return fail(k, ec == asio::error::eof ? "closed the connection" : ec.message());
+    const std::uint32_t status = get_u32(header.data());
+    const std::uint64_t length = get_u64(header.data() + 4);
+    if (status > static_cast<std::uint32_t>(PeerStatus::kRejected))
+      return fail(k, fmt::format("bad reply status {}", status));
+    const auto st = static_cast<PeerStatus>(status);
+    const bool has_body = st == PeerStatus::kCacheHit || st == PeerStatus::kStorage;
+    if (!has_body && length != 0) return fail(k, "a miss with a body");
+    if (length > impl_->config.max_item_bytes) {
+      return fail(k, fmt::format("announced {} bytes, more than the {} an item may have", length,
+                                 impl_->config.max_item_bytes));
+    }
+    body.clear();
+    if (has_body && length > 0) {
+      body.resize(static_cast<std::size_t>(length));
       ec = asio::error::would_block;
-      asio::async_read(conn->socket, asio::buffer(out), [&](error_code e, std::size_t) { ec = e; });
-      if (!conn->run_until(deadline)) return fail(timed_out);
-      if (ec) return fail(ec == asio::error::eof ? "closed the connection mid-item" : ec.message());
+      asio::async_read(conn->socket, asio::buffer(body), [&](error_code e, std::size_t) { ec = e; });
+      if (!conn->run_until(deadline)) return fail(k, timed_out);
+      if (ec) return fail(k, ec == asio::error::eof ? "closed the connection mid-item" : ec.message());
+    }
+    // A peer that keeps answering is not cut off: the timeout bounds each reply.
+    deadline = std::chrono::steady_clock::now() + seconds(impl_->config.timeout_s);
+    if (k + 1 == indices.size()) {
+      std::lock_guard lock(p.mu);
+      p.idle.push_back(std::move(conn));  // before the last item is handed on: the connection is free
+    }
+    if (st == PeerStatus::kRejected) {
+      each(k, Reply{Result::kMiss, st, "rejected"}, body);
+    } else {
+      each(k, Reply{has_body ? Result::kHit : Result::kMiss, st, {}}, body);
     }
   }
-  {
-    std::lock_guard lock(p.mu);
-    p.idle.push_back(std::move(conn));
-  }
-  if (st == PeerStatus::kRejected) return {Result::kMiss, st, "rejected"};
-  return {has_body ? Result::kHit : Result::kMiss, st, {}};
 }
 
 // --- the loader's source -----------------------------------------------------------------------
@@ -412,9 +459,43 @@ FetchOrigin& this_thread_fetch_origin() {
   return origin;
 }
 
+// The batched requests (will_fetch): per peer a queue of requests and a thread that sends
+// them; each asked item's slot, until fetch() or fetch_if_cached() takes it.
+struct PartitionedSource::Prefetch {
+  // Items asked for and not taken, at most (a batch withdrawn before its reads leaves its
+  // items here; past this, items are asked for one at a time).
+  static constexpr std::size_t kMaxSlots = 4096;
+  struct Slot {
+    bool done = false;
+    PeerCacheClient::Reply reply;
+    Bytes bytes;
+  };
+  std::mutex mu;
+  std::condition_variable work_cv, done_cv;
+  std::unordered_map<std::size_t, std::shared_ptr<Slot>> slots;
+  std::vector<std::deque<std::vector<std::size_t>>> work;  // per peer rank
+  std::vector<std::thread> threads;                         // started at the first will_fetch
+  bool stopping = false;
+};
+
 PartitionedSource::PartitionedSource(std::shared_ptr<const ItemSource> storage, PartitionConfig config,
                                      PeerCacheClient::Clock clock)
-    : storage_(std::move(storage)), config_(config), client_(std::move(config), std::move(clock)) {}
+    : storage_(std::move(storage)), config_(config), client_(std::move(config), std::move(clock)) {
+  if (config_.enabled() && config_.max_ids_per_request > 1) {
+    prefetch_ = std::make_unique<Prefetch>();
+    prefetch_->work.resize(static_cast<std::size_t>(config_.world()));
+  }
+}
+
+PartitionedSource::~PartitionedSource() {
+  if (!prefetch_) return;
+  {
+    std::lock_guard lock(prefetch_->mu);
+    prefetch_->stopping = true;
+  }
+  prefetch_->work_cv.notify_all();
+  for (auto& t : prefetch_->threads) t.join();
+}
 
 void PartitionedSource::from_storage(std::size_t index, Bytes& out) const {
   this_thread_fetch_origin() = FetchOrigin::kStorage;
@@ -425,11 +506,7 @@ void PartitionedSource::from_storage(std::size_t index, Bytes& out) const {
   storage_bytes_ += out.size();
 }
 
-void PartitionedSource::fetch(std::size_t index, Bytes& out) const {
-  if (config_.owns(index)) return from_storage(index, out);
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto reply = client_.get(config_.owner(index), index, out);
-  peer_ns_ += elapsed_ns(t0);
+void PartitionedSource::deliver(std::size_t index, const PeerCacheClient::Reply& reply, Bytes& out) const {
   if (reply.result == PeerCacheClient::Result::kHit) {
     this_thread_fetch_origin() = FetchOrigin::kPeer;
     ++(reply.status == PeerStatus::kCacheHit ? peer_cache_items_ : peer_storage_items_);
@@ -446,8 +523,131 @@ void PartitionedSource::fetch(std::size_t index, Bytes& out) const {
   from_storage(index, out);
 }
 
+void PartitionedSource::will_fetch(const std::vector<std::size_t>& items) const {
+  if (!prefetch_) return;
+  Prefetch& pf = *prefetch_;
+  const auto per_request = static_cast<std::size_t>(std::min<int>(config_.max_ids_per_request, kPeerMaxIds));
+  {
+    std::lock_guard lock(pf.mu);
+    if (pf.stopping) return;
+    std::vector<std::vector<std::size_t>> asked(pf.work.size());
+    for (std::size_t i : items) {
+      if (config_.owns(i) || i >= size() || pf.slots.size() >= Prefetch::kMaxSlots) continue;
+      if (!pf.slots.emplace(i, std::make_shared<Prefetch::Slot>()).second) continue;  // already asked for
+      auto& ids = asked[static_cast<std::size_t>(config_.owner(i))];
+      ids.push_back(i);
+      if (ids.size() == per_request) {
+        pf.work[static_cast<std::size_t>(config_.owner(i))].push_back(std::move(ids));
+        ids.clear();
+      }
+    }
+    for (std::size_t r = 0; r < asked.size(); ++r) {
+      if (!asked[r].empty()) pf.work[r].push_back(std::move(asked[r]));
+    }
+    if (pf.threads.empty()) {
+      for (int r = 0; r < config_.world(); ++r) {
+        if (r != config_.rank) pf.threads.emplace_back([this, r] { prefetch_loop(r); });
+      }
+    }
+  }
+  pf.work_cv.notify_all();
+}
+
+void PartitionedSource::prefetch_loop(int peer) const {
+  Prefetch& pf = *prefetch_;
+  TraceRecorder::Track* track = trace_ ? &trace_->add_track(fmt::format("peer {}", peer)) : nullptr;
+  auto& queue = pf.work[static_cast<std::size_t>(peer)];
+  for (;;) {
+    std::vector<std::size_t> ids;
+    {
+      std::unique_lock lock(pf.mu);
+      pf.work_cv.wait(lock, [&] { return pf.stopping || !queue.empty(); });
+      if (pf.stopping) break;
+      ids = std::move(queue.front());
+      queue.pop_front();
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    auto since = t0;
+    ++peer_requests_;
+    client_.get_many(peer, ids, [&](std::size_t k, const PeerCacheClient::Reply& reply, Bytes& bytes) {
+      {
+        std::lock_guard lock(pf.mu);
+        auto it = pf.slots.find(ids[k]);
+        if (it != pf.slots.end()) {
+          it->second->reply = reply;
+          it->second->bytes.swap(bytes);
+          it->second->done = true;
+        }
+      }
+      pf.done_cv.notify_all();
+      if (track) {
+        // Back to back: the first item's span holds the round trip, each next one its own transfer.
+        const auto now = std::chrono::steady_clock::now();
+        track->span("read peer", since, now, -1, static_cast<std::int64_t>(ids[k]));
+        since = now;
+      }
+    });
+    peer_ns_ += elapsed_ns(t0);
+  }
+  // Stopping: whoever still waits for an item of this peer reads it from storage.
+  {
+    std::lock_guard lock(pf.mu);
+    for (auto& [index, slot] : pf.slots) {
+      if (!slot->done && config_.owner(index) == peer) {
+        slot->reply = {PeerCacheClient::Result::kFailed, PeerStatus::kMiss, "the loader stopped"};
+        slot->done = true;
+      }
+    }
+  }
+  pf.done_cv.notify_all();
+}
+
+void PartitionedSource::fetch(std::size_t index, Bytes& out) const {
+  if (config_.owns(index)) return from_storage(index, out);
+  if (prefetch_) {
+    Prefetch& pf = *prefetch_;
+    std::shared_ptr<Prefetch::Slot> slot;
+    {
+      std::unique_lock lock(pf.mu);
+      auto it = pf.slots.find(index);
+      if (it != pf.slots.end()) {
+        slot = it->second;
+        pf.done_cv.wait(lock, [&] { return slot->done; });
+        pf.slots.erase(index);
+      }
+    }
+    if (slot) {
+      out.swap(slot->bytes);
+      return deliver(index, slot->reply, out);
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  ++peer_requests_;
+  const auto reply = client_.get(config_.owner(index), index, out);
+  peer_ns_ += elapsed_ns(t0);
+  deliver(index, reply, out);
+}
+
 bool PartitionedSource::fetch_if_cached(std::size_t index, Bytes& out) const {
-  if (!config_.owns(index)) return false;
+  if (!config_.owns(index)) {
+    // An item of a peer's that already arrived (a batched request's); one that failed or is
+    // still under way is left to fetch().
+    if (!prefetch_) return false;
+    Prefetch& pf = *prefetch_;
+    std::shared_ptr<Prefetch::Slot> slot;
+    {
+      std::lock_guard lock(pf.mu);
+      auto it = pf.slots.find(index);
+      if (it == pf.slots.end() || !it->second->done || it->second->reply.result != PeerCacheClient::Result::kHit) {
+        return false;
+      }
+      slot = std::move(it->second);
+      pf.slots.erase(it);
+    }
+    out.swap(slot->bytes);
+    deliver(index, slot->reply, out);
+    return true;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   if (!storage_->fetch_if_cached(index, out)) return false;
   this_thread_fetch_origin() = FetchOrigin::kStorage;
@@ -471,7 +671,8 @@ std::vector<int> PartitionedSource::wait_for_peers(double timeout_s) const {
 PartitionedSource::Counters PartitionedSource::counters() const {
   return {peer_cache_items_.load(), peer_storage_items_.load(), peer_bytes_.load(),
           peer_ns_.load(),          peer_misses_.load(),        peer_failures_.load(),
-          storage_items_.load(),    storage_bytes_.load(),      storage_ns_.load()};
+          storage_items_.load(),    storage_bytes_.load(),      storage_ns_.load(),
+          peer_requests_.load()};
 }
 
 std::string PartitionedSource::last_peer_error() const {
@@ -534,11 +735,13 @@ nlohmann::json partitioned_cache_report(const PartitionedSource& source, const P
       {"owned_items", owned},
       {"timeout_s", c.timeout_s},
       {"retry_after_s", c.retry_after_s},
+      {"max_ids_per_request", c.max_ids_per_request},
       {"peer",
        {{"cache_items", n.peer_cache_items},
         {"storage_items", n.peer_storage_items},
         {"bytes", n.peer_bytes},
         {"seconds", static_cast<double>(n.peer_ns) * 1e-9},
+        {"requests", n.peer_requests},
         {"misses", n.peer_misses},
         {"failures", n.peer_failures},
         {"last_error", error.empty() ? nlohmann::json() : nlohmann::json(error)}}},
@@ -548,7 +751,7 @@ nlohmann::json partitioned_cache_report(const PartitionedSource& source, const P
   if (server) {
     const auto s = server->counters();
     j["served"] = {
-        {"requests", s.requests}, {"from_cache", s.from_cache}, {"from_storage", s.from_storage},  {"misses", s.misses},
+        {"requests", s.requests}, {"messages", s.messages}, {"from_cache", s.from_cache}, {"from_storage", s.from_storage},  {"misses", s.misses},
         {"rejected", s.rejected}, {"bytes", s.bytes},           {"storage_bytes", s.storage_bytes}};
   } else {
     j["served"] = nullptr;

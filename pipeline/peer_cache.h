@@ -11,14 +11,21 @@
 // not per item), and training goes on.
 //
 // The wire protocol (docs/pipeline.md, "Partitioned cache"), integers big-endian:
-//   request: u32 length (always 12), u32 magic "MLPC", u64 item id
-//   reply:   u32 status (PeerStatus), u64 length, then `length` bytes
+//   request: u32 length (4 + 8 n: 12 for one item), u32 magic "MLPC", n x u64 item id
+//            (1 <= n <= kPeerMaxIds)
+//   reply:   per id, in the request's order: u32 status (PeerStatus), u64 length,
+//            then `length` bytes
 // The port serves only item bytes of the node's partition, by id: no path
-// names cross the network. A request whose length is not 12 (oversized or
-// short) or whose magic is wrong is rejected: counted, and the connection is
-// closed (its framing cannot be trusted); an id outside the dataset or of
-// another partition gets a kRejected reply. torch-free; Boost.Asio inside
-// peer_cache.cc only.
+// names cross the network. A request whose length is not 4 + 8 n for such an n
+// (oversized or short) or whose magic is wrong is rejected: counted, and the
+// connection is closed (its framing cannot be trusted); an id outside the
+// dataset or of another partition gets a kRejected reply.
+//
+// Batched peer fetches: read-ahead tells the source each batch's items when it
+// starts the batch (ItemSource::will_fetch); the items of other partitions go to
+// their owners in one request per owner (at most `max_ids_per_request` ids), on
+// one thread per peer, so a peer fetch costs a round trip's wake-ups per batch
+// instead of per item. torch-free; Boost.Asio inside peer_cache.cc only.
 #pragma once
 
 #include <atomic>
@@ -34,6 +41,7 @@
 
 #include "pipeline/item_cache.h"
 #include "pipeline/source.h"
+#include "pipeline/trace.h"
 
 namespace mlbench::pipeline {
 
@@ -58,6 +66,9 @@ struct PartitionConfig {
   double linger_s = 10.0;
   std::size_t max_item_bytes = std::size_t{1} << 30;  // a reply announcing more is a failure
   int server_threads = 4;                             // threads answering peers (an answer may read storage)
+  // --peer-batch: the most item ids one request to a peer carries (a batch's items of that peer
+  // go in as few requests); 1: one request per item, as each item is read (no batching).
+  int max_ids_per_request = 256;
 
   int world() const { return static_cast<int>(peers.size()); }
   bool enabled() const { return peers.size() > 1; }
@@ -72,7 +83,8 @@ enum class PeerStatus : std::uint32_t {
   kRejected = 3,  // not an item of the owner's partition
 };
 inline constexpr std::uint32_t kPeerMagic = 0x4d4c5043;   // "MLPC"
-inline constexpr std::uint32_t kPeerRequestBytes = 12;    // magic + id
+inline constexpr std::uint32_t kPeerRequestBytes = 12;    // magic + one id
+inline constexpr std::uint32_t kPeerMaxIds = 256;         // ids in one request, at most
 inline constexpr std::size_t kPeerReplyHeaderBytes = 12;  // status + length
 inline constexpr double kLingerIdleS = 1.0;               // PartitionConfig::linger_s: peers silent this long are done
 
@@ -93,8 +105,10 @@ class PeerCacheServer {
   // Seconds since the last request (since the start when none came).
   double seconds_since_last_request() const;
   struct Counters {
+    // `requests`: item ids asked for; `messages`: the requests that carried them.
     std::uint64_t requests = 0, from_cache = 0, from_storage = 0, misses = 0, rejected = 0, bytes = 0;
     std::uint64_t storage_bytes = 0;  // of `bytes`, read from storage for the asking peer
+    std::uint64_t messages = 0;
   };
   Counters counters() const;
 
@@ -120,6 +134,12 @@ class PeerCacheClient {
   };
   // Item `index` from peer `peer` into `out` (kHit). Never throws for the peer's faults.
   Reply get(int peer, std::size_t index, Bytes& out);
+  // Items `indices` (1 to kPeerMaxIds of them) from peer `peer` in one request: `each(k, reply,
+  // bytes)` is called for every k in order as its reply arrives (`bytes` the item's on kHit, to
+  // be taken by swap); when the connection fails, for each item left with kFailed. The timeout
+  // bounds each reply (a peer that keeps answering is not cut off). Never throws for the peer's faults.
+  using EachReply = std::function<void(std::size_t k, const Reply& reply, Bytes& bytes)>;
+  void get_many(int peer, const std::vector<std::size_t>& indices, const EachReply& each);
   // Idle connections kept for `peer` (tests).
   std::size_t idle_connections(int peer) const;
   // Connects to `peer` until it accepts or `timeout_s` passes (a node that starts before its
@@ -150,6 +170,13 @@ class PartitionedSource : public ItemSource {
   int raw_height() const override { return storage_->raw_height(); }
   int raw_channels() const override { return storage_->raw_channels(); }
   std::string describe(std::size_t index) const override { return storage_->describe(index); }
+  // Asks each owner for `items` of its partition in one request (max_ids_per_request > 1), on a
+  // thread per peer; fetch() and fetch_if_cached() then take them from what arrived.
+  void will_fetch(const std::vector<std::size_t>& items) const override;
+
+  ~PartitionedSource() override;
+  // --trace: the batched requests' items as "read peer" spans on a track per peer ("peer R").
+  void set_trace(TraceRecorder* trace) { trace_ = trace; }
 
   const ItemSource& storage() const { return *storage_; }
   // Waits up to `timeout_s` in all for every other node to accept a connection; returns
@@ -162,18 +189,25 @@ class PartitionedSource : public ItemSource {
     std::uint64_t peer_cache_items = 0, peer_storage_items = 0, peer_bytes = 0, peer_ns = 0;
     std::uint64_t peer_misses = 0, peer_failures = 0;
     std::uint64_t storage_items = 0, storage_bytes = 0, storage_ns = 0;  // own partition, misses and failures
+    std::uint64_t peer_requests = 0;  // requests sent to peers (one per item, or one per batch and peer)
   };
   Counters counters() const;
   std::string last_peer_error() const;
 
  private:
   void from_storage(std::size_t index, Bytes& out) const;
+  // An item a peer answered (or failed to): into `out` and counted; else from storage.
+  void deliver(std::size_t index, const PeerCacheClient::Reply& reply, Bytes& out) const;
+  struct Prefetch;  // peer_cache.cc
+  void prefetch_loop(int peer) const;
 
   std::shared_ptr<const ItemSource> storage_;
   PartitionConfig config_;
   mutable PeerCacheClient client_;
+  TraceRecorder* trace_ = nullptr;
+  std::unique_ptr<Prefetch> prefetch_;
   mutable std::atomic<std::uint64_t> peer_cache_items_{0}, peer_storage_items_{0}, peer_bytes_{0}, peer_ns_{0},
-      peer_misses_{0}, peer_failures_{0}, storage_items_{0}, storage_bytes_{0}, storage_ns_{0};
+      peer_misses_{0}, peer_failures_{0}, storage_items_{0}, storage_bytes_{0}, storage_ns_{0}, peer_requests_{0};
   mutable std::mutex error_mu_;
   mutable std::string last_error_;
 };

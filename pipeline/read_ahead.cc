@@ -383,6 +383,7 @@ void ReadAhead::wait_on_ring(Request& r) {
 ReadStream::ReadStream(ReadAhead& read_ahead, std::vector<std::size_t> items, std::size_t window, std::int64_t batch,
                        std::size_t initial)
     : read_ahead_(read_ahead), items_(std::move(items)), window_(std::max<std::size_t>(1, window)), batch_(batch) {
+  read_ahead_.source_->will_fetch(items_);  // a partitioned cache asks each peer for its items at once
   issue_up_to(std::min(initial, window_));
 }
 

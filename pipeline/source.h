@@ -52,6 +52,9 @@ class ItemSource {
   // the error). Read-ahead reads such items in the worker instead of handing them to
   // an I/O thread (a hand-off per cached item cost ~6% CPU on a fully cached set).
   virtual bool fetch_if_cached(std::size_t /*index*/, Bytes& /*out*/) const { return false; }
+  // `items` will be fetched soon, in this order (read-ahead says so as it starts a batch): a
+  // source whose items cross a network may ask for them together. Nothing by default.
+  virtual void will_fetch(const std::vector<std::size_t>& /*items*/) const {}
   // Whether every item is one file read whole (ImageFolderReader): then read-ahead's io_uring
   // engine can issue the reads itself, with open_file_read and finish_file_read.
   virtual bool reads_files() const { return false; }

@@ -162,6 +162,52 @@ TEST(PeerCache, ServesItsPartitionByIdAndKeepsTheConnection) {
   EXPECT_EQ(c.storage_bytes, 3u);
 }
 
+TEST(PeerCache, ARequestForManyItemsIsAnsweredItemByItemInOrder) {
+  OddServer s;
+  PeerCacheClient client(s.config);
+  const std::vector<std::size_t> ids{1, 3, 4, 7, 9, 11, 5};
+  std::vector<PeerCacheClient::Reply> replies;
+  std::vector<Bytes> got;
+  client.get_many(1, ids, [&](std::size_t k, const PeerCacheClient::Reply& r, Bytes& bytes) {
+    EXPECT_EQ(k, replies.size());  // in order, each once
+    replies.push_back(r);
+    got.emplace_back();
+    got.back().swap(bytes);
+  });
+  ASSERT_EQ(replies.size(), ids.size());
+  using R = PeerCacheClient::Result;
+  EXPECT_EQ(replies[0].result, R::kHit);
+  EXPECT_EQ(got[0], Bytes(3, 1));
+  EXPECT_EQ(got[1], Bytes(3, 3));
+  EXPECT_EQ(replies[2].status, PeerStatus::kRejected);  // another partition's
+  EXPECT_TRUE(got[2].empty());
+  EXPECT_EQ(replies[3].status, PeerStatus::kStorage);
+  EXPECT_EQ(got[3], Bytes(3, 7));
+  EXPECT_EQ(replies[4].result, R::kMiss);  // the owner could not read it
+  EXPECT_EQ(replies[5].status, PeerStatus::kRejected);  // past the dataset
+  EXPECT_EQ(replies[6].result, R::kHit);  // after a miss and two refusals, the framing holds
+  EXPECT_EQ(got[6], Bytes(3, 5));
+  const auto c = s.server->counters();
+  EXPECT_EQ(c.messages, 1u);
+  EXPECT_EQ(c.requests, ids.size());
+  EXPECT_EQ(client.idle_connections(1), 1u);
+  // More ids than a request may carry: refused before anything is sent.
+  EXPECT_THROW(client.get_many(1, std::vector<std::size_t>(kPeerMaxIds + 1, 1), {}), std::invalid_argument);
+  EXPECT_EQ(s.server->counters().messages, 1u);
+}
+
+TEST(PeerCache, AManyItemRequestToAPeerThatIsDownFailsEveryItem) {
+  const RawListener closed(false);
+  PeerCacheClient client(two_nodes(free_port(), closed.port, 0));
+  std::vector<std::size_t> failed;
+  client.get_many(1, {1, 3, 5}, [&](std::size_t k, const PeerCacheClient::Reply& r, Bytes&) {
+    EXPECT_EQ(r.result, PeerCacheClient::Result::kFailed);
+    EXPECT_NE(r.error.find(std::to_string(closed.port)), std::string::npos) << r.error;
+    failed.push_back(k);
+  });
+  EXPECT_EQ(failed, (std::vector<std::size_t>{0, 1, 2}));
+}
+
 TEST(PeerCache, MalformedAndOversizedRequestsAreRejectedAndTheConnectionClosed) {
   OddServer s;
   std::uint8_t msg[16];
@@ -179,7 +225,15 @@ TEST(PeerCache, MalformedAndOversizedRequestsAreRejectedAndTheConnectionClosed) 
   ASSERT_EQ(::write(fd, msg, 16), 16);
   EXPECT_EQ(::read(fd, reply, sizeof reply), 0);
   ::close(fd);
-  EXPECT_EQ(s.server->counters().rejected, 2u);
+  // More ids than a request may carry, and a length that is no whole number of ids: the same.
+  for (std::uint32_t length : {4 + 8 * (kPeerMaxIds + 1), std::uint32_t{16}, std::uint32_t{4}}) {
+    fd = raw_connect(s.server->port());
+    put_be32(msg, length);
+    ASSERT_EQ(::write(fd, msg, 4), 4);
+    EXPECT_EQ(::read(fd, reply, sizeof reply), 0) << length;
+    ::close(fd);
+  }
+  EXPECT_EQ(s.server->counters().rejected, 5u);
   EXPECT_EQ(s.server->counters().requests, 0u);
   // The server still answers a well-formed request.
   PeerCacheClient client(s.config);
@@ -232,6 +286,95 @@ TEST(PeerCache, AReplyAnnouncingMoreThanAnItemMayHaveIsAFailure) {
   const auto r = client.get(1, 3, out);
   EXPECT_EQ(r.result, PeerCacheClient::Result::kFailed);
   EXPECT_NE(r.error.find("more than the 2"), std::string::npos) << r.error;
+}
+
+// A node's storage in memory: item i is 2 bytes of 100 + i; its reads are counted.
+struct MemorySource : ItemSource {
+  std::size_t n;
+  mutable std::atomic<int> reads{0};
+  explicit MemorySource(std::size_t items) : n(items) {}
+  std::size_t size() const override { return n; }
+  std::int64_t label(std::size_t) const override { return 0; }
+  void fetch(std::size_t i, Bytes& out) const override {
+    ++reads;
+    out.assign(2, static_cast<std::uint8_t>(100 + i));
+  }
+  Encoding encoding() const override { return Encoding::Jpeg; }
+  std::string describe(std::size_t i) const override { return "item " + std::to_string(i); }
+};
+
+Bytes expected_item(std::size_t i) {  // OddServer's odd items but 9; the rest from storage
+  return i % 2 == 1 && i != 9 ? Bytes(3, static_cast<std::uint8_t>(i)) : Bytes(2, static_cast<std::uint8_t>(100 + i));
+}
+
+TEST(PeerCache, ABatchsItemsOfAPeerGoInOneRequestAndAreTakenAsTheyArrive) {
+  OddServer s;
+  PartitionConfig c = s.config;
+  c.rank = 0;  // this node; OddServer is rank 1
+  auto storage = std::make_shared<MemorySource>(10);
+  PartitionedSource source(storage, c);
+  source.will_fetch({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Bytes out;
+  for (std::size_t i = 0; i < 10; ++i) {
+    source.fetch(i, out);
+    EXPECT_EQ(out, expected_item(i)) << i;
+  }
+  auto n = source.counters();
+  EXPECT_EQ(n.peer_requests, 1u);  // 1, 3, 5, 7 and 9 in one request
+  EXPECT_EQ(n.peer_cache_items, 3u);
+  EXPECT_EQ(n.peer_storage_items, 1u);  // 7: the owner read it
+  EXPECT_EQ(n.peer_misses, 1u);         // 9: the owner could not; read here
+  EXPECT_EQ(n.storage_items, 6u);
+  EXPECT_EQ(storage->reads.load(), 6);
+  EXPECT_EQ(s.server->counters().messages, 1u);
+  EXPECT_EQ(s.server->counters().requests, 5u);
+  // An item that arrived is there without waiting; one not asked for is not.
+  source.will_fetch({3, 1});
+  source.fetch(1, out);  // 1 came after 3: once it is here, 3 is too
+  EXPECT_EQ(out, Bytes(3, 1));
+  EXPECT_FALSE(source.fetch_if_cached(5, out));
+  ASSERT_TRUE(source.fetch_if_cached(3, out));
+  EXPECT_EQ(out, Bytes(3, 3));
+  EXPECT_FALSE(source.fetch_if_cached(3, out));  // taken
+  n = source.counters();
+  EXPECT_EQ(n.peer_requests, 2u);
+  EXPECT_EQ(n.peer_cache_items, 5u);
+}
+
+TEST(PeerCache, PeerBatchBoundsTheItemsOfARequestAndOneMeansOneRequestPerItem) {
+  for (int per_request : {2, 1}) {
+    SCOPED_TRACE(per_request);
+    OddServer s;
+    PartitionConfig c = s.config;
+    c.rank = 0;
+    c.max_ids_per_request = per_request;
+    PartitionedSource source(std::make_shared<MemorySource>(10), c);
+    source.will_fetch({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+    Bytes out;
+    for (std::size_t i = 0; i < 10; ++i) {
+      source.fetch(i, out);
+      EXPECT_EQ(out, expected_item(i)) << i;
+    }
+    EXPECT_EQ(source.counters().peer_requests, per_request == 2 ? 3u : 5u);  // {1,3} {5,7} {9}, or each
+    EXPECT_EQ(s.server->counters().messages, per_request == 2 ? 3u : 5u);
+  }
+}
+
+TEST(PeerCache, ABatchedRequestToAPeerThatIsDownFallsBackToStorageItemByItem) {
+  const RawListener closed(false);
+  PartitionConfig c = two_nodes(free_port(), closed.port, 0);
+  auto storage = std::make_shared<MemorySource>(10);
+  PartitionedSource source(storage, c);
+  source.will_fetch({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Bytes out;
+  for (std::size_t i = 0; i < 10; ++i) {
+    source.fetch(i, out);
+    EXPECT_EQ(out, Bytes(2, static_cast<std::uint8_t>(100 + i))) << i;
+  }
+  const auto n = source.counters();
+  EXPECT_EQ(n.peer_failures, 5u);  // each of the peer's items counted
+  EXPECT_EQ(n.storage_items, 10u);
+  EXPECT_NE(source.last_peer_error().find(std::to_string(closed.port)), std::string::npos) << source.last_peer_error();
 }
 
 // Two Loaders as two nodes, each caching half the dataset (its partition), over 2 epochs.
@@ -290,6 +433,13 @@ void expect_each_partition_read_once(int io_depth) {
     EXPECT_EQ(j["peer"]["cache_items"].get<int>() + j["peer"]["storage_items"].get<int>(), 16);
     EXPECT_EQ(j["peer"]["failures"], 0);
     EXPECT_EQ(j["peer"]["misses"], 0);
+    // Read ahead, each batch's items of the peer went in one request (batches of 4 items: 2 of
+    // the peer's on average), else one request per item.
+    if (io_depth > 0) {
+      EXPECT_LT(j["peer"]["requests"].get<int>(), 16);
+    } else {
+      EXPECT_EQ(j["peer"]["requests"], 16);
+    }
     EXPECT_EQ(l->cache()->items(), 8u);  // its partition, and only it
     // Epoch 2's own items all hit; in epoch 1 an own item the other node asked for first hits too.
     EXPECT_GE(l->cache()->hits(), 8u);
