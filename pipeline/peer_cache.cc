@@ -1,14 +1,15 @@
 #include "pipeline/peer_cache.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <condition_variable>
-#include <deque>
-#include <unordered_map>
 #include <cstring>
+#include <deque>
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <unordered_map>
 
 #include <boost/asio.hpp>
 #include <fmt/format.h>
@@ -247,7 +248,7 @@ double PeerCacheServer::seconds_since_last_request() const {
 }
 
 PeerCacheServer::Counters PeerCacheServer::counters() const {
-  return {impl_->requests.load(), impl_->from_cache.load(), impl_->from_storage.load(), impl_->misses.load(),
+  return {impl_->requests.load(), impl_->from_cache.load(), impl_->from_storage.load(),  impl_->misses.load(),
           impl_->rejected.load(), impl_->bytes.load(),      impl_->storage_bytes.load(), impl_->messages.load()};
 }
 
@@ -358,8 +359,8 @@ PeerCacheClient::Reply PeerCacheClient::get(int peer, std::size_t index, Bytes& 
 void PeerCacheClient::get_many(int peer, const std::vector<std::size_t>& indices, const EachReply& each) {
   if (indices.empty()) return;
   if (indices.size() > kPeerMaxIds) {
-    throw std::invalid_argument(fmt::format("peer cache: {} ids in one request, more than {}", indices.size(),
-                                            kPeerMaxIds));
+    throw std::invalid_argument(
+        fmt::format("peer cache: {} ids in one request, more than {}", indices.size(), kPeerMaxIds));
   }
   Bytes none;
   auto fail_from = [&](std::size_t k, const std::string& reason) {
@@ -474,7 +475,7 @@ struct PartitionedSource::Prefetch {
   std::condition_variable work_cv, done_cv;
   std::unordered_map<std::size_t, std::shared_ptr<Slot>> slots;
   std::vector<std::deque<std::vector<std::size_t>>> work;  // per peer rank
-  std::vector<std::thread> threads;                         // started at the first will_fetch
+  std::vector<std::thread> threads;                        // started at the first will_fetch
   bool stopping = false;
 };
 
@@ -669,10 +670,9 @@ std::vector<int> PartitionedSource::wait_for_peers(double timeout_s) const {
 }
 
 PartitionedSource::Counters PartitionedSource::counters() const {
-  return {peer_cache_items_.load(), peer_storage_items_.load(), peer_bytes_.load(),
-          peer_ns_.load(),          peer_misses_.load(),        peer_failures_.load(),
-          storage_items_.load(),    storage_bytes_.load(),      storage_ns_.load(),
-          peer_requests_.load()};
+  return {peer_cache_items_.load(), peer_storage_items_.load(), peer_bytes_.load(),    peer_ns_.load(),
+          peer_misses_.load(),      peer_failures_.load(),      storage_items_.load(), storage_bytes_.load(),
+          storage_ns_.load(),       peer_requests_.load()};
 }
 
 std::string PartitionedSource::last_peer_error() const {
@@ -680,7 +680,7 @@ std::string PartitionedSource::last_peer_error() const {
   return last_error_;
 }
 
-LoopbackPeerRate loopback_peer_rate(std::size_t item_bytes, int threads, double duration_s) {
+LoopbackPeerRate loopback_peer_rate(std::size_t item_bytes, int threads, double duration_s, int ids_per_request) {
   PartitionConfig config;
   config.rank = 1;
   config.peers = {{"127.0.0.1", 1}, {"127.0.0.1", 0}};
@@ -694,6 +694,7 @@ LoopbackPeerRate loopback_peer_rate(std::size_t item_bytes, int threads, double 
   config.peers[1].port = server.port();
   config.rank = 0;
   PeerCacheClient client(config);
+  const auto per_request = static_cast<std::size_t>(std::clamp<int>(ids_per_request, 1, kPeerMaxIds));
   std::atomic<std::uint64_t> fetched{0};
   std::atomic<bool> failed{false};
   const double cpu0 = core::process_cpu_now().total();
@@ -702,13 +703,20 @@ LoopbackPeerRate loopback_peer_rate(std::size_t item_bytes, int threads, double 
   std::vector<std::thread> pool;
   for (int t = 0; t < std::max(1, threads); ++t) {
     pool.emplace_back([&, t] {
-      Bytes out;
-      for (std::size_t i = 2 * static_cast<std::size_t>(t) + 1; std::chrono::steady_clock::now() < until; i += 2) {
-        if (client.get(1, i % (std::size_t{1} << 20), out).result != PeerCacheClient::Result::kHit) {
-          failed = true;
-          return;
+      std::vector<std::size_t> ids(per_request);
+      std::size_t next = 2 * static_cast<std::size_t>(t) + 1;  // odd ids: the server's partition
+      while (std::chrono::steady_clock::now() < until && !failed) {
+        for (auto& id : ids) {
+          id = next % (std::size_t{1} << 20);
+          next += 2 * static_cast<std::size_t>(std::max(1, threads));
         }
-        ++fetched;
+        client.get_many(1, ids, [&](std::size_t, const PeerCacheClient::Reply& r, Bytes&) {
+          if (r.result != PeerCacheClient::Result::kHit) {
+            failed = true;
+          } else {
+            ++fetched;
+          }
+        });
       }
     });
   }
@@ -750,9 +758,10 @@ nlohmann::json partitioned_cache_report(const PartitionedSource& source, const P
       {"peer_failures", n.peer_failures}};
   if (server) {
     const auto s = server->counters();
-    j["served"] = {
-        {"requests", s.requests}, {"messages", s.messages}, {"from_cache", s.from_cache}, {"from_storage", s.from_storage},  {"misses", s.misses},
-        {"rejected", s.rejected}, {"bytes", s.bytes},           {"storage_bytes", s.storage_bytes}};
+    j["served"] = {{"requests", s.requests},     {"messages", s.messages},
+                   {"from_cache", s.from_cache}, {"from_storage", s.from_storage},
+                   {"misses", s.misses},         {"rejected", s.rejected},
+                   {"bytes", s.bytes},           {"storage_bytes", s.storage_bytes}};
   } else {
     j["served"] = nullptr;
   }

@@ -236,10 +236,10 @@ int main(int argc, char** argv) {
     std::cout << fmt::format("storage: {:.1f} MB/s sequential, {:.1f} MB/s random (cold); memory: {:.1f} MB/s\n",
                              raw.seq_cold.mb_per_s, raw.rand_cold.mb_per_s, raw.cached.mb_per_s);
     // The network rate between nodes for the partitioned-cache what-if: a peer on loopback,
-    // as many fetching threads as the loader's default read-ahead.
+    // as many fetching threads as the loader's default read-ahead, batched peer fetches.
     try {
       const auto peer = pipeline::loopback_peer_rate(static_cast<std::size_t>(raw.mean_file_bytes),
-                                                     pipeline::kDefaultIoDepth, 0.5);
+                                                     pipeline::kDefaultIoDepth, 0.5, pipeline::kLoopbackIdsPerRequest);
       raw.peer_rate = peer.items_per_s;
       raw.peer_cpu_s = peer.cpu_s_per_item;
       std::cout << fmt::format("peers (loopback): {:.0f} items/s ({:.1f} MB/s), {:.1f} us of CPU per item\n",

@@ -106,9 +106,11 @@ struct OddServer {
 
 // mlbench-stall's network inputs for the partitioned what-if: a rate and the CPU of a fetch.
 TEST(PeerCache, LoopbackRateMeasuresItemsAndTheirCpu) {
-  const auto r = loopback_peer_rate(4096, 2, 0.1);
-  EXPECT_GT(r.items_per_s, 0.0);
-  EXPECT_GT(r.cpu_s_per_item, 0.0);
+  for (int per_request : {1, kLoopbackIdsPerRequest}) {
+    const auto r = loopback_peer_rate(4096, 2, 0.1, per_request);
+    EXPECT_GT(r.items_per_s, 0.0) << per_request;
+    EXPECT_GT(r.cpu_s_per_item, 0.0) << per_request;
+  }
 }
 
 TEST(PeerCache, ParsePeersReadsHostPortListsAndNamesABadEntry) {
@@ -183,9 +185,9 @@ TEST(PeerCache, ARequestForManyItemsIsAnsweredItemByItemInOrder) {
   EXPECT_TRUE(got[2].empty());
   EXPECT_EQ(replies[3].status, PeerStatus::kStorage);
   EXPECT_EQ(got[3], Bytes(3, 7));
-  EXPECT_EQ(replies[4].result, R::kMiss);  // the owner could not read it
+  EXPECT_EQ(replies[4].result, R::kMiss);               // the owner could not read it
   EXPECT_EQ(replies[5].status, PeerStatus::kRejected);  // past the dataset
-  EXPECT_EQ(replies[6].result, R::kHit);  // after a miss and two refusals, the framing holds
+  EXPECT_EQ(replies[6].result, R::kHit);                // after a miss and two refusals, the framing holds
   EXPECT_EQ(got[6], Bytes(3, 5));
   const auto c = s.server->counters();
   EXPECT_EQ(c.messages, 1u);
