@@ -191,8 +191,9 @@ PeerCpu peer_cpu_of(const std::map<std::string, RunOutcome>& runs, const RawRate
 }
 
 // stall.json's whatif.partitioned: the model's predictions and where its k came from.
-nlohmann::json partitioned_json(const PartitionedNodes& nodes, const PeerCpu& k) {
+nlohmann::json partitioned_json(const PartitionedNodes& nodes, const PeerCpu& k, const std::string& prep_cpu_from) {
   nlohmann::json j = partitioned_whatif_json(nodes, {2, 4, 8});
+  j["prep_cpu_from"] = prep_cpu_from;
   const auto us = [](const std::optional<double>& s) { return s ? nlohmann::json(1e6 * *s) : nlohmann::json(); };
   nlohmann::json pairs = nlohmann::json::array();
   for (double p : k.pairs_s) pairs.push_back(1e6 * p);
@@ -496,6 +497,14 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   // of a node's samples that come from a peer. The back-to-back loopback figure otherwise.
   const PeerCpu peer_cpu = peer_cpu_of(runs, raw);
   nodes.peer_cpu_s = peer_cpu.used_s;
+  // And a sample's CPU as nodes pay it: the peer-local runs' (N nodes at once on these CPUs,
+  // every item from their item caches, three runs), where they were made. One `cpus-1` run
+  // can be a slow moment of the host (285 us a sample against the nodes' 234, seconds apart).
+  std::string prep_cpu_from = nodes.prep_cpu_s > 0 ? "cpus-1" : "none";
+  if (peer_cpu.local_item_s && *peer_cpu.local_item_s > 0) {
+    nodes.prep_cpu_s = *peer_cpu.local_item_s;
+    prep_cpu_from = "peer-local";
+  }
   const bool partitioned_known = raw.peer_rate > 0;
   if (!withheld && partitioned_known) {
     PartitionedNodes two = nodes;
@@ -601,7 +610,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         {"mean_error_pct", measured.empty() ? nlohmann::json() : nlohmann::json(sum_err / measured.size())},
         {"storage", storage_whatif},
         {"coordinated", coordinated_whatif_json(coordinated, {2, 4, 8})},
-        {"partitioned", partitioned_known ? partitioned_json(nodes, peer_cpu) : nlohmann::json()}}},
+        {"partitioned", partitioned_known ? partitioned_json(nodes, peer_cpu, prep_cpu_from) : nlohmann::json()}}},
       {"warnings", warnings},
       {"runs", run_json},
   };

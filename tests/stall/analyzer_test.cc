@@ -113,7 +113,7 @@ TEST(Analyzer, APartitionedCacheIsPredictedWhenThePeerRateWasMeasured) {
   RawRates raw;
   raw.peer_rate = 1000;
   const auto r = analyze(context(), runs, raw);
-  EXPECT_EQ(r["schema_version"], 7);
+  EXPECT_EQ(r["schema_version"], 8);
   const auto& pj = r["whatif"]["partitioned"];
   ASSERT_TRUE(pj.is_object()) << r["whatif"].dump();
   EXPECT_EQ(pj["memory_fraction"], "1/N");
@@ -173,7 +173,7 @@ TEST(Analyzer, APeerFetchsCpuComesFromTheNodesRunsWhenTheyWereMade) {
   runs["peer-local"] = nodes_run(90, {10000, 10000});
   runs["peer-2"] = nodes_run(70, {12000, 12000});
   const auto r = analyze(ctx, runs, raw);
-  EXPECT_EQ(r["schema_version"], 7);
+  EXPECT_EQ(r["schema_version"], 8);
   const auto& pj = r["whatif"]["partitioned"];
   EXPECT_EQ(pj["peer_cpu"]["source"], "nodes");
   EXPECT_EQ(pj["peer_cpu"]["nodes"], 2);
@@ -213,6 +213,16 @@ TEST(Analyzer, APeerFetchsCpuComesFromTheNodesRunsWhenTheyWereMade) {
   EXPECT_NEAR(noisy["peer_cpu_us"].get<double>(), 1000.0, 1e-9);
   EXPECT_NEAR(noisy["peer_cpu"]["nodes_us"].get<double>(), -200.0, 1e-6);
   EXPECT_NE(noisy["peer_cpu"]["note"].get<std::string>().find("within their noise"), std::string::npos);
+  // p too comes from the nodes where they ran: the one-CPU run said 10 ms a sample, the
+  // peer-local nodes pay 8 ms (k = 2,000 / 0.5 = 4,000 us): 1 / (8 ms + 0.5 x 4 ms) = 100/s.
+  EXPECT_EQ(loopback["prep_cpu_from"], "cpus-1");
+  EXPECT_NEAR(loopback["prep_cpu_us"].get<double>(), 10000.0, 1e-6);
+  runs["peer-local"] = nodes_run(120, {8000, 8000});
+  runs["peer-2"] = nodes_run(100, {10000, 10000});
+  const auto faster = analyze(ctx, runs, raw)["whatif"]["partitioned"];
+  EXPECT_EQ(faster["prep_cpu_from"], "peer-local");
+  EXPECT_NEAR(faster["prep_cpu_us"].get<double>(), 8000.0, 1e-6);
+  EXPECT_NEAR(faster["predictions"][0]["partitioned"].get<double>(), 1.0 / (8e-3 + 0.5 * 4e-3), 1e-6);
 }
 
 TEST(Analyzer, MoreCpusIsARemedyOnlyWithComputeOnADeviceOfItsOwn) {
