@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The partitioned-cache what-if against measured nodes (issue 18; docs/performance.md, "Issue 18:
+# batched peer fetches"). --cycles times, in turn:
+#   1. an analysis: mlbench-stall on the loader, inside a cgroup whose reads from the data's disk
+#      are throttled to --mbps (cgroup v1 blkio; made here and removed at the end), with
+#      --nodes-share-cpus (the nodes below share this machine's CPUs);
+#   2. the nodes: bench/partitioned_cache.sh --local on the same data and throttle (2 and 4 nodes,
+#      each caching 1/N on its own and partitioned, --rounds rounds);
+#   3. the same analysis again.
+# Then, per point (N nodes, own or partitioned), the measured epoch-2+ img/s per node (median
+# over nodes and rounds) against each analysis's prediction (whatif.partitioned.predictions), the
+# error, and over all points: how many within 5%, the median |error|, the mean and the largest.
+# Usage: bench/partitioned_whatif.sh --data DIR [--mbps 20] [--cycles 3] [--rounds 2] [--epochs 4]
+#          [--out DIR]
+#   loader flags (analysis and nodes): -b 32 --workers 1 --image-size 64 --cpu-cores 1
+# Env: MLBENCH_BUILD_DIR (default build). Root (cgroup v1 blkio). About 4.5 minutes a cycle on
+# real-photos-small (2,000 JPEGs) at 20 MB/s on 2 CPUs.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${MLBENCH_BUILD_DIR:-build}"
+[[ "$build" = /* ]] || build="$root/$build"
+data=""; mbps=20; cycles=3; rounds=2; epochs=4; out=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --data) data="$2"; shift 2 ;;
+    --mbps) mbps="$2"; shift 2 ;;
+    --cycles) cycles="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --epochs) epochs="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "partitioned_whatif.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ -n "$data" && -d "$data" ]] || { echo "partitioned_whatif.sh: error: --data DIR (an ImageFolder) is required" >&2; exit 2; }
+for v in mbps cycles rounds; do
+  [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || { echo "partitioned_whatif.sh: error: --$v must be a positive integer" >&2; exit 2; }
+done
+[[ "$epochs" =~ ^[2-9][0-9]*$|^[1-9][0-9]+$ ]] || { echo "partitioned_whatif.sh: error: --epochs must be 2 or more" >&2; exit 2; }
+stall="$build/bin/mlbench-stall"
+[[ -x "$stall" ]] || { echo "partitioned_whatif.sh: error: $stall is missing (build it, or set MLBENCH_BUILD_DIR)" >&2; exit 2; }
+out="${out:-$(mktemp -d /tmp/partitioned_whatif.XXXXXX)}"
+mkdir -p "$out"
+source "$root/bench/lib/blkio.sh"
+blkio_setup partitioned_whatif.sh "$data" mlbench-pwhatif "$mbps"
+trap 'rmdir "$blkio_cg" 2>/dev/null || true' EXIT
+flags=(-b 32 --workers 1 --image-size 64 --cpu-cores 1)
+echo "# $(date -u +%FT%TZ) $(uptime | sed 's/.*load/load/'); $data at $mbps MB/s; $cycles cycles; out: $out"
+
+analysis() {  # OUT
+  in_cg "$stall" --bench loader --data "$data" --nodes-share-cpus --cache-fracs 0.5 --iterations 60 --out "$1" \
+    -- "${flags[@]}" > "$1.log" 2>&1 ||
+    { echo "partitioned_whatif.sh: error: the analysis failed (see $1.log)" >&2; exit 1; }
+}
+
+t0=$(date +%s)
+for ((c = 1; c <= cycles; c++)); do
+  analysis "$out/c$c-before"
+  MLBENCH_BUILD_DIR="$build" "$root/bench/partitioned_cache.sh" --data "$data" --mbps "$mbps" --nodes 2,4 \
+    --epochs "$epochs" --rounds "$rounds" --local --out "$out/c$c-nodes" -- "${flags[@]}" --no-cuda \
+    > "$out/c$c-nodes.log" 2>&1 ||
+    { echo "partitioned_whatif.sh: error: the nodes failed (see $out/c$c-nodes.log)" >&2; exit 1; }
+  analysis "$out/c$c-after"
+  now=$(date +%s)
+  echo "# cycle $c/$cycles done after $(( (now - t0) / 60 )) min; ETA $(( (now - t0) * (cycles - c) / c / 60 )) min"
+done
+
+/usr/bin/python3 - "$out" "$cycles" <<'EOF'
+import glob, json, os, statistics, sys
+out, cycles = sys.argv[1], int(sys.argv[2])
+def measured(nodes_dir, mode, n):
+    speeds = []
+    for f in glob.glob(os.path.join(nodes_dir, f"{mode}-n{n}-r*", "node*", "*.json")):
+        later = [e for e in json.load(open(f))["pipeline"]["epochs"] if e["epoch"] >= 1]
+        secs = sum(e["seconds"] for e in later)
+        if secs > 0:
+            speeds.append(sum(e["images"] for e in later) / secs)
+    return statistics.median(speeds) if speeds else None
+errors = {"own": [], "partitioned": []}
+print("\n| cycle | analysis | p us (from) | k us (from; pairs) | point | measured img/s per node | predicted | error |")
+print("|---|---|---|---|---|---|---|---|")
+for c in range(1, cycles + 1):
+    for side in ("before", "after"):
+        w = json.load(open(os.path.join(out, f"c{c}-{side}", "stall.json")))["whatif"]["partitioned"]
+        if not w:
+            print(f"| {c} | {side} | – | – | – | – | no partitioned what-if | – |")
+            continue
+        k = w.get("peer_cpu", {})
+        pairs = ", ".join(f"{x:.0f}" for x in k.get("pairs_us", []))
+        head = f"| {c} | {side} | {w['prep_cpu_us']:.0f} ({w.get('prep_cpu_from', 'cpus-1')}) | " \
+               f"{w['peer_cpu_us']:.1f} ({k.get('source', 'loopback')}{'; ' + pairs if pairs else ''}) |"
+        for pred in w["predictions"]:
+            n = pred["nodes"]
+            if n not in (2, 4):
+                continue
+            for mode in ("own", "partitioned"):
+                m = measured(os.path.join(out, f"c{c}-nodes"), mode, n)
+                if m is None:
+                    continue
+                e = 100 * (pred[mode] / m - 1)
+                errors[mode].append(e)
+                print(f"{head} {n} nodes, {mode} | {m:,.0f} | {pred[mode]:,.0f} | {e:+.1f}% |")
+                head = "| | | | |"
+print()
+for mode, v in errors.items():
+    if v:
+        a = [abs(x) for x in v]
+        print(f"{mode}: {sum(x <= 5 for x in a)} of {len(v)} within 5%; median |error| {statistics.median(a):.1f}%, "
+              f"mean {statistics.mean(v):+.1f}%, largest {max(a):.1f}%")
+EOF
