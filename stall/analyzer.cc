@@ -191,9 +191,11 @@ PeerCpu peer_cpu_of(const std::map<std::string, RunOutcome>& runs, const RawRate
 }
 
 // stall.json's whatif.partitioned: the model's predictions and where its k came from.
-nlohmann::json partitioned_json(const PartitionedNodes& nodes, const PeerCpu& k, const std::string& prep_cpu_from) {
+nlohmann::json partitioned_json(const PartitionedNodes& nodes, const PeerCpu& k, const std::string& prep_cpu_from,
+                                const std::string& prep_rate_from) {
   nlohmann::json j = partitioned_whatif_json(nodes, {2, 4, 8});
   j["prep_cpu_from"] = prep_cpu_from;
+  j["P_from"] = prep_rate_from;
   const auto us = [](const std::optional<double>& s) { return s ? nlohmann::json(1e6 * *s) : nlohmann::json(); };
   nlohmann::json pairs = nlohmann::json::array();
   for (double p : k.pairs_s) pairs.push_back(1e6 * p);
@@ -505,6 +507,14 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     nodes.prep_cpu_s = *peer_cpu.local_item_s;
     prep_cpu_from = "peer-local";
   }
+  // P, a node's prep ceiling (its workers'), is one `cached` run; the peer-local nodes, each with
+  // the same flags and a share of the CPUs, reached their speed: the ceiling is at least that
+  // (a `cached` run below it met a slow moment of the host: 3,563 against the nodes' 4,384).
+  std::string prep_rate_from = "cached";
+  if (const auto local = runs.find("peer-local"); local != runs.end() && local->second.rate > nodes.prep_rate) {
+    nodes.prep_rate = local->second.rate;
+    prep_rate_from = "peer-local";
+  }
   const bool partitioned_known = raw.peer_rate > 0;
   if (!withheld && partitioned_known) {
     PartitionedNodes two = nodes;
@@ -610,7 +620,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         {"mean_error_pct", measured.empty() ? nlohmann::json() : nlohmann::json(sum_err / measured.size())},
         {"storage", storage_whatif},
         {"coordinated", coordinated_whatif_json(coordinated, {2, 4, 8})},
-        {"partitioned", partitioned_known ? partitioned_json(nodes, peer_cpu, prep_cpu_from) : nlohmann::json()}}},
+        {"partitioned",
+         partitioned_known ? partitioned_json(nodes, peer_cpu, prep_cpu_from, prep_rate_from) : nlohmann::json()}}},
       {"warnings", warnings},
       {"runs", run_json},
   };

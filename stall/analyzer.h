@@ -38,7 +38,7 @@ struct AnalysisContext {
 // whatif.partitioned and raw.peer_rate (issue 18); 5 adds `rounds` (--rounds); 6 adds
 // runs.<label>.held_in_memory; 7 adds whatif.partitioned.peer_cpu and the peer runs
 // (runs.peer-local, runs.peer-N with their `nodes`); 8 adds whatif.partitioned.prep_cpu_from
-// (p from the peer-local runs). Every change adds fields: readers of 1 read 2 to 8.
+// and P_from (p and P from the peer-local runs). Every change adds fields: readers of 1 read 2 to 8.
 constexpr int kStallSchemaVersion = 8;
 
 // The stall.json object (documented in docs/stall.md). Needs the runs

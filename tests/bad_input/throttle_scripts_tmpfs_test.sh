@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The bench scripts that throttle a disk (bench/lib/blkio.sh: whatif_tables.sh,
-# partitioned_cache.sh, io_engine.sh) given a dataset on tmpfs: one line naming the cause, exit 2.
+# partitioned_cache.sh, partitioned_whatif.sh, io_engine.sh) given a dataset on tmpfs: one line naming the cause, exit 2.
 # (They used to exit 32 without a word: findmnt -T lists every mount stacked on
 # /dev/shm, so the tmpfs check missed and lsblk failed under set -e.)
 # Usage: throttle_scripts_tmpfs_test.sh SOURCE_DIR BUILD_DIR. Exit 77 (skip) without
@@ -23,7 +23,7 @@ data=$(mktemp -d /dev/shm/mlbench-tmpfs-data.XXXXXX)
 trap 'rm -rf "$data"' EXIT
 mkdir -p "$data/c0"
 fail=0
-for script in whatif_tables.sh partitioned_cache.sh io_engine.sh; do
+for script in whatif_tables.sh partitioned_cache.sh partitioned_whatif.sh io_engine.sh; do
   out=(--out "$data/out")
   [[ "$script" == io_engine.sh ]] && out=()
   err=$(MLBENCH_BUILD_DIR="$build" "$src/bench/$script" --data "$data" --mbps 20 "${out[@]}" 2>&1 >/dev/null)

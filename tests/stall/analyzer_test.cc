@@ -223,6 +223,16 @@ TEST(Analyzer, APeerFetchsCpuComesFromTheNodesRunsWhenTheyWereMade) {
   EXPECT_EQ(faster["prep_cpu_from"], "peer-local");
   EXPECT_NEAR(faster["prep_cpu_us"].get<double>(), 8000.0, 1e-6);
   EXPECT_NEAR(faster["predictions"][0]["partitioned"].get<double>(), 1.0 / (8e-3 + 0.5 * 4e-3), 1e-6);
+  EXPECT_EQ(faster["P_from"], "cached");  // the nodes' 120/s is below P
+  EXPECT_EQ(loopback["P_from"], "cached");
+  // A `cached` run slower than the peer-local nodes: P, a node's ceiling, is at least their speed.
+  // P = 90/s here, the nodes 120/s, each costing 8 ms + 0.5 x 4 ms: 100/s, not 90.
+  auto slow = runs;
+  slow["cached"] = outcome(90);
+  const auto lifted = analyze(ctx, slow, raw)["whatif"]["partitioned"];
+  EXPECT_EQ(lifted["P_from"], "peer-local");
+  EXPECT_NEAR(lifted["P"].get<double>(), 120.0, 1e-6);
+  EXPECT_NEAR(lifted["predictions"][0]["partitioned"].get<double>(), 1.0 / (8e-3 + 0.5 * 4e-3), 1e-6);
 }
 
 TEST(Analyzer, MoreCpusIsARemedyOnlyWithComputeOnADeviceOfItsOwn) {
