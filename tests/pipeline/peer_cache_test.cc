@@ -305,8 +305,21 @@ struct MemorySource : ItemSource {
   std::string describe(std::size_t i) const override { return "item " + std::to_string(i); }
 };
 
+Bytes from_storage(std::size_t i) {  // MemorySource's item i
+  return Bytes(2, static_cast<std::uint8_t>(100 + i));
+}
 Bytes expected_item(std::size_t i) {  // OddServer's odd items but 9; the rest from storage
-  return i % 2 == 1 && i != 9 ? Bytes(3, static_cast<std::uint8_t>(i)) : Bytes(2, static_cast<std::uint8_t>(100 + i));
+  return i % 2 == 1 && i != 9 ? Bytes(3, static_cast<std::uint8_t>(i)) : from_storage(i);
+}
+
+// A batch of the 10 items told to `source`, then each fetched in order and checked.
+void fetch_the_ten(const PartitionedSource& source, Bytes (*expected)(std::size_t)) {
+  source.will_fetch({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Bytes out;
+  for (std::size_t i = 0; i < 10; ++i) {
+    source.fetch(i, out);
+    EXPECT_EQ(out, expected(i)) << i;
+  }
 }
 
 TEST(PeerCache, ABatchsItemsOfAPeerGoInOneRequestAndAreTakenAsTheyArrive) {
@@ -315,12 +328,8 @@ TEST(PeerCache, ABatchsItemsOfAPeerGoInOneRequestAndAreTakenAsTheyArrive) {
   c.rank = 0;  // this node; OddServer is rank 1
   auto storage = std::make_shared<MemorySource>(10);
   PartitionedSource source(storage, c);
-  source.will_fetch({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  fetch_the_ten(source, expected_item);
   Bytes out;
-  for (std::size_t i = 0; i < 10; ++i) {
-    source.fetch(i, out);
-    EXPECT_EQ(out, expected_item(i)) << i;
-  }
   auto n = source.counters();
   EXPECT_EQ(n.peer_requests, 1u);  // 1, 3, 5, 7 and 9 in one request
   EXPECT_EQ(n.peer_cache_items, 3u);
@@ -351,12 +360,7 @@ TEST(PeerCache, PeerBatchBoundsTheItemsOfARequestAndOneMeansOneRequestPerItem) {
     c.rank = 0;
     c.max_ids_per_request = per_request;
     PartitionedSource source(std::make_shared<MemorySource>(10), c);
-    source.will_fetch({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
-    Bytes out;
-    for (std::size_t i = 0; i < 10; ++i) {
-      source.fetch(i, out);
-      EXPECT_EQ(out, expected_item(i)) << i;
-    }
+    fetch_the_ten(source, expected_item);
     EXPECT_EQ(source.counters().peer_requests, per_request == 2 ? 3u : 5u);  // {1,3} {5,7} {9}, or each
     EXPECT_EQ(s.server->counters().messages, per_request == 2 ? 3u : 5u);
   }
@@ -367,12 +371,7 @@ TEST(PeerCache, ABatchedRequestToAPeerThatIsDownFallsBackToStorageItemByItem) {
   PartitionConfig c = two_nodes(free_port(), closed.port, 0);
   auto storage = std::make_shared<MemorySource>(10);
   PartitionedSource source(storage, c);
-  source.will_fetch({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
-  Bytes out;
-  for (std::size_t i = 0; i < 10; ++i) {
-    source.fetch(i, out);
-    EXPECT_EQ(out, Bytes(2, static_cast<std::uint8_t>(100 + i))) << i;
-  }
+  fetch_the_ten(source, from_storage);
   const auto n = source.counters();
   EXPECT_EQ(n.peer_failures, 5u);  // each of the peer's items counted
   EXPECT_EQ(n.storage_items, 10u);
