@@ -235,6 +235,32 @@ TEST(Analyzer, APeerFetchsCpuComesFromTheNodesRunsWhenTheyWereMade) {
   EXPECT_NEAR(lifted["predictions"][0]["partitioned"].get<double>(), 1.0 / (8e-3 + 0.5 * 4e-3), 1e-6);
 }
 
+TEST(Analyzer, AFullRunFasterThanTheSyntheticOneLiftsG) {
+  // stallsim's compute_fetch case (G 500, P 1000, F 250) from a CI run whose synthetic run met a
+  // slow moment: 474/s, while the cached run, the sweep's and the 50% cache run fed the same
+  // consumer at 500. With G = 474 the 50% point was predicted at 474 (5.2% low); a ceiling is
+  // at least what a run reached.
+  std::map<std::string, RunOutcome> runs{{"synthetic", outcome(474.1)},  {"cached", outcome(500.5)},
+                                         {"cold", outcome(250.2, 50)},   {"fetch-cold", outcome(250.1)},
+                                         {"fetch-cached", outcome(1e5)}, {"cpus-2", outcome(500.5)},
+                                         {"cache-0.50", outcome(500.1)}};
+  const auto r = analyze(context(), runs, RawRates{});
+  EXPECT_NEAR(r["rates"]["G"].get<double>(), 500.5, 1e-9);
+  EXPECT_NEAR(r["split"]["compute_pct"].get<double>(), 100 * 250.2 / 500.5, 1e-6);
+  ASSERT_EQ(r["whatif"]["measured"].size(), 1u);
+  EXPECT_LT(std::abs(r["whatif"]["measured"][0]["error_pct"].get<double>()), 1.0) << r["whatif"]["measured"].dump();
+  bool warned = false;
+  for (const auto& w : r["warnings"]) {
+    warned |= w.get<std::string>().find("G is taken as 500.5") != std::string::npos;
+  }
+  EXPECT_TRUE(warned) << r["warnings"].dump();
+  // A synthetic run at the consumer's speed stays G, with no warning.
+  runs["synthetic"] = outcome(520);
+  const auto steady = analyze(context(), runs, RawRates{});
+  EXPECT_NEAR(steady["rates"]["G"].get<double>(), 520.0, 1e-9);
+  for (const auto& w : steady["warnings"]) EXPECT_EQ(w.get<std::string>().find("G is taken"), std::string::npos);
+}
+
 TEST(Analyzer, MoreCpusIsARemedyOnlyWithComputeOnADeviceOfItsOwn) {
   // Prep-bound on a GPU: P 200/s, G 1000/s, storage fast. Twice the CPUs: 400/s.
   auto on_gpu = [](double rate) {
