@@ -477,6 +477,22 @@ struct PartitionedSource::Prefetch {
   std::vector<std::deque<std::vector<std::size_t>>> work;  // per peer rank
   std::vector<std::thread> threads;                        // started at the first will_fetch
   bool stopping = false;
+
+  // Takes the slot of `index` (it is then no longer asked for): waiting for its reply when
+  // `wait`, else only one whose item arrived. Null when there is none to take.
+  std::shared_ptr<Slot> take(std::size_t index, bool wait) {
+    std::unique_lock lock(mu);
+    const auto it = slots.find(index);
+    if (it == slots.end()) return nullptr;
+    std::shared_ptr<Slot> slot = it->second;
+    if (wait) {
+      done_cv.wait(lock, [&] { return slot->done; });
+    } else if (!slot->done || slot->reply.result != PeerCacheClient::Result::kHit) {
+      return nullptr;  // under way, or failed: left to fetch()
+    }
+    slots.erase(index);
+    return slot;
+  }
 };
 
 PartitionedSource::PartitionedSource(std::shared_ptr<const ItemSource> storage, PartitionConfig config,
@@ -605,22 +621,9 @@ void PartitionedSource::prefetch_loop(int peer) const {
 
 void PartitionedSource::fetch(std::size_t index, Bytes& out) const {
   if (config_.owns(index)) return from_storage(index, out);
-  if (prefetch_) {
-    Prefetch& pf = *prefetch_;
-    std::shared_ptr<Prefetch::Slot> slot;
-    {
-      std::unique_lock lock(pf.mu);
-      auto it = pf.slots.find(index);
-      if (it != pf.slots.end()) {
-        slot = it->second;
-        pf.done_cv.wait(lock, [&] { return slot->done; });
-        pf.slots.erase(index);
-      }
-    }
-    if (slot) {
-      out.swap(slot->bytes);
-      return deliver(index, slot->reply, out);
-    }
+  if (const auto slot = prefetch_ ? prefetch_->take(index, true) : nullptr) {
+    out.swap(slot->bytes);
+    return deliver(index, slot->reply, out);
   }
   const auto t0 = std::chrono::steady_clock::now();
   ++peer_requests_;
@@ -633,18 +636,8 @@ bool PartitionedSource::fetch_if_cached(std::size_t index, Bytes& out) const {
   if (!config_.owns(index)) {
     // An item of a peer's that already arrived (a batched request's); one that failed or is
     // still under way is left to fetch().
-    if (!prefetch_) return false;
-    Prefetch& pf = *prefetch_;
-    std::shared_ptr<Prefetch::Slot> slot;
-    {
-      std::lock_guard lock(pf.mu);
-      auto it = pf.slots.find(index);
-      if (it == pf.slots.end() || !it->second->done || it->second->reply.result != PeerCacheClient::Result::kHit) {
-        return false;
-      }
-      slot = std::move(it->second);
-      pf.slots.erase(it);
-    }
+    const auto slot = prefetch_ ? prefetch_->take(index, false) : nullptr;
+    if (!slot) return false;
     out.swap(slot->bytes);
     deliver(index, slot->reply, out);
     return true;

@@ -18,6 +18,19 @@
 #include "serial_model.h"
 
 namespace mlbench::stall {
+
+std::optional<double> cpu_per_item_s(const RunOutcome& r, bool system_only) {
+  const auto& c = r.report.value("process_cpu", nlohmann::json());
+  if (!c.is_object() || !c.value("per_item_us", nlohmann::json()).is_number()) return std::nullopt;
+  const double all = c["per_item_us"].get<double>() / 1e6;
+  if (!system_only) return all;
+  if (!c.value("user_s", nlohmann::json()).is_number() || !c.value("sys_s", nlohmann::json()).is_number()) {
+    return std::nullopt;
+  }
+  const double user = c["user_s"].get<double>(), sys = c["sys_s"].get<double>();
+  return user + sys > 0 ? all * sys / (user + sys) : 0.0;
+}
+
 namespace {
 
 const RunOutcome& need(const std::map<std::string, RunOutcome>& runs, const std::string& label) {
@@ -108,20 +121,6 @@ MeasuredLoader measured_loader(const RunOutcome& cached, int batch_size, int cor
     if (any) l.prep_busy_s = busy;
   }
   return l;
-}
-
-// A run's process CPU per sample over its timed observations, all of it or its system
-// part (the report's `process_cpu`; absent in reports written before it existed).
-std::optional<double> cpu_per_item_s(const RunOutcome& r, bool system_only = false) {
-  const auto& c = r.report.value("process_cpu", nlohmann::json());
-  if (!c.is_object() || !c.value("per_item_us", nlohmann::json()).is_number()) return std::nullopt;
-  const double all = c["per_item_us"].get<double>() / 1e6;
-  if (!system_only) return all;
-  if (!c.value("user_s", nlohmann::json()).is_number() || !c.value("sys_s", nlohmann::json()).is_number()) {
-    return std::nullopt;
-  }
-  const double user = c["user_s"].get<double>(), sys = c["sys_s"].get<double>();
-  return user + sys > 0 ? all * sys / (user + sys) : 0.0;
 }
 
 // The CPU of one item fetched from a peer, both ends (the partitioned what-if's k): from the

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -40,6 +41,10 @@ struct AnalysisContext {
 // (runs.peer-local, runs.peer-N with their `nodes`); 8 adds whatif.partitioned.prep_cpu_from
 // and P_from (p and P from the peer-local runs). Every change adds fields: readers of 1 read 2 to 8.
 constexpr int kStallSchemaVersion = 8;
+
+// A run's process CPU per sample over its timed observations, all of it or its system part (the
+// report's `process_cpu`); nullopt in reports written before it existed.
+std::optional<double> cpu_per_item_s(const RunOutcome& r, bool system_only = false);
 
 // The stall.json object (documented in docs/stall.md). Needs the runs
 // synthetic, cached, cold, fetch-cold and fetch-cached; throws naming a missing one.

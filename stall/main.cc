@@ -323,11 +323,9 @@ int main(int argc, char** argv) {
               const std::string kind = spec.label;
               if (pair > 1) spec.label = fmt::format("{}-r{}", kind, pair);
               RunOutcome r = executor.run(spec);
-              const auto& c = r.report.value("process_cpu", nlohmann::json());
-              std::cout << fmt::format(
-                  "  {:<14} {:>10.1f} samples/s per node, {} us of CPU a sample\n", spec.label, r.rate,
-                  c.is_object() && c["per_item_us"].is_number() ? fmt::format("{:.0f}", c["per_item_us"].get<double>())
-                                                                : std::string("?"));
+              const auto cpu = cpu_per_item_s(r);
+              std::cout << fmt::format("  {:<14} {:>10.1f} samples/s per node, {} us of CPU a sample\n", spec.label,
+                                       r.rate, cpu ? fmt::format("{:.0f}", 1e6 * *cpu) : std::string("?"));
               done[spec.label] = {{"rate", r.rate}, {"cv", r.cv}, {"report", r.report_path.string()}};
               core::write_json_atomic(out / "runs.json", done);
               by_kind[kind].push_back(std::move(r));
