@@ -448,6 +448,7 @@ def _evict_before_open(folder):
                 try:
                     fd = os.open(path, os.O_RDONLY)
                     try:
+                        os.fdatasync(fd)  # the advice drops no dirty page: write them back first
                         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
                     finally:
                         os.close(fd)

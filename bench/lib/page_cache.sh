@@ -3,7 +3,8 @@
 
 # page_cache_set FILES FRAC: of the files listed in FILES (one path a line), the first FRAC
 # (0 .. 1) of a fixed shuffle (seed 14: the same subset every time) read into the page cache,
-# the rest evicted (POSIX_FADV_DONTNEED).
+# the rest evicted (written back first, then POSIX_FADV_DONTNEED: the advice drops no dirty
+# page, so a dataset generated seconds before would stay resident).
 page_cache_set() {
   /usr/bin/python3 - "$1" "$2" <<'PY'
 import os, random, sys
@@ -17,6 +18,7 @@ for f in files:
         while os.read(fd, 1 << 20):
             pass
     else:
+        os.fdatasync(fd)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     os.close(fd)
 PY
