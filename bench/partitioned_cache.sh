@@ -128,9 +128,11 @@ for n in "${ns[@]}"; do
   done
 done
 
-/usr/bin/python3 - "$out" "$epochs" <<'EOF'
+/usr/bin/python3 - "$out" "$epochs" "$root/bench/lib" <<'EOF'
 import glob, json, os, statistics, sys
 out, epochs = sys.argv[1], int(sys.argv[2])
+sys.path.insert(0, sys.argv[3])
+from node_speed import epochs2
 walls = {}
 for line in open(os.path.join(out, "runs.txt")):
     mode, n, rnd, wall = line.split()
@@ -143,12 +145,9 @@ for (mode, n) in sorted(walls, key=lambda k: (k[1], k[0] != "own")):
     speeds, mbs, peer, reqs, fails = [], [], [], [], []
     for rd in sorted(glob.glob(os.path.join(out, f"{mode}-n{n}-r*"))):
         total = 0
+        speeds += [s for s, _ in epochs2(rd)]
         for f in glob.glob(os.path.join(rd, "node*", "*.json")):
-            r = json.load(open(f))
-            p = r["pipeline"]
-            later = [e for e in p["epochs"] if e["epoch"] >= 1]
-            secs = sum(e["seconds"] for e in later)
-            speeds.append(sum(e["images"] for e in later) / secs if secs > 0 else float("nan"))
+            p = json.load(open(f))["pipeline"]
             pc = p.get("partitioned_cache")
             if pc:
                 total += pc["storage"]["bytes"] + pc["served"]["storage_bytes"]
@@ -164,16 +163,6 @@ for (mode, n) in sorted(walls, key=lambda k: (k[1], k[0] != "own")):
           f"{sum(fails) if peer else '–'} | {statistics.median(w):.1f} [{min(w):.1f}-{max(w):.1f}] |")
 
 # --local: partitioned (and unbatched) against local, round by round (they ran one after the other).
-def epochs2(rd):
-    """Per node of a round: (img/s, CPU us per image or None) over epochs 2+."""
-    out = []
-    for f in glob.glob(os.path.join(rd, "node*", "*.json")):
-        later = [e for e in json.load(open(f))["pipeline"]["epochs"] if e["epoch"] >= 1]
-        secs = sum(e["seconds"] for e in later)
-        imgs = sum(e["images"] for e in later)
-        cpu = 1e6 * sum(e["cpu_s"] for e in later) / imgs if all("cpu_s" in e for e in later) and imgs else None
-        out.append((imgs / secs if secs > 0 else float("nan"), cpu))
-    return out
 rows = []
 for (mode, n) in sorted(walls):
     if mode != "local":

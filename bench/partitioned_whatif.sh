@@ -9,7 +9,9 @@
 #   3. the same analysis again.
 # Then, per point (N nodes, own or partitioned), the measured epoch-2+ img/s per node (median
 # over nodes and rounds) against each analysis's prediction (whatif.partitioned.predictions), the
-# error, and over all points: how many within 5%, the median |error|, the mean and the largest.
+# error, and over all points: how many within 5%, the median |error|, the mean and the largest;
+# and how many are within 5% or inside the prediction's pairs' range (partitioned points: the
+# predictions the analysis's pairs of peer runs make one by one, each with its own p and k).
 # Usage: bench/partitioned_whatif.sh --data DIR [--mbps 20] [--cycles 3] [--rounds 2] [--epochs 4]
 #          [--out DIR]
 #   loader flags (analysis and nodes): -b 32 --workers 1 --image-size 64 --cpu-cores 1
@@ -28,7 +30,7 @@ while [[ $# -gt 0 ]]; do
     --rounds) rounds="$2"; shift 2 ;;
     --epochs) epochs="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "partitioned_whatif.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -65,19 +67,17 @@ for ((c = 1; c <= cycles; c++)); do
   echo "# cycle $c/$cycles done after $(( (now - t0) / 60 )) min; ETA $(( (now - t0) * (cycles - c) / c / 60 )) min"
 done
 
-/usr/bin/python3 - "$out" "$cycles" <<'EOF'
+/usr/bin/python3 - "$out" "$cycles" "$root/bench/lib" <<'EOF'
 import glob, json, os, statistics, sys
 out, cycles = sys.argv[1], int(sys.argv[2])
+sys.path.insert(0, sys.argv[3])
+from node_speed import epochs2
 def measured(nodes_dir, mode, n):
-    speeds = []
-    for f in glob.glob(os.path.join(nodes_dir, f"{mode}-n{n}-r*", "node*", "*.json")):
-        later = [e for e in json.load(open(f))["pipeline"]["epochs"] if e["epoch"] >= 1]
-        secs = sum(e["seconds"] for e in later)
-        if secs > 0:
-            speeds.append(sum(e["images"] for e in later) / secs)
+    speeds = [s for rd in glob.glob(os.path.join(nodes_dir, f"{mode}-n{n}-r*")) for s, _ in epochs2(rd) if s == s]
     return statistics.median(speeds) if speeds else None
 errors = {"own": [], "partitioned": []}
-print("\n| cycle | analysis | p us (from) | k us (from; pairs) | point | measured img/s per node | predicted | error |")
+in_range = {"own": 0, "partitioned": 0}
+print("\n| cycle | analysis | p us (from; pairs) | k us (from; pairs) | point | measured img/s per node | predicted [pairs' range] | error |")
 print("|---|---|---|---|---|---|---|---|")
 for c in range(1, cycles + 1):
     for side in ("before", "after"):
@@ -87,7 +87,9 @@ for c in range(1, cycles + 1):
             continue
         k = w.get("peer_cpu", {})
         pairs = ", ".join(f"{x:.0f}" for x in k.get("pairs_us", []))
-        head = f"| {c} | {side} | {w['prep_cpu_us']:.0f} ({w.get('prep_cpu_from', 'cpus-1')}) | " \
+        p_pairs = ", ".join(f"{x:.0f}" for x in k.get("pairs_local_cpu_per_item_us", []))
+        head = f"| {c} | {side} | {w['prep_cpu_us']:.0f} ({w.get('prep_cpu_from', 'cpus-1')}" \
+               f"{'; ' + p_pairs if p_pairs and w.get('prep_cpu_from') == 'peer-local' else ''}) | " \
                f"{w['peer_cpu_us']:.1f} ({k.get('source', 'loopback')}{'; ' + pairs if pairs else ''}) |"
         for pred in w["predictions"]:
             n = pred["nodes"]
@@ -99,12 +101,17 @@ for c in range(1, cycles + 1):
                     continue
                 e = 100 * (pred[mode] / m - 1)
                 errors[mode].append(e)
-                print(f"{head} {n} nodes, {mode} | {m:,.0f} | {pred[mode]:,.0f} | {e:+.1f}% |")
+                # The pairs' range (schema 9: the predictions of the peer runs' pairs one by one).
+                rng = pred.get("partitioned_range") if mode == "partitioned" else None
+                in_range[mode] += abs(e) <= 5 or bool(rng and rng[0] <= m <= rng[1])
+                shown = f" [{rng[0]:,.0f}-{rng[1]:,.0f}]" if rng else ""
+                print(f"{head} {n} nodes, {mode} | {m:,.0f} | {pred[mode]:,.0f}{shown} | {e:+.1f}% |")
                 head = "| | | | |"
 print()
 for mode, v in errors.items():
     if v:
         a = [abs(x) for x in v]
         print(f"{mode}: {sum(x <= 5 for x in a)} of {len(v)} within 5%; median |error| {statistics.median(a):.1f}%, "
-              f"mean {statistics.mean(v):+.1f}%, largest {max(a):.1f}%")
+              f"mean {statistics.mean(v):+.1f}%, largest {max(a):.1f}%; within 5% or inside the pairs' range: "
+              f"{in_range[mode]} of {len(v)}")
 EOF

@@ -133,6 +133,7 @@ struct PeerCpu {
   int node_count = 0;
   std::optional<double> local_item_s, partitioned_item_s;  // the two runs' CPU per sample
   std::vector<double> pairs_s;                             // k from each pair of peer runs (made in turn), in order
+  std::vector<double> pairs_local_s;                       // each pair's peer-local CPU per sample (its p), in order
   std::string note;
 };
 
@@ -175,7 +176,10 @@ PeerCpu peer_cpu_of(const std::map<std::string, RunOutcome>& runs, const RawRate
   for (std::size_t from = 0; from + n <= part->nodes.size() && from + n <= local->second.nodes.size(); from += n) {
     const auto a = mean_cpu_per_item_s(local->second, from, from + n);
     const auto b = mean_cpu_per_item_s(*part, from, from + n);
-    if (a && b) k.pairs_s.push_back((*b - *a) / from_peers);
+    if (a && b) {
+      k.pairs_s.push_back((*b - *a) / from_peers);
+      k.pairs_local_s.push_back(*a);
+    }
   }
   if (*k.nodes_s > 0) {
     k.used_s = *k.nodes_s;
@@ -198,26 +202,37 @@ nlohmann::json partitioned_json(const PartitionedNodes& nodes, const PeerCpu& k,
   const auto us = [](const std::optional<double>& s) { return s ? nlohmann::json(1e6 * *s) : nlohmann::json(); };
   nlohmann::json pairs = nlohmann::json::array();
   for (double p : k.pairs_s) pairs.push_back(1e6 * p);
+  nlohmann::json pairs_local = nlohmann::json::array();
+  for (double p : k.pairs_local_s) pairs_local.push_back(1e6 * p);
   j["peer_cpu"] = {{"source", k.source},
                    {"used_us", 1e6 * k.used_s},
                    {"nodes_us", us(k.nodes_s)},
                    {"pairs_us", pairs},
+                   {"pairs_local_cpu_per_item_us", pairs_local},
                    {"nodes", k.node_count},
                    {"local_cpu_per_item_us", us(k.local_item_s)},
                    {"partitioned_cpu_per_item_us", us(k.partitioned_item_s)},
                    {"note", k.note}};
-  // The spread of k over the pairs, carried to each prediction: the partitioned speed with the
-  // largest and the smallest k (a pair's negative k counts as 0).
-  if (k.source == "nodes" && k.pairs_s.size() > 1) {
-    const auto [lo, hi] = std::minmax_element(k.pairs_s.begin(), k.pairs_s.end());
+  // What each pair of runs would predict alone, carried to each prediction: the pair's own k (a
+  // negative one counts as 0) and, where p came from the peer-local runs, the pair's own p. The
+  // pairs are made in turn over 20 s or so, so their spread is the host's drift over the analysis
+  // as well as the noise of k: a prediction is no steadier than that.
+  const bool by_pair_k = k.source == "nodes";
+  const bool by_pair_p = prep_cpu_from == "peer-local";
+  if ((by_pair_k || by_pair_p) && k.pairs_s.size() > 1) {
     for (auto& pred : j["predictions"]) {
       PartitionedNodes in = nodes;
       in.nodes = pred["nodes"].get<int>();
       in.memory_fraction = pred["memory_fraction"].get<double>();
-      in.peer_cpu_s = *hi;
-      const double slow = predict_partitioned(in).partitioned;
-      in.peer_cpu_s = std::max(0.0, *lo);
-      pred["partitioned_range"] = {slow, predict_partitioned(in).partitioned};
+      nlohmann::json each = nlohmann::json::array();
+      for (std::size_t i = 0; i < k.pairs_s.size(); ++i) {
+        if (by_pair_k) in.peer_cpu_s = std::max(0.0, k.pairs_s[i]);
+        if (by_pair_p) in.prep_cpu_s = k.pairs_local_s[i];
+        each.push_back(predict_partitioned(in).partitioned);
+      }
+      const auto [lo, hi] = std::minmax_element(each.begin(), each.end());
+      pred["partitioned_range"] = {*lo, *hi};
+      pred["partitioned_pairs"] = std::move(each);
     }
   }
   return j;
@@ -740,16 +755,25 @@ std::string console_summary(const nlohmann::json& r) {
     out += "\n";
     const auto& kj = pj.value("peer_cpu", nlohmann::json());
     if (kj.is_object()) {
-      std::string pairs;
+      std::string pairs, locals;
       for (const auto& p : kj["pairs_us"]) pairs += fmt::format("{}{:.0f}", pairs.empty() ? "" : ", ", p.get<double>());
+      for (const auto& p : kj.value("pairs_local_cpu_per_item_us", nlohmann::json::array()))
+        locals += fmt::format("{}{:.0f}", locals.empty() ? "" : ", ", p.get<double>());
+      if (!locals.empty() && pj.value("prep_cpu_from", "") == "peer-local")
+        out += fmt::format("  a sample's CPU (p): {:.1f} us, from the peer-local nodes (pairs of runs: {} us)\n",
+                           pj["prep_cpu_us"].get<double>(), locals);
       out += kj["source"] == "nodes"
                  ? fmt::format(
                        "  a peer fetch's CPU (k): {:.1f} us, from {} nodes on loopback beside their decoding "
-                       "(pairs of runs: {} us; [range] = the prediction with the pairs' largest and smallest k)\n",
+                       "(pairs of runs: {} us; [range] = the predictions of the pairs one by one, each with its "
+                       "own k and p)\n",
                        kj["used_us"].get<double>(), kj["nodes"].get<int>(), pairs)
-                 : fmt::format("  a peer fetch's CPU (k): {:.1f} us, back to back on loopback{}\n",
+                 : fmt::format("  a peer fetch's CPU (k): {:.1f} us, back to back on loopback{}{}\n",
                                kj["used_us"].get<double>(),
-                               kj["note"].get<std::string>().empty() ? "" : " (" + kj["note"].get<std::string>() + ")");
+                               kj["note"].get<std::string>().empty() ? "" : " (" + kj["note"].get<std::string>() + ")",
+                               locals.find(',') != std::string::npos && pj.value("prep_cpu_from", "") == "peer-local"
+                                   ? "; [range] = the predictions of the pairs one by one, each with its own p"
+                                   : "");
     }
   }
   const auto& rec = r["recommendation"];

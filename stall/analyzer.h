@@ -39,8 +39,10 @@ struct AnalysisContext {
 // whatif.partitioned and raw.peer_rate (issue 18); 5 adds `rounds` (--rounds); 6 adds
 // runs.<label>.held_in_memory; 7 adds whatif.partitioned.peer_cpu and the peer runs
 // (runs.peer-local, runs.peer-N with their `nodes`); 8 adds whatif.partitioned.prep_cpu_from
-// and P_from (p and P from the peer-local runs). Every change adds fields: readers of 1 read 2 to 8.
-constexpr int kStallSchemaVersion = 8;
+// and P_from (p and P from the peer-local runs); 9 adds peer_cpu.pairs_local_cpu_per_item_us and
+// predictions[].partitioned_pairs, and partitioned_range becomes their range (each pair's p and k).
+// Every change adds fields: readers of 1 read 2 to 9.
+constexpr int kStallSchemaVersion = 9;
 
 // A run's process CPU per sample over its timed observations, all of it or its system part (the
 // report's `process_cpu`); nullopt in reports written before it existed.

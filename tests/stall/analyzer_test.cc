@@ -113,7 +113,7 @@ TEST(Analyzer, APartitionedCacheIsPredictedWhenThePeerRateWasMeasured) {
   RawRates raw;
   raw.peer_rate = 1000;
   const auto r = analyze(context(), runs, raw);
-  EXPECT_EQ(r["schema_version"], 8);
+  EXPECT_EQ(r["schema_version"], 9);
   const auto& pj = r["whatif"]["partitioned"];
   ASSERT_TRUE(pj.is_object()) << r["whatif"].dump();
   EXPECT_EQ(pj["memory_fraction"], "1/N");
@@ -173,7 +173,7 @@ TEST(Analyzer, APeerFetchsCpuComesFromTheNodesRunsWhenTheyWereMade) {
   runs["peer-local"] = nodes_run(90, {10000, 10000});
   runs["peer-2"] = nodes_run(70, {12000, 12000});
   const auto r = analyze(ctx, runs, raw);
-  EXPECT_EQ(r["schema_version"], 8);
+  EXPECT_EQ(r["schema_version"], 9);
   const auto& pj = r["whatif"]["partitioned"];
   EXPECT_EQ(pj["peer_cpu"]["source"], "nodes");
   EXPECT_EQ(pj["peer_cpu"]["nodes"], 2);
@@ -205,6 +205,31 @@ TEST(Analyzer, APeerFetchsCpuComesFromTheNodesRunsWhenTheyWereMade) {
   EXPECT_NE(console_summary(pairs).find("2 nodes caching 50% each 95.2 -> 83.3 [77-91]"), std::string::npos)
       << console_summary(pairs);
   EXPECT_NE(console_summary(pairs).find("(pairs of runs: 2000, 6000 us;"), std::string::npos) << console_summary(pairs);
+  EXPECT_EQ(pp["predictions"][0]["partitioned_pairs"].size(), 2u);
+  // The host slower in the second pair: its nodes paid 11 ms a sample without peers (the first 9
+  // ms), 14 with (the first 10): p 10 ms and k 4 ms as before, but the pairs alone predict
+  // 1 / (9 ms + 0.5 x 2 ms) = 100/s and 1 / (11 ms + 0.5 x 6 ms) = 71.4/s, and that is the range.
+  runs["peer-local"] = nodes_run(90, {9000, 9000, 11000, 11000});
+  runs["peer-2"] = nodes_run(70, {10000, 10000, 14000, 14000});
+  const auto drift = analyze(ctx, runs, raw);
+  const auto& dp = drift["whatif"]["partitioned"];
+  EXPECT_NEAR(dp["prep_cpu_us"].get<double>(), 10000.0, 1e-6);
+  EXPECT_NEAR(dp["peer_cpu_us"].get<double>(), 4000.0, 1e-6);
+  ASSERT_EQ(dp["peer_cpu"]["pairs_local_cpu_per_item_us"].size(), 2u);
+  EXPECT_NEAR(dp["peer_cpu"]["pairs_local_cpu_per_item_us"][1].get<double>(), 11000.0, 1e-6);
+  const auto& d2 = dp["predictions"][0];
+  EXPECT_NEAR(d2["partitioned"].get<double>(), 1.0 / (10e-3 + 0.5 * 4e-3), 1e-6);
+  ASSERT_EQ(d2["partitioned_pairs"].size(), 2u);
+  EXPECT_NEAR(d2["partitioned_pairs"][0].get<double>(), 1.0 / (9e-3 + 0.5 * 2e-3), 1e-6);
+  EXPECT_NEAR(d2["partitioned_pairs"][1].get<double>(), 1.0 / (11e-3 + 0.5 * 6e-3), 1e-6);
+  EXPECT_NEAR(d2["partitioned_range"][0].get<double>(), 1.0 / (11e-3 + 0.5 * 6e-3), 1e-6);
+  EXPECT_NEAR(d2["partitioned_range"][1].get<double>(), 1.0 / (9e-3 + 0.5 * 2e-3), 1e-6);
+  EXPECT_NE(console_summary(drift).find("2 nodes caching 50% each 95.2 -> 83.3 [71-100]"), std::string::npos)
+      << console_summary(drift);
+  EXPECT_NE(console_summary(drift).find("a sample's CPU (p): 10000.0 us, from the peer-local nodes (pairs of runs: "
+                                        "9000, 11000 us)"),
+            std::string::npos)
+      << console_summary(drift);
   // Peer runs that measured less CPU with peers than without: noise; the loopback k, with a note.
   runs["peer-local"] = nodes_run(90, {10000, 10000});
   runs["peer-2"] = nodes_run(95, {9900, 9900});

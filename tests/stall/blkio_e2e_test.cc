@@ -183,6 +183,15 @@ TEST_F(BlkioStall, AThrottledDiskIsFoundFetchBoundAndTheWhatIfHolds) {
   EXPECT_EQ(k["nodes"], 2);
   EXPECT_TRUE(k["nodes_us"].is_number()) << k.dump();
   EXPECT_EQ(k["pairs_us"].size(), 3u) << k.dump();
+  // Each pair's own p, and the prediction each pair makes alone, bounded by the range.
+  EXPECT_EQ(k["pairs_local_cpu_per_item_us"].size(), 3u) << k.dump();
+  for (const auto& pred : j["whatif"]["partitioned"]["predictions"]) {
+    ASSERT_EQ(pred["partitioned_pairs"].size(), 3u) << pred.dump();
+    for (const auto& each : pred["partitioned_pairs"]) {
+      EXPECT_GE(each.get<double>(), pred["partitioned_range"][0].get<double>()) << pred.dump();
+      EXPECT_LE(each.get<double>(), pred["partitioned_range"][1].get<double>()) << pred.dump();
+    }
+  }
   std::cout << fmt::format("[blkio {:.1f} MB/s] throttle {:.1f} files/s; S {:.1f}, cold F {:.1f}, S for the what-if "
                            "{:.1f}; fetch stall {:.1f}%; 50% cached: measured {:.1f}/s, predicted {:.1f}/s ({:.1f}% off)\n",
                            kThrottleBytesPerS / 1e6, throttle_rate, j["rates"]["S"].get<double>(),
