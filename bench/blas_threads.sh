@@ -18,7 +18,7 @@ while (($#)); do
     --slots) slots="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     -*) echo "blas_threads.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
     *) break ;;
   esac

@@ -28,7 +28,7 @@ while (($#)); do
     --job) job="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "compare_blas.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -26,7 +26,7 @@ while (($#)); do
     --repeat) repeat="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --output) output="$2"; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "compare_loader.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -24,7 +24,7 @@ while [[ $# -gt 0 ]]; do
     --threads) threads=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "compare_models.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -27,7 +27,7 @@ while [[ $# -gt 0 ]]; do
     --burst-after) after=$2; shift 2 ;;
     --burst-for) burst=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "competing_load.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

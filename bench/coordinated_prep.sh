@@ -28,7 +28,7 @@ while (($#)); do
     --rounds) rounds="$2"; shift 2 ;;
     --predict) predict=1; shift ;;
     --) shift; flags=("$@"); break ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "coordinated_prep.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

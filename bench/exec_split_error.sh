@@ -12,7 +12,7 @@ while (($#)); do
     --rounds) rounds="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
     --iterations) iterations="$2"; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "exec_split_error.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -22,7 +22,7 @@ while (($#)); do
     --cached-frac) frac="$2"; shift 2 ;;
     --pairs) pairs="$2"; shift 2 ;;
     --epochs) epochs="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "io_engine.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

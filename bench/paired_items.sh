@@ -16,7 +16,7 @@ while (($#)); do
     --b) b="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "paired_items.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

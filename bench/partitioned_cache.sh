@@ -43,7 +43,7 @@ while (($#)); do
     --local) local=1; shift ;;
     --unbatched) unbatched=1; shift ;;
     --) shift; flags=("$@"); break ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "partitioned_cache.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

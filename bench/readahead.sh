@@ -40,7 +40,7 @@ while (($#)); do
     --cached-frac) frac="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --epochs) epochs="$2"; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "readahead.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

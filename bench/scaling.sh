@@ -24,7 +24,7 @@ while [[ $# -gt 0 ]]; do
     --cpu-cores) cores=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "scaling.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -22,7 +22,7 @@ while [[ $# -gt 0 ]]; do
     --threads) threads=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "vision_real_vs_synthetic.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

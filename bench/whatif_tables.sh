@@ -38,7 +38,7 @@ while (($#)); do
     --iterations) iterations="$2"; shift 2 ;;
     --io-depth) io_depth="$2"; shift 2 ;;
     --stall-rounds) stall_rounds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "whatif_tables.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
