@@ -103,7 +103,7 @@ pred = {}
 if predict:
     s = json.load(open(f"{out}/stall/stall.json"))
     c = s["whatif"]["coordinated"]
-    print(f"# what-if inputs: prep {c['prep_cpu_us']:.0f} us/sample, host compute {c['host_compute_cpu_us']:.0f} us, "
+    print(f"# what-if inputs: prep {c['prep_cpu_us']:.0f} us/sample (from {c.get('prep_cpu_from', 'cpus-1')}), host compute {c['host_compute_cpu_us']:.0f} us, "
           f"copy {c['copy_cpu_us']:.1f} us, {c['cores']} cores, {c['workers']} workers/job; "
           f"P={s['rates']['P']:.1f} G={s['rates']['G']:.1f} P(cpus)={s['prep_by_cores']}")
     for p in c["predictions"]:

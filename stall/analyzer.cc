@@ -33,6 +33,23 @@ std::optional<double> cpu_per_item_s(const RunOutcome& r, bool system_only) {
 
 namespace {
 
+// The pipeline's stage timers per item in a run's report (pipeline.stages.<name>.per_item_ms),
+// summed over `names`, in seconds; nullopt when none of them is there.
+std::optional<double> stages_per_item_s(const nlohmann::json& report, std::initializer_list<const char*> names) {
+  const auto& p = report.value("pipeline", nlohmann::json());
+  if (!p.is_object() || !p.contains("stages") || !p["stages"].is_object()) return std::nullopt;
+  double busy = 0;
+  bool any = false;
+  for (const char* stage : names) {
+    const auto& st = p["stages"].value(stage, nlohmann::json());
+    if (st.is_object() && st.value("per_item_ms", nlohmann::json()).is_number()) {
+      busy += st["per_item_ms"].get<double>() / 1e3;
+      any = true;
+    }
+  }
+  return any ? std::optional<double>(busy) : std::nullopt;
+}
+
 const RunOutcome& need(const std::map<std::string, RunOutcome>& runs, const std::string& label) {
   auto it = runs.find(label);
   if (it == runs.end()) throw std::runtime_error("stall analysis: run '" + label + "' is missing");
@@ -108,18 +125,7 @@ MeasuredLoader measured_loader(const RunOutcome& cached, int batch_size, int cor
     cpus = std::min(cpus, std::max(1, cached.report["cpu_cores"].get<int>()));
   }
   l.shape.cpus = cpus;
-  if (p.contains("stages") && p["stages"].is_object()) {
-    double busy = 0;
-    bool any = false;
-    for (const char* stage : {"decode", "augment"}) {
-      const auto& st = p["stages"].value(stage, nlohmann::json());
-      if (st.is_object() && st.value("per_item_ms", nlohmann::json()).is_number()) {
-        busy += st["per_item_ms"].get<double>() / 1e3;
-        any = true;
-      }
-    }
-    if (any) l.prep_busy_s = busy;
-  }
+  if (const auto busy = stages_per_item_s(cached.report, {"decode", "augment"})) l.prep_busy_s = *busy;
   return l;
 }
 
@@ -493,8 +499,9 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   const bool own_device = cached.report.value("device", "cpu") != "cpu";
   const CoordinatedJobs coordinated = coordinated_inputs(
       ctx.cores_now, p_by_cores.count(1) ? p_by_cores.at(1) : 0.0, P, loader.known ? loader.shape.cpus : ctx.cores_now,
-      G, own_device, sample_bytes, raw.cached.mb_per_s * 1e6,
-      loader.known ? loader.shape.workers : 0, synthetic.report.value("cpu_cores", 0));
+      G, own_device, sample_bytes, raw.cached.mb_per_s * 1e6, loader.known ? loader.shape.workers : 0,
+      synthetic.report.value("cpu_cores", 0),
+      stages_per_item_s(cached.report, {"fetch", "decode", "augment", "collate"}).value_or(0.0));
   // The remedies the what-if predicts, ranked by gain (issue 18): the item cache and,
   // with compute on a device of its own, twice the CPUs from this curve (none when it
   // failed its self-check); coordinated prep for 2 jobs from its own model.

@@ -40,7 +40,8 @@ struct AnalysisContext {
 // runs.<label>.held_in_memory; 7 adds whatif.partitioned.peer_cpu and the peer runs
 // (runs.peer-local, runs.peer-N with their `nodes`); 8 adds whatif.partitioned.prep_cpu_from
 // and P_from (p and P from the peer-local runs); 9 adds peer_cpu.pairs_local_cpu_per_item_us and
-// predictions[].partitioned_pairs, and partitioned_range becomes their range (each pair's p and k).
+// predictions[].partitioned_pairs, and partitioned_range becomes their range (each pair's p and k),
+// and whatif.coordinated.prep_cpu_from.
 // Every change adds fields: readers of 1 read 2 to 9.
 constexpr int kStallSchemaVersion = 9;
 

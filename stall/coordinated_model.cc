@@ -66,14 +66,21 @@ CoordinatedPrediction predict_coordinated(const CoordinatedJobs& in) {
 }
 
 CoordinatedJobs coordinated_inputs(int cores, double p1, double P, int prep_cpus, double G, bool device,
-                                   double sample_bytes, double copy_bytes_per_s, int workers, int compute_cpus) {
+                                   double sample_bytes, double copy_bytes_per_s, int workers, int compute_cpus,
+                                   double stage_prep_s) {
   CoordinatedJobs in;
   in.cores = std::max(1, cores);
   const double per_sample = p1 > 0 ? 1.0 / p1 : static_cast<double>(std::max(1, prep_cpus)) / P;
+  in.prep_from = p1 > 0 ? "cpus-1" : "P";
   in.device_rate = G;
   const double threads = compute_cpus > 0 ? std::min<double>(compute_cpus, in.cores) : in.cores;
   in.host_compute_cpu_s = device ? 0.0 : std::min(per_sample, threads / G);
   in.prep_cpu_s = per_sample - in.host_compute_cpu_s;
+  if (!device && stage_prep_s > 0 && stage_prep_s < in.prep_cpu_s) {
+    in.host_compute_cpu_s = per_sample - stage_prep_s;
+    in.prep_cpu_s = stage_prep_s;
+    in.prep_from = "stages";
+  }
   in.copy_cpu_s = copy_bytes_per_s > 0 ? sample_bytes / copy_bytes_per_s : 0.0;
   in.workers = workers;
   return in;
@@ -97,6 +104,7 @@ nlohmann::json coordinated_whatif_json(const CoordinatedJobs& base, const std::v
   return {{"model_formula", kCoordinatedFormula},
           {"cores", base.cores},
           {"prep_cpu_us", 1e6 * base.prep_cpu_s},
+          {"prep_cpu_from", base.prep_from},
           {"host_compute_cpu_us", 1e6 * base.host_compute_cpu_s},
           {"copy_cpu_us", 1e6 * base.copy_cpu_s},
           {"G", num(base.device_rate)},

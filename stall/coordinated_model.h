@@ -29,6 +29,9 @@ struct CoordinatedJobs {
   double device_rate = std::numeric_limits<double>::infinity();  // per-job compute ceiling G (its own device)
   double fetch_rate = std::numeric_limits<double>::infinity();   // the machine's fetch rate, shared (samples/s)
   int workers = 0;                                               // prep threads per job (0: no limit)
+  // Where prep_cpu_s came from: "cpus-1" (1 / P(1 CPU) less the step's CPU), "P" (prep CPUs / P)
+  // or "stages" (the prep stages' own time per sample; coordinated_inputs).
+  std::string prep_from = "cpus-1";
 };
 
 struct CoordinatedPrediction {
@@ -52,8 +55,15 @@ CoordinatedPrediction predict_coordinated(const CoordinatedJobs& in);
 // the job's workers; the CPUs its compute used (its --cpu-cores, at most
 // `cores`; 0: `cores`). On a CPU the training step's CPU time per sample is
 // compute CPUs / G (the synthetic run keeps them busy), at most 1 / P(1).
+// `stage_prep_s` (0: not known): the prep stages' own time per sample (fetch, decode, augment,
+// collate: the pipeline's stage timers) in a run whose workers had CPUs of their own. Where it is
+// less than the prep CPU left by the step, the rest of a sample's CPU on one CPU is what compute
+// and prep cost each other sharing it, paid by every job like the step, not shared like prep:
+// p is the stages' time, h the rest (a convnet on one CPU each: p 0.72 ms by the stages, 2.2 ms
+// by the difference, and coordination saved no CPU per sample).
 CoordinatedJobs coordinated_inputs(int cores, double p1, double P, int prep_cpus, double G, bool device,
-                                   double sample_bytes, double copy_bytes_per_s, int workers, int compute_cpus = 0);
+                                   double sample_bytes, double copy_bytes_per_s, int workers, int compute_cpus = 0,
+                                   double stage_prep_s = 0);
 
 // stall.json's whatif.coordinated: inputs, formula and, for each K of `jobs`,
 // the prediction.

@@ -71,6 +71,29 @@ TEST(Analyzer, FetchBoundCase) {
   EXPECT_NE(text.find("remedy: item cache helps most: x2.00"), std::string::npos) << text;
 }
 
+// The coordinated what-if's p from the cached run's prep stages (fetch, decode, augment, collate),
+// where they took less than 1/P(1) less the step's CPU: the fetch-bound case above has p 5 ms and
+// h 5 ms by the difference; stages of 0.2 + 1.5 + 0.2 + 0.1 = 2 ms make p 2 ms and h 8 ms, so 2
+// coordinated jobs get 2 / (2 + 2 x 8) ms = 111.1/s, not 133.3.
+TEST(Analyzer, CoordinatedPrepIsWhatThePrepStagesTook) {
+  auto runs = fetch_bound_runs(200);
+  const auto stage = [](double ms) { return nlohmann::json{{"per_item_ms", ms}, {"items", 100}, {"busy_s", ms / 10}}; };
+  runs["cached"].report["pipeline"]["stages"] = {
+      {"fetch", stage(0.2)}, {"decode", stage(1.5)}, {"augment", stage(0.2)}, {"collate", stage(0.1)}};
+  const auto r = analyze(context(), runs, RawRates{});
+  const auto& c = r["whatif"]["coordinated"];
+  EXPECT_EQ(c["prep_cpu_from"], "stages") << c.dump();
+  EXPECT_NEAR(c["prep_cpu_us"].get<double>(), 2000.0, 1e-6);
+  EXPECT_NEAR(c["host_compute_cpu_us"].get<double>(), 8000.0, 1e-6);
+  EXPECT_NEAR(c["predictions"][0]["coordinated"].get<double>(), 2 / (2e-3 + 2 * 8e-3), 1e-6);
+  EXPECT_NEAR(c["predictions"][0]["uncoordinated"].get<double>(), 100.0, 1e-6);
+  // Without stage timers, as before.
+  const auto before = analyze(context(), fetch_bound_runs(200), RawRates{});
+  const auto& plain = before["whatif"]["coordinated"];
+  EXPECT_EQ(plain["prep_cpu_from"], "cpus-1");
+  EXPECT_NEAR(plain["predictions"][0]["coordinated"].get<double>(), 400.0 / 3, 1e-6);
+}
+
 // The cpus-2 run is the cached run's setting measured again, 5% slower by noise. The CPU advice
 // once came from it and the DRAM advice from P: "more DRAM helps up to 56% cached, more CPUs help
 // beyond the largest count measured" for a loader that 56% cached makes exactly prep-bound.

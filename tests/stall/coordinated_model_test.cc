@@ -114,6 +114,35 @@ TEST(CoordinatedModel, InputsFromTheAnalyzersRates) {
   ASSERT_EQ(j["predictions"].size(), 2u);
   EXPECT_EQ(j["predictions"][1]["jobs"], 4);
   EXPECT_GT(j["predictions"][1]["gain"].get<double>(), 1.0);
+  EXPECT_EQ(j["prep_cpu_from"], "P");
+}
+
+TEST(CoordinatedModel, PrepIsWhatItsStagesTookAndTheRestIsPaidByEveryJob) {
+  // A convnet on one CPU each (measured, 2026-11-27): P(1) = 158.2/s is 6.32 ms a sample; compute
+  // on one thread 1 / G = 4.13 ms leaves 2.19 ms by the difference, but the prep stages took 0.72
+  // ms. So p = 0.72 ms (shared when coordinated) and h = 5.60 ms (every job), not 2.19 and 4.13.
+  const double p1 = 158.2, G = 242.4, stages = 0.72e-3, per_sample = 1 / p1;
+  CoordinatedJobs in = coordinated_inputs(2, p1, 204.3, 1, G, false, 0, 0, 1, 1, stages);
+  EXPECT_EQ(in.prep_from, "stages");
+  EXPECT_NEAR(in.prep_cpu_s, stages, 1e-12);
+  EXPECT_NEAR(in.host_compute_cpu_s, per_sample - stages, 1e-12);
+  in.jobs = 2;
+  const CoordinatedPrediction two = predict_coordinated(in);
+  EXPECT_NEAR(two.uncoordinated, 2 / (2 * per_sample), 1e-9) << "plain jobs: a whole sample's CPU each, as before";
+  EXPECT_NEAR(two.coordinated, 2 / (stages + 2 * (per_sample - stages)), 1e-9);
+  // By the difference the gain was 2 / (2.19 + 2 x 4.13) ms = 191/s, x1.21 (measured x0.98).
+  const CoordinatedJobs by_difference = coordinated_inputs(2, p1, 204.3, 1, G, false, 0, 0, 1, 1);
+  EXPECT_EQ(by_difference.prep_from, "cpus-1");
+  EXPECT_NEAR(by_difference.host_compute_cpu_s, 1 / G, 1e-12);
+  // Stages slower than the difference (a worker that waited for its CPU inside a stage): the
+  // difference stands.
+  const CoordinatedJobs slow = coordinated_inputs(2, p1, 204.3, 1, G, false, 0, 0, 1, 1, 3e-3);
+  EXPECT_EQ(slow.prep_from, "cpus-1");
+  EXPECT_NEAR(slow.prep_cpu_s, per_sample - 1 / G, 1e-12);
+  // On a device every CPU cost is prep: the stages change nothing.
+  const CoordinatedJobs device = coordinated_inputs(2, p1, 204.3, 1, G, true, 0, 0, 1, 1, stages);
+  EXPECT_NEAR(device.prep_cpu_s, per_sample, 1e-12);
+  EXPECT_EQ(device.prep_from, "cpus-1");
 }
 
 }  // namespace
