@@ -745,6 +745,15 @@ std::string console_summary(const nlohmann::json& r) {
                          k["coordinated"].get<double>(), k["gain"].get<double>());
     }
     out += "\n";
+    // Where its p came from: what a group shares (prep) and what every job pays (the step).
+    const std::string from = cj.value("prep_cpu_from", "cpus-1");
+    out +=
+        fmt::format("  a sample's prep CPU (p, shared by a group): {:.0f} us, {}; the step's (every job): {:.0f} us\n",
+                    cj["prep_cpu_us"].get<double>(),
+                    from == "stages" ? "what the cached run's prep stages took (fetch, decode, augment, collate)"
+                    : from == "P"    ? "from P and its prep CPUs"
+                                     : "a sample's CPU on one CPU (cpus-1) less the step's",
+                    cj["host_compute_cpu_us"].get<double>());
   }
   if (const auto& pj = r["whatif"].value("partitioned", nlohmann::json()); pj.is_object()) {
     out += "partitioned cache (per node, samples/s, own -> partitioned):";

@@ -87,11 +87,19 @@ TEST(Analyzer, CoordinatedPrepIsWhatThePrepStagesTook) {
   EXPECT_NEAR(c["host_compute_cpu_us"].get<double>(), 8000.0, 1e-6);
   EXPECT_NEAR(c["predictions"][0]["coordinated"].get<double>(), 2 / (2e-3 + 2 * 8e-3), 1e-6);
   EXPECT_NEAR(c["predictions"][0]["uncoordinated"].get<double>(), 100.0, 1e-6);
+  EXPECT_NE(console_summary(r).find("  a sample's prep CPU (p, shared by a group): 2000 us, what the cached run's prep "
+                                    "stages took (fetch, decode, augment, collate); the step's (every job): 8000 us"),
+            std::string::npos)
+      << console_summary(r);
   // Without stage timers, as before.
   const auto before = analyze(context(), fetch_bound_runs(200), RawRates{});
   const auto& plain = before["whatif"]["coordinated"];
   EXPECT_EQ(plain["prep_cpu_from"], "cpus-1");
   EXPECT_NEAR(plain["predictions"][0]["coordinated"].get<double>(), 400.0 / 3, 1e-6);
+  EXPECT_NE(console_summary(before).find("5000 us, a sample's CPU on one CPU (cpus-1) less the step's; the step's "
+                                         "(every job): 5000 us"),
+            std::string::npos)
+      << console_summary(before);
 }
 
 // The cpus-2 run is the cached run's setting measured again, 5% slower by noise. The CPU advice
