@@ -43,7 +43,8 @@ lib)
   exit $fail
   ;;
 probe)
-  exec /usr/bin/python3 - "$src/python" "$dir" <<'PY'
+  # Not exec: the EXIT trap removes the 32 MB written here.
+  /usr/bin/python3 - "$src/python" "$dir" <<'PY'
 import os, subprocess, sys
 sys.path.insert(0, sys.argv[1])
 import mlbench_probe
@@ -66,6 +67,7 @@ if any(resident):
     sys.exit(1)
 print("the probe's cold open: none of 8 just-written files resident")
 PY
+  exit $?
   ;;
 *) echo "evict_dirty_test.sh: error: the second argument must be lib or probe, not $what" >&2; exit 2 ;;
 esac
