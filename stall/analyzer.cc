@@ -206,15 +206,16 @@ nlohmann::json partitioned_json(const PartitionedNodes& nodes, const PeerCpu& k,
   j["prep_cpu_from"] = prep_cpu_from;
   j["P_from"] = prep_rate_from;
   const auto us = [](const std::optional<double>& s) { return s ? nlohmann::json(1e6 * *s) : nlohmann::json(); };
-  nlohmann::json pairs = nlohmann::json::array();
-  for (double p : k.pairs_s) pairs.push_back(1e6 * p);
-  nlohmann::json pairs_local = nlohmann::json::array();
-  for (double p : k.pairs_local_s) pairs_local.push_back(1e6 * p);
+  const auto us_each = [](const std::vector<double>& seconds) {
+    nlohmann::json a = nlohmann::json::array();
+    for (double s : seconds) a.push_back(1e6 * s);
+    return a;
+  };
   j["peer_cpu"] = {{"source", k.source},
                    {"used_us", 1e6 * k.used_s},
                    {"nodes_us", us(k.nodes_s)},
-                   {"pairs_us", pairs},
-                   {"pairs_local_cpu_per_item_us", pairs_local},
+                   {"pairs_us", us_each(k.pairs_s)},
+                   {"pairs_local_cpu_per_item_us", us_each(k.pairs_local_s)},
                    {"nodes", k.node_count},
                    {"local_cpu_per_item_us", us(k.local_item_s)},
                    {"partitioned_cpu_per_item_us", us(k.partitioned_item_s)},
@@ -771,25 +772,29 @@ std::string console_summary(const nlohmann::json& r) {
     out += "\n";
     const auto& kj = pj.value("peer_cpu", nlohmann::json());
     if (kj.is_object()) {
-      std::string pairs, locals;
-      for (const auto& p : kj["pairs_us"]) pairs += fmt::format("{}{:.0f}", pairs.empty() ? "" : ", ", p.get<double>());
-      for (const auto& p : kj.value("pairs_local_cpu_per_item_us", nlohmann::json::array()))
-        locals += fmt::format("{}{:.0f}", locals.empty() ? "" : ", ", p.get<double>());
+      const auto joined = [](const nlohmann::json& us) {
+        std::string text;
+        for (const auto& p : us) text += fmt::format("{}{:.0f}", text.empty() ? "" : ", ", p.get<double>());
+        return text;
+      };
+      const std::string pairs = joined(kj["pairs_us"]);
+      const std::string locals = joined(kj.value("pairs_local_cpu_per_item_us", nlohmann::json::array()));
+      // The predictions carry the pairs' range where partitioned_json made one.
+      const bool ranged = !pj["predictions"].empty() && pj["predictions"][0].contains("partitioned_range");
       if (!locals.empty() && pj.value("prep_cpu_from", "") == "peer-local")
         out += fmt::format("  a sample's CPU (p): {:.1f} us, from the peer-local nodes (pairs of runs: {} us)\n",
                            pj["prep_cpu_us"].get<double>(), locals);
-      out += kj["source"] == "nodes"
-                 ? fmt::format(
-                       "  a peer fetch's CPU (k): {:.1f} us, from {} nodes on loopback beside their decoding "
-                       "(pairs of runs: {} us; [range] = the predictions of the pairs one by one, each with its "
-                       "own k and p)\n",
-                       kj["used_us"].get<double>(), kj["nodes"].get<int>(), pairs)
-                 : fmt::format("  a peer fetch's CPU (k): {:.1f} us, back to back on loopback{}{}\n",
-                               kj["used_us"].get<double>(),
-                               kj["note"].get<std::string>().empty() ? "" : " (" + kj["note"].get<std::string>() + ")",
-                               locals.find(',') != std::string::npos && pj.value("prep_cpu_from", "") == "peer-local"
-                                   ? "; [range] = the predictions of the pairs one by one, each with its own p"
-                                   : "");
+      out +=
+          kj["source"] == "nodes"
+              ? fmt::format(
+                    "  a peer fetch's CPU (k): {:.1f} us, from {} nodes on loopback beside their decoding "
+                    "(pairs of runs: {} us; [range] = the predictions of the pairs one by one, each with its "
+                    "own k and p)\n",
+                    kj["used_us"].get<double>(), kj["nodes"].get<int>(), pairs)
+              : fmt::format("  a peer fetch's CPU (k): {:.1f} us, back to back on loopback{}{}\n",
+                            kj["used_us"].get<double>(),
+                            kj["note"].get<std::string>().empty() ? "" : " (" + kj["note"].get<std::string>() + ")",
+                            ranged ? "; [range] = the predictions of the pairs one by one, each with its own p" : "");
     }
   }
   const auto& rec = r["recommendation"];
