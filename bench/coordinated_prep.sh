@@ -4,20 +4,21 @@
 # with the same seed, each job prepping everything itself ("plain") against the
 # same K jobs under --coordinated K ("coord"), alternating plain, coord in every
 # round, over --rounds rounds. Reports per-job img/s (each job's
-# train_item.avg), the group's total CPU seconds (/usr/bin/time user + sys,
+# train_item.avg), the group's total CPU seconds (user + sys, bash's `times`,
 # summed over the K jobs) and wall seconds: medians and min-max over rounds
 # (img/s: over every job of every round).
 # With --predict it first runs mlbench-stall once on one job with the same flags
 # (--cpus 1,N, so that P(1 CPU) is measured) and prints its whatif.coordinated
 # predictions beside the measured medians, with the error.
 # Usage: bench/coordinated_prep.sh [--bench loader] [--dataset fake-imagenet-small] [--data-root /tmp/coordprep-data]
-#          [--jobs 2,4] [--rounds 3] [--predict] [-- benchmark flags]
+#          [--jobs 2,4] [--rounds 3] [--predict] [--out DIR] [-- benchmark flags]
+#   --out DIR: where the runs, logs and the analysis go (default: a new /tmp/coordinated_prep.XXXXXX)
 #   benchmark flags default: -b 16 --workers 1 --image-size 64 --repeat 10 --number 10 --no-cuda --io-depth 0
 # Env: MLBENCH_BUILD_DIR (default build), MLBENCH_NO_BUILD=1 (use the built binaries).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MLBENCH_BUILD_DIR:-$root/build}"
-bench=loader; dataset=fake-imagenet-small; data_root=/tmp/coordprep-data; jobs=2,4; rounds=3; predict=0
+out=""; bench=loader; dataset=fake-imagenet-small; data_root=/tmp/coordprep-data; jobs=2,4; rounds=3; predict=0
 flags=(-b 16 --workers 1 --image-size 64 --repeat 10 --number 10 --no-cuda --io-depth 0)
 while (($#)); do
   case "$1" in
@@ -27,6 +28,7 @@ while (($#)); do
     --jobs) jobs="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --predict) predict=1; shift ;;
+    --out) out="$2"; shift 2 ;;
     --) shift; flags=("$@"); break ;;
     -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "coordinated_prep.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -38,7 +40,7 @@ done
 "$build/bin/mlbench-datagen" ensure "$dataset" --root "$data_root" -q
 train="$data_root/$dataset/train"
 bin="$build/benchmarks/$bench"
-out=$(mktemp -d /tmp/coordinated_prep.XXXXXX)
+if [[ -n "$out" ]]; then mkdir -p "$out"; else out=$(mktemp -d /tmp/coordinated_prep.XXXXXX); fi
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -49,6 +51,21 @@ echo "# $bench ${flags[*]} on $train; out: $out"
 # Pages of the dataset in memory for every run: the jobs measure prep, not the disk.
 cat "$train"/*/* >/dev/null
 
+# run_timed FILE CMD...: runs CMD and writes its user and sys CPU seconds into FILE
+# (bash's `times` in a subshell: its children's; no GNU time needed).
+run_timed() {
+  local file=$1
+  shift
+  (
+    "$@"
+    rc=$?
+    times >"$file.times"  # not in a pipe: that would be another subshell's times
+    tail -n1 "$file.times" | sed -E 's/([0-9]+)m([0-9.]+)s/\1 \2/g' | awk '{print $1 * 60 + $2, $3 * 60 + $4}' >"$file"
+    rm -f "$file.times"
+    exit "$rc"
+  )
+}
+
 # run_group DIR K MODE: K jobs at once; MODE plain or coord.
 run_group() {
   local dir="$1" k="$2" mode="$3" i extra=()
@@ -58,7 +75,7 @@ run_group() {
   t0=$(date +%s.%N)
   pids=()
   for ((i = 0; i < k; i++)); do
-    /usr/bin/time -f "%U %S" -o "$dir/time.$i" "$bin" --data "$train" "${flags[@]}" "${extra[@]}" \
+    run_timed "$dir/time.$i" "$bin" --data "$train" "${flags[@]}" "${extra[@]}" \
       --report "$dir/r$i" >"$dir/log.$i" 2>&1 &
     pids+=($!)
   done
@@ -92,7 +109,9 @@ for ((r = 0; r < rounds; r++)); do
   done
 done
 
-/usr/bin/python3 - "$out" "$jobs" "$rounds" "$predict" <<'EOF'
+py=/usr/bin/python3
+[[ -x "$py" ]] || py=python3
+"$py" - "$out" "$jobs" "$rounds" "$predict" <<'EOF'
 import glob, json, statistics, sys
 out, jobs, rounds, predict = sys.argv[1], [int(k) for k in sys.argv[2].split(",")], int(sys.argv[3]), sys.argv[4] == "1"
 

@@ -498,11 +498,20 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   const double side = cp.is_object() ? cp.value("image_size", 0.0) : 0.0;
   const double sample_bytes = 3 * side * side * (cp.is_object() && cp.value("output", "") == "uint8" ? 1 : 4);
   const bool own_device = cached.report.value("device", "cpu") != "cpu";
+  // On a device the K jobs share this machine's GPUs (at least the one the runs used), and each
+  // pays the host CPU the synthetic run's process took per sample (launches, the wait).
+  DeviceHost device_host;
+  if (own_device) {
+    const auto& machine = synthetic.report.value("machine", nlohmann::json());
+    const auto& gpus = machine.is_object() ? machine.value("gpus", nlohmann::json()) : nlohmann::json();
+    device_host.devices = std::max<int>(1, gpus.is_array() ? static_cast<int>(gpus.size()) : 0);
+    device_host.host_cpu_s = cpu_per_item_s(synthetic).value_or(0.0);
+  }
   const CoordinatedJobs coordinated = coordinated_inputs(
       ctx.cores_now, p_by_cores.count(1) ? p_by_cores.at(1) : 0.0, P, loader.known ? loader.shape.cpus : ctx.cores_now,
       G, own_device, sample_bytes, raw.cached.mb_per_s * 1e6, loader.known ? loader.shape.workers : 0,
       synthetic.report.value("cpu_cores", 0),
-      stages_per_item_s(cached.report, {"fetch", "decode", "augment", "collate"}).value_or(0.0));
+      stages_per_item_s(cached.report, {"fetch", "decode", "augment", "collate"}).value_or(0.0), device_host);
   // The remedies the what-if predicts, ranked by gain (issue 18): the item cache and,
   // with compute on a device of its own, twice the CPUs from this curve (none when it
   // failed its self-check); coordinated prep for 2 jobs from its own model.
@@ -755,6 +764,11 @@ std::string console_summary(const nlohmann::json& r) {
                     : from == "P"    ? "from P and its prep CPUs"
                                      : "a sample's CPU on one CPU (cpus-1) less the step's",
                     cj["host_compute_cpu_us"].get<double>());
+    if (cj.value("devices", 0) > 0) {
+      out += fmt::format("  the jobs share {} device(s): each at most G x {} / K = {:.1f} / K samples/s\n",
+                         cj["devices"].get<int>(), cj["devices"].get<int>(),
+                         cj["G"].get<double>() * cj["devices"].get<int>());
+    }
   }
   if (const auto& pj = r["whatif"].value("partitioned", nlohmann::json()); pj.is_object()) {
     out += "partitioned cache (per node, samples/s, own -> partitioned):";

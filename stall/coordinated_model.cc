@@ -34,8 +34,11 @@ CoordinatedPrediction predict_coordinated(const CoordinatedJobs& in) {
   }
   const double k = in.jobs, p = in.prep_cpu_s, h = in.host_compute_cpu_s, c = in.copy_cpu_s;
   const double w = in.workers > 0 ? in.workers : std::numeric_limits<double>::infinity();
+  if (in.devices < 0) throw std::invalid_argument("coordinated what-if: a negative device count");
+  // A job's share of the devices: all of one when it has its own, D / K of them when K share D.
+  const double device_share = in.devices > 0 ? in.device_rate * std::min(1.0, in.devices / k) : in.device_rate;
   auto solve = [&](double jobs_prepping, double fetchers, double copies, double prep_threads) {
-    return tightest({{in.device_rate, "device"},
+    return tightest({{device_share, "device"},
                      {in.fetch_rate / fetchers, "fetch"},
                      {ratio(in.cores, jobs_prepping * p + k * (h + copies * c)), "cpu"},
                      {ratio(prep_threads, p), "workers"}});
@@ -67,14 +70,16 @@ CoordinatedPrediction predict_coordinated(const CoordinatedJobs& in) {
 
 CoordinatedJobs coordinated_inputs(int cores, double p1, double P, int prep_cpus, double G, bool device,
                                    double sample_bytes, double copy_bytes_per_s, int workers, int compute_cpus,
-                                   double stage_prep_s) {
+                                   double stage_prep_s, DeviceHost device_host) {
   CoordinatedJobs in;
   in.cores = std::max(1, cores);
   const double per_sample = p1 > 0 ? 1.0 / p1 : static_cast<double>(std::max(1, prep_cpus)) / P;
   in.prep_from = p1 > 0 ? "cpus-1" : "P";
   in.device_rate = G;
   const double threads = compute_cpus > 0 ? std::min<double>(compute_cpus, in.cores) : in.cores;
-  in.host_compute_cpu_s = device ? 0.0 : std::min(per_sample, threads / G);
+  in.host_compute_cpu_s =
+      device ? std::min(per_sample, std::max(0.0, device_host.host_cpu_s)) : std::min(per_sample, threads / G);
+  in.devices = device ? std::max(0, device_host.devices) : 0;
   in.prep_cpu_s = per_sample - in.host_compute_cpu_s;
   if (!device && stage_prep_s > 0 && stage_prep_s < in.prep_cpu_s) {
     in.host_compute_cpu_s = per_sample - stage_prep_s;
@@ -108,6 +113,7 @@ nlohmann::json coordinated_whatif_json(const CoordinatedJobs& base, const std::v
           {"host_compute_cpu_us", 1e6 * base.host_compute_cpu_s},
           {"copy_cpu_us", 1e6 * base.copy_cpu_s},
           {"G", num(base.device_rate)},
+          {"devices", base.devices},
           {"workers", base.workers},
           {"data", "in the page cache (fetch CPU counted in prep)"},
           {"predictions", predictions},

@@ -24,9 +24,12 @@ struct CoordinatedJobs {
   int jobs = 2;                   // K
   double cores = 1;               // CPUs the K jobs share
   double prep_cpu_s = 0;          // CPU seconds to fetch (page cache) and prep one sample: 1 / P(1 CPU)
-  double host_compute_cpu_s = 0;  // CPU seconds of the training step per sample (compute on the CPU; 0 on a GPU)
+  double host_compute_cpu_s = 0;  // CPU seconds of the training step per sample (on a GPU: the host's launch and wait)
   double copy_cpu_s = 0;          // CPU seconds to copy one sample into or out of the shared ring
-  double device_rate = std::numeric_limits<double>::infinity();  // per-job compute ceiling G (its own device)
+  double device_rate = std::numeric_limits<double>::infinity();  // one job's compute ceiling G on a device of its own
+  // The devices the K jobs share (0: each job has one of its own). K jobs on D devices get at
+  // most G x D / K each (a hyper-parameter search on one GPU: the GPU's time is split).
+  int devices = 0;
   double fetch_rate = std::numeric_limits<double>::infinity();   // the machine's fetch rate, shared (samples/s)
   int workers = 0;                                               // prep threads per job (0: no limit)
   // Where prep_cpu_s came from: "cpus-1" (1 / P(1 CPU) less the step's CPU), "P" (prep CPUs / P)
@@ -61,9 +64,17 @@ CoordinatedPrediction predict_coordinated(const CoordinatedJobs& in);
 // and prep cost each other sharing it, paid by every job like the step, not shared like prep:
 // p is the stages' time, h the rest (a convnet on one CPU each: p 0.72 ms by the stages, 2.2 ms
 // by the difference, and coordination saved no CPU per sample).
+// On a device: `device_host_cpu_s` (0: not known) is the host CPU the synthetic run's process
+// took per sample (kernel launches, the optimizer's host side, the wait for the GPU: CUDA spins
+// a CPU while it waits), which every job pays as h; `devices` is how many devices the jobs share
+// (the machine's GPUs; 0: one each).
+struct DeviceHost {
+  double host_cpu_s = 0;
+  int devices = 0;
+};
 CoordinatedJobs coordinated_inputs(int cores, double p1, double P, int prep_cpus, double G, bool device,
                                    double sample_bytes, double copy_bytes_per_s, int workers, int compute_cpus = 0,
-                                   double stage_prep_s = 0);
+                                   double stage_prep_s = 0, DeviceHost device_host = {});
 
 // stall.json's whatif.coordinated: inputs, formula and, for each K of `jobs`,
 // the prediction.
@@ -71,8 +82,8 @@ nlohmann::json coordinated_whatif_json(const CoordinatedJobs& base, const std::v
 
 // One line for stall.json and the docs.
 inline constexpr const char* kCoordinatedFormula =
-    "per job: uncoordinated = min(G, F/K, cores / (K (p + h)), W/p); "
-    "coordinated = min(G, F, cores / (p + K (h + c)), K W/p); p = 1/P(1 CPU), h = host compute CPU s/sample, "
-    "c = copy CPU s/sample";
+    "per job: uncoordinated = min(G', F/K, cores / (K (p + h)), W/p); "
+    "coordinated = min(G', F, cores / (p + K (h + c)), K W/p); p = 1/P(1 CPU), h = host compute CPU s/sample, "
+    "c = copy CPU s/sample, G' = G (a device each) or G min(1, D/K) (K jobs sharing D devices)";
 
 }  // namespace mlbench::stall

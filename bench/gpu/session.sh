@@ -16,9 +16,13 @@
 #             real = both 20k sets (the photographs when made); PASSES rounds, alternated
 #   stall     mlbench-stall --bench convnet_fp16 on data/fake-imagenet-20k
 #   overhead  convnet_fp16 --synthetic with CUDA events + NVML monitor on and off, alternated
+#   coordinated  issue 18 on the GPU: K = 2, 4 convnet jobs (ResNet-18, 32 px, batch 256, --workers = CPUs
+#             each) sharing the GPU and the CPUs, plain vs --coordinated K, with mlbench-stall's
+#             prediction (bench/coordinated_prep.sh --predict; PASSES rounds)
 # Env: OUT (results folder; default /tmp/gpu-session), MLBENCH_BUILD_DIR (default build-gpu),
 #      PASSES (convnet rounds and overhead pairs, default 2), SESSION_SECONDS (stop starting work after this
-#      many seconds and cut the running step's timeout to fit; default 3600).
+#      many seconds and cut the running step's timeout to fit; default 3600), BUILD_TARGETS (the build
+#      stage's ninja targets, blank-separated; default: every benchmark, the tools and device_copy_tests).
 # Writes OUT/session.log (one line per step, with seconds since the start) and
 # OUT/results.tar.gz (every report and log), refreshed after each stage.
 set -uo pipefail
@@ -49,6 +53,7 @@ rn50=(--arch resnet50 --image-size 224 -b 256 --classes 100)
 bench() {
   local name=$1 dir=$2
   shift 2
+  [[ -x "$B/$name" ]] || { log "  $name not built: $dir skipped"; return; }
   mkdir -p "$dir"
   if timeout "$(budget 300)" "$B/$name" "$@" --report "$dir" >"$dir.log" 2>&1; then
     python3 - "$dir" <<'PY' | tee -a "$out/session.log"
@@ -71,14 +76,17 @@ stage_build() {
   log "machine: $(nvidia-smi -L | head -1); $cpus CPUs; $(. /etc/os-release; echo "$PRETTY_NAME"); torch $(python3 -c 'import torch; print(torch.__version__)')"
   local targets=(toy_reg loader toy_lstm vae wlm wlmfp16 recom translator cart atari convnet convnet_fp16 dcgan reso
     fast_style ssd mlbench-run mlbench-report mlbench-stall mlbench-datagen device_copy_tests scaling)
+  [[ -z "${BUILD_TARGETS:-}" ]] || read -r -a targets <<<"$BUILD_TARGETS"
   if ! timeout "$(budget 480)" scripts/device-build.sh build "$build" -- "${targets[@]}" >"$res/build.log" 2>&1; then
     log "build FAILED (gpu-results/build.log)"
     tail -40 "$res/build.log"
   fi
   log "build done; scaling $([[ -x "$B/scaling" ]] && echo built || echo "NOT built")"
   [[ -f "$build/device-env.sh" ]] && source "$build/device-env.sh"
-  "$root/$build/tests/benchmarks/device_copy_tests" >"$res/device_copy_tests.log" 2>&1
-  log "device_copy_tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$res/device_copy_tests.log" | tr '\n' ' ')"
+  if [[ -x "$root/$build/tests/benchmarks/device_copy_tests" ]]; then
+    "$root/$build/tests/benchmarks/device_copy_tests" >"$res/device_copy_tests.log" 2>&1
+    log "device_copy_tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$res/device_copy_tests.log" | tr '\n' ' ')"
+  fi
   "$BIN/mlbench-datagen" ensure fake-imagenet-small --root data >/dev/null 2>&1
   bench convnet "$res/smoke/convnet-synth" --synthetic --arch resnet18 --image-size 64 --classes 10 -b 16 --repeat 3 --number 5 --cuda
   bench convnet "$res/smoke/convnet-real" --data data/fake-imagenet-small/train --arch resnet18 --image-size 64 --classes 10 -b 16 --workers 2 --repeat 3 --number 5 --cuda
@@ -163,6 +171,15 @@ stage_overhead() {
     bench convnet_fp16 "$res/overhead/on-$i" "${common[@]}"
     bench convnet_fp16 "$res/overhead/off-$i" "${common[@]}" --no-device-events --monitor-interval 0
   done
+}
+
+stage_coordinated() {
+  MLBENCH_BUILD_DIR="$root/$build" MLBENCH_NO_BUILD=1 timeout "$(budget 540)" bench/coordinated_prep.sh --bench convnet \
+    --data-root "$root/data" --rounds "${PASSES:-2}" --jobs 2,4 --predict --out "$res/coordinated" -- \
+    --arch resnet18 --classes 10 --image-size 32 -b 256 --workers "$cpus" --repeat 10 --number 10 --cuda --io-depth 0 \
+    >"$res/coordinated.log" 2>&1
+  log "coordinated rc=$?"
+  tail -25 "$res/coordinated.log" | tee -a "$out/session.log"
 }
 
 [[ -f "$build/device-env.sh" ]] && source "$build/device-env.sh"  # a build of an earlier call

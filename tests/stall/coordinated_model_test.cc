@@ -145,5 +145,42 @@ TEST(CoordinatedModel, PrepIsWhatItsStagesTookAndTheRestIsPaidByEveryJob) {
   EXPECT_EQ(device.prep_from, "cpus-1");
 }
 
+TEST(CoordinatedModel, JobsOnOneGpuShareItAndEachPaysItsHostCpu) {
+  // One GPU, G = 40,000/s for one job alone; a sample's CPU on one CPU 1 / P(1) = 1 ms, of which the
+  // synthetic run's process took 25 us (launches and the wait for the GPU): h = 25 us, p = 975 us.
+  const double G = 40000, p1 = 1000;
+  CoordinatedJobs in = coordinated_inputs(16, p1, 12000, 16, G, true, 0, 0, 16, 0, 0, {25e-6, 1});
+  EXPECT_NEAR(in.host_compute_cpu_s, 25e-6, 1e-15);
+  EXPECT_NEAR(in.prep_cpu_s, 975e-6, 1e-15);
+  EXPECT_EQ(in.devices, 1);
+  in.jobs = 2;
+  CoordinatedPrediction two = predict_coordinated(in);
+  // Plain: 16 CPUs / (2 x 1 ms) = 8,000/s each, under the GPU's half (20,000).
+  EXPECT_NEAR(two.uncoordinated, 16 / (2 * 1e-3), 1e-6);
+  EXPECT_EQ(two.bound_uncoordinated, "cpu");
+  // Coordinated: 16 / (975 + 2 x 25) us = 15,610/s each by the CPUs, under G / 2.
+  EXPECT_NEAR(two.coordinated, 16 / (975e-6 + 2 * 25e-6), 1e-6);
+  in.jobs = 4;
+  const CoordinatedPrediction four = predict_coordinated(in);
+  // Coordinated, 4 jobs: the CPUs would give 16 / (975 + 100) us = 14,884/s each; the GPU gives 10,000.
+  EXPECT_NEAR(four.coordinated, G / 4, 1e-9);
+  EXPECT_EQ(four.bound_coordinated, "device");
+  // Each job with a GPU of its own (devices 0, as before): the CPUs bound it.
+  in.devices = 0;
+  EXPECT_NEAR(predict_coordinated(in).coordinated, 16 / (975e-6 + 4 * 25e-6), 1e-6);
+  // 4 jobs on 8 GPUs: each has a whole one.
+  in.devices = 8;
+  EXPECT_NEAR(predict_coordinated(in).coordinated, 16 / (975e-6 + 4 * 25e-6), 1e-6);
+  in.devices = -1;
+  EXPECT_THROW(predict_coordinated(in), std::invalid_argument);
+  // The host CPU is at most a sample's whole CPU; the device count is kept only on a device.
+  EXPECT_NEAR(coordinated_inputs(16, p1, 12000, 16, G, true, 0, 0, 16, 0, 0, {5e-3, 1}).host_compute_cpu_s, 1e-3,
+              1e-15);
+  EXPECT_EQ(coordinated_inputs(16, p1, 12000, 16, G, false, 0, 0, 16, 0, 0, {25e-6, 1}).devices, 0);
+  EXPECT_EQ(coordinated_whatif_json(coordinated_inputs(16, p1, 12000, 16, G, true, 0, 0, 16, 0, 0, {25e-6, 1}),
+                                    {2})["devices"],
+            1);
+}
+
 }  // namespace
 }  // namespace mlbench::stall
