@@ -127,6 +127,9 @@ if predict:
           f"P={s['rates']['P']:.1f} G={s['rates']['G']:.1f} P(cpus)={s['prep_by_cores']}")
     for p in c["predictions"]:
         pred[p["jobs"]] = p
+    if c.get("devices"):
+        print(f"# the jobs share {c['devices']} device(s); a job's device ceiling: " + ", ".join(
+            f"{p['jobs']} jobs {p['device_per_job']:.1f}/s ({p['device_per_job_from']})" for p in c["predictions"] if "device_per_job" in p))
 print(f"{'K':>2} {'mode':<6} {'img/s per job, median [min-max]':>34} {'CPU s (all jobs)':>26} {'wall s':>22}"
       + ("  predicted  error" if predict else ""))
 medians = {}

@@ -578,9 +578,18 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                                       100 * two.memory_fraction),
                           pp.own, pp.partitioned});
   }
+  // On a device: what each of K jobs got of it, K synthetic runs at once (plan_shared_device_runs).
+  std::map<int, double> shared_device;
+  if (own_device) {
+    for (int k : kCoordinatedJobs) {
+      const auto it = runs.find(fmt::format("synthetic-x{}", k));
+      if (it != runs.end() && it->second.rate > 0) shared_device[k] = it->second.rate;
+    }
+  }
   {
     CoordinatedJobs two = coordinated;
     two.jobs = 2;
+    if (shared_device.count(2)) two.shared_device_rate = shared_device.at(2);
     const CoordinatedPrediction cp2 = predict_coordinated(two);
     candidates.push_back({"coordinated prep", "2 jobs on this machine under --coordinated 2, per job", cp2.uncoordinated,
                           cp2.coordinated});
@@ -670,7 +679,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         {"max_error_pct", measured.empty() ? nlohmann::json() : nlohmann::json(max_err)},
         {"mean_error_pct", measured.empty() ? nlohmann::json() : nlohmann::json(sum_err / measured.size())},
         {"storage", storage_whatif},
-        {"coordinated", coordinated_whatif_json(coordinated, {2, 4, 8})},
+        {"coordinated", coordinated_whatif_json(coordinated, kCoordinatedJobs, shared_device)},
         {"partitioned",
          partitioned_known ? partitioned_json(nodes, peer_cpu, prep_cpu_from, prep_rate_from) : nlohmann::json()}}},
       {"warnings", warnings},
@@ -765,9 +774,14 @@ std::string console_summary(const nlohmann::json& r) {
                                      : "a sample's CPU on one CPU (cpus-1) less the step's",
                     cj["host_compute_cpu_us"].get<double>());
     if (cj.value("devices", 0) > 0) {
-      out += fmt::format("  the jobs share {} device(s): each at most G x {} / K = {:.1f} / K samples/s\n",
-                         cj["devices"].get<int>(), cj["devices"].get<int>(),
-                         cj["G"].get<double>() * cj["devices"].get<int>());
+      // What each job gets of the device(s) they share: measured (K synthetic jobs at once) or G x D / K.
+      out += fmt::format("  the jobs share {} device(s); a job's device ceiling (samples/s):", cj["devices"].get<int>());
+      for (const auto& k : cj["predictions"]) {
+        if (!k.value("device_per_job", nlohmann::json()).is_number()) continue;
+        out += fmt::format(" {} jobs {:.1f} ({});", k["jobs"].get<int>(), k["device_per_job"].get<double>(),
+                           k.value("device_per_job_from", "?") == "measured" ? "measured" : "G x D / K");
+      }
+      out += "\n";
     }
   }
   if (const auto& pj = r["whatif"].value("partitioned", nlohmann::json()); pj.is_object()) {

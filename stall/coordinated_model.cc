@@ -25,6 +25,12 @@ double ratio(double budget, double cost) {
 
 }  // namespace
 
+double device_per_job(const CoordinatedJobs& in) {
+  if (in.shared_device_rate > 0) return in.shared_device_rate;
+  if (in.devices > 0) return in.device_rate * std::min(1.0, in.devices / static_cast<double>(std::max(1, in.jobs)));
+  return in.device_rate;
+}
+
 CoordinatedPrediction predict_coordinated(const CoordinatedJobs& in) {
   if (in.jobs < 1) throw std::invalid_argument("coordinated what-if: at least one job");
   if (!(in.cores > 0)) throw std::invalid_argument("coordinated what-if: cores must be > 0");
@@ -34,9 +40,10 @@ CoordinatedPrediction predict_coordinated(const CoordinatedJobs& in) {
   }
   const double k = in.jobs, p = in.prep_cpu_s, h = in.host_compute_cpu_s, c = in.copy_cpu_s;
   const double w = in.workers > 0 ? in.workers : std::numeric_limits<double>::infinity();
-  if (in.devices < 0) throw std::invalid_argument("coordinated what-if: a negative device count");
-  // A job's share of the devices: all of one when it has its own, D / K of them when K share D.
-  const double device_share = in.devices > 0 ? in.device_rate * std::min(1.0, in.devices / k) : in.device_rate;
+  if (in.devices < 0 || in.shared_device_rate < 0) {
+    throw std::invalid_argument("coordinated what-if: a negative device count or rate");
+  }
+  const double device_share = device_per_job(in);
   auto solve = [&](double jobs_prepping, double fetchers, double copies, double prep_threads) {
     return tightest({{device_share, "device"},
                      {in.fetch_rate / fetchers, "fetch"},
@@ -91,18 +98,24 @@ CoordinatedJobs coordinated_inputs(int cores, double p1, double P, int prep_cpus
   return in;
 }
 
-nlohmann::json coordinated_whatif_json(const CoordinatedJobs& base, const std::vector<int>& jobs) {
+nlohmann::json coordinated_whatif_json(const CoordinatedJobs& base, const std::vector<int>& jobs,
+                                       const std::map<int, double>& shared_device) {
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
   nlohmann::json predictions = nlohmann::json::array();
   for (int k : jobs) {
     CoordinatedJobs in = base;
     in.jobs = k;
+    const auto measured = shared_device.find(k);
+    if (measured != shared_device.end() && measured->second > 0) in.shared_device_rate = measured->second;
     const CoordinatedPrediction p = predict_coordinated(in);
+    const char* from = in.shared_device_rate > 0 ? "measured" : in.devices > 0 ? "G x D / K" : "G";
     predictions.push_back({{"jobs", k},
                            {"alone", p.alone},
                            {"uncoordinated", p.uncoordinated},
                            {"coordinated", p.coordinated},
                            {"gain", p.gain},
+                           {"device_per_job", num(device_per_job(in))},
+                           {"device_per_job_from", from},
                            {"bound_uncoordinated", p.bound_uncoordinated},
                            {"bound_coordinated", p.bound_coordinated}});
   }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct CoordinatedJobs {
   // The devices the K jobs share (0: each job has one of its own). K jobs on D devices get at
   // most G x D / K each (a hyper-parameter search on one GPU: the GPU's time is split).
   int devices = 0;
+  // A job's device ceiling with `jobs` jobs on the devices at once, measured (K synthetic runs at
+  // once: plan_shared_device_runs); 0: not measured, G min(1, D / K) then.
+  double shared_device_rate = 0;
   double fetch_rate = std::numeric_limits<double>::infinity();   // the machine's fetch rate, shared (samples/s)
   int workers = 0;                                               // prep threads per job (0: no limit)
   // Where prep_cpu_s came from: "cpus-1" (1 / P(1 CPU) less the step's CPU), "P" (prep CPUs / P)
@@ -49,6 +53,10 @@ struct CoordinatedPrediction {
 // Throws std::invalid_argument for K < 1, cores <= 0, a negative cost, or no
 // cost and no ceiling at all (an unbounded speed).
 CoordinatedPrediction predict_coordinated(const CoordinatedJobs& in);
+
+// A job's device ceiling G': shared_device_rate where measured, else G min(1, D / K) where the
+// jobs share D devices, else G (a device each).
+double device_per_job(const CoordinatedJobs& in);
 
 // The model's inputs from what mlbench-stall measured on one job: `cores` it
 // had; P(1 CPU) (`p1`, the cpus-1 run: prep and, on a CPU, compute on one CPU;
@@ -76,14 +84,20 @@ CoordinatedJobs coordinated_inputs(int cores, double p1, double P, int prep_cpus
                                    double sample_bytes, double copy_bytes_per_s, int workers, int compute_cpus = 0,
                                    double stage_prep_s = 0, DeviceHost device_host = {});
 
+// The K the what-if predicts for (and, on a device, measures the sharing of).
+inline const std::vector<int> kCoordinatedJobs{2, 4, 8};
+
 // stall.json's whatif.coordinated: inputs, formula and, for each K of `jobs`,
-// the prediction.
-nlohmann::json coordinated_whatif_json(const CoordinatedJobs& base, const std::vector<int>& jobs);
+// the prediction; `shared_device` holds, by K, a job's measured device ceiling with K jobs
+// (CoordinatedJobs::shared_device_rate), where it was measured.
+nlohmann::json coordinated_whatif_json(const CoordinatedJobs& base, const std::vector<int>& jobs,
+                                       const std::map<int, double>& shared_device = {});
 
 // One line for stall.json and the docs.
 inline constexpr const char* kCoordinatedFormula =
     "per job: uncoordinated = min(G', F/K, cores / (K (p + h)), W/p); "
     "coordinated = min(G', F, cores / (p + K (h + c)), K W/p); p = 1/P(1 CPU), h = host compute CPU s/sample, "
-    "c = copy CPU s/sample, G' = G (a device each) or G min(1, D/K) (K jobs sharing D devices)";
+    "c = copy CPU s/sample, G' = G (a device each), else K synthetic jobs' per-job rate measured at once, "
+    "else G min(1, D/K) (K jobs sharing D devices)";
 
 }  // namespace mlbench::stall

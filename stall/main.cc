@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "analyzer.h"
+#include "coordinated_model.h"
 #include "pipeline/loader.h"
 #include "pipeline/peer_rate.h"
 #include "charts.h"
@@ -293,6 +294,23 @@ int main(int argc, char** argv) {
       }
     }
     progress->finish();
+    // On a device: what each of K jobs gets of it when K share it (the coordinated what-if's
+    // device ceiling). Optional: a failure leaves the ceiling at G x devices / K.
+    if (!exec_mode && runs.at("synthetic").report.value("device", "cpu") != "cpu") {
+      std::cout << "device sharing: K synthetic jobs at once\n";
+      for (const RunSpec& spec : plan_shared_device_runs(config, kCoordinatedJobs)) {
+        try {
+          RunOutcome r = executor.run(spec);
+          std::cout << fmt::format("  {:<14} {:>10.1f} samples/s per job\n", spec.label, r.rate);
+          done[spec.label] = {{"rate", r.rate}, {"cv", r.cv}, {"report", r.report_path.string()}};
+          core::write_json_atomic(out / "runs.json", done);
+          runs[spec.label] = std::move(r);
+        } catch (const RunFailed& e) {
+          std::cerr << "mlbench-stall: warning: " << e.what()
+                    << "; the coordinated what-if takes G x devices / K as a job's device ceiling\n";
+        }
+      }
+    }
     // A peer fetch's CPU as nodes pay it (the partitioned what-if's k): two runs of
     // --peer-nodes processes at once, for a benchmark that reads real files with a pipeline
     // that has the partitioned cache (its report has pipeline.partitioned_cache), not an

@@ -142,4 +142,22 @@ std::vector<RunSpec> plan_peer_runs(const StallConfig& c, std::size_t items, int
   return runs;
 }
 
+std::vector<RunSpec> plan_shared_device_runs(const StallConfig& c, const std::vector<int>& jobs) {
+  std::vector<RunSpec> runs;
+  for (int k : jobs) {
+    if (k < 2) continue;
+    RunSpec r;
+    r.label = fmt::format("synthetic-x{}", k);
+    r.kind = "synthetic-shared";
+    r.args = {"--data", c.data};
+    for (auto& a : iteration_args(kSharedDeviceLength * c.iterations, kWarmupObservations)) r.args.push_back(std::move(a));
+    r.args.insert(r.args.end(), c.extra.begin(), c.extra.end());
+    r.args.push_back("--synthetic");
+    r.cache = CacheState::Any;
+    r.nodes = k;
+    runs.push_back(std::move(r));
+  }
+  return runs;
+}
+
 }  // namespace mlbench::stall

@@ -67,6 +67,14 @@ std::vector<RunSpec> plan_runs(const StallConfig& config, std::size_t items, int
 std::vector<RunSpec> plan_peer_runs(const StallConfig& config, std::size_t items, int batch_size,
                                     int pipeline_depth = 0);
 
+// What each of K jobs gets of the device(s) they share (issue 18's coordinated what-if, on a
+// device): for each K of `jobs` (K >= 2), K synthetic runs at once, "synthetic-x<K>", timed over
+// kSharedDeviceLength x --iterations so that the jobs' start skew weighs little. One job's G is
+// no bound for K jobs sharing a GPU: a job that launches small kernels leaves it mostly idle
+// (ResNet-18 at 32 px on an H100: 32,770/s alone, 4 coordinated jobs 13,800/s each).
+inline constexpr int kSharedDeviceLength = 4;
+std::vector<RunSpec> plan_shared_device_runs(const StallConfig& config, const std::vector<int>& jobs);
+
 // Why the peer runs would not fit in memory, or "" when they do: each of `nodes` processes holds
 // the whole dataset (`dataset_bytes`) in its item cache in `peer-local`, beside the page cache
 // holding it once, so they must fit in half of `available_bytes` (MemAvailable; 0: unknown, no

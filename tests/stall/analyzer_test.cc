@@ -102,6 +102,38 @@ TEST(Analyzer, CoordinatedPrepIsWhatThePrepStagesTook) {
       << console_summary(before);
 }
 
+// On a GPU (ResNet-18 at 32 px on an H100, 2026-11-27): one job alone ran at 32,770/s, 4
+// coordinated jobs at 13,800/s each, so one job's G is no bound for K jobs sharing the GPU. The
+// what-if reads what K synthetic jobs at once got each, where mlbench-stall measured it.
+TEST(Analyzer, JobsSharingTheGpuGetWhatKSyntheticJobsAtOnceGot) {
+  auto runs = fetch_bound_runs(200);
+  for (auto& [label, run] : runs) run.report["device"] = "cuda:0";
+  runs["synthetic"].report["machine"] = {{"gpus", {"NVIDIA H100 80GB HBM3"}}};
+  runs["synthetic"].report["process_cpu"] = {{"per_item_us", 1000.0}, {"user_s", 1.0}, {"sys_s", 0.0}};
+  runs["synthetic-x2"] = outcome(300);
+  const auto r = analyze(context(), runs, RawRates{});
+  const auto& c = r["whatif"]["coordinated"];
+  EXPECT_EQ(c["devices"], 1) << c.dump();
+  EXPECT_NEAR(c["host_compute_cpu_us"].get<double>(), 1000.0, 1e-9);
+  const auto& two = c["predictions"][0];
+  EXPECT_EQ(two["device_per_job_from"], "measured");
+  EXPECT_DOUBLE_EQ(two["device_per_job"].get<double>(), 300.0);
+  // 4 jobs: not measured here, G x 1 / 4.
+  EXPECT_EQ(c["predictions"][1]["device_per_job_from"], "G x D / K");
+  EXPECT_DOUBLE_EQ(c["predictions"][1]["device_per_job"].get<double>(), 100.0);
+  const std::string text = console_summary(r);
+  EXPECT_NE(text.find("the jobs share 1 device(s); a job's device ceiling (samples/s): 2 jobs 300.0 (measured); 4 "
+                      "jobs 100.0 (G x D / K);"),
+            std::string::npos)
+      << text;
+  // On a CPU the runs of K synthetic jobs are not read: compute shares the CPUs, in the budget.
+  auto cpu = fetch_bound_runs(200);
+  cpu["synthetic-x2"] = outcome(300);
+  const auto on_cpu = analyze(context(), cpu, RawRates{});
+  EXPECT_EQ(on_cpu["whatif"]["coordinated"]["devices"], 0);
+  EXPECT_EQ(on_cpu["whatif"]["coordinated"]["predictions"][0]["device_per_job_from"], "G");
+}
+
 // The cpus-2 run is the cached run's setting measured again, 5% slower by noise. The CPU advice
 // once came from it and the DRAM advice from P: "more DRAM helps up to 56% cached, more CPUs help
 // beyond the largest count measured" for a loader that 56% cached makes exactly prep-bound.

@@ -171,15 +171,33 @@ TEST(CoordinatedModel, JobsOnOneGpuShareItAndEachPaysItsHostCpu) {
   // 4 jobs on 8 GPUs: each has a whole one.
   in.devices = 8;
   EXPECT_NEAR(predict_coordinated(in).coordinated, 16 / (975e-6 + 4 * 25e-6), 1e-6);
+  // Measured: 4 synthetic jobs at once got 14,000/s each from the one GPU (a job alone leaves it
+  // mostly idle): that is the ceiling, not G / 4.
+  in.devices = 1;
+  in.shared_device_rate = 14000;
+  EXPECT_DOUBLE_EQ(device_per_job(in), 14000);
+  EXPECT_NEAR(predict_coordinated(in).coordinated, 14000, 1e-9);
+  EXPECT_EQ(predict_coordinated(in).bound_coordinated, "device");
+  in.shared_device_rate = -1;
+  EXPECT_THROW(predict_coordinated(in), std::invalid_argument);
+  in.shared_device_rate = 0;
   in.devices = -1;
   EXPECT_THROW(predict_coordinated(in), std::invalid_argument);
   // The host CPU is at most a sample's whole CPU; the device count is kept only on a device.
   EXPECT_NEAR(coordinated_inputs(16, p1, 12000, 16, G, true, 0, 0, 16, 0, 0, {5e-3, 1}).host_compute_cpu_s, 1e-3,
               1e-15);
   EXPECT_EQ(coordinated_inputs(16, p1, 12000, 16, G, false, 0, 0, 16, 0, 0, {25e-6, 1}).devices, 0);
-  EXPECT_EQ(coordinated_whatif_json(coordinated_inputs(16, p1, 12000, 16, G, true, 0, 0, 16, 0, 0, {25e-6, 1}),
-                                    {2})["devices"],
-            1);
+  const CoordinatedJobs one_gpu = coordinated_inputs(16, p1, 12000, 16, G, true, 0, 0, 16, 0, 0, {25e-6, 1});
+  const nlohmann::json j = coordinated_whatif_json(one_gpu, {2, 4}, {{4, 14000.0}});
+  EXPECT_EQ(j["devices"], 1);
+  EXPECT_EQ(j["predictions"][0]["device_per_job_from"], "G x D / K");
+  EXPECT_DOUBLE_EQ(j["predictions"][0]["device_per_job"].get<double>(), G / 2);
+  EXPECT_EQ(j["predictions"][1]["device_per_job_from"], "measured");
+  EXPECT_DOUBLE_EQ(j["predictions"][1]["device_per_job"].get<double>(), 14000);
+  EXPECT_NEAR(j["predictions"][1]["coordinated"].get<double>(), 14000, 1e-9);
+  EXPECT_EQ(coordinated_whatif_json(coordinated_inputs(2, 50, 80, 2, 200, false, 0, 0, 1), {2})["predictions"][0]
+                                   ["device_per_job_from"],
+            "G");
 }
 
 }  // namespace

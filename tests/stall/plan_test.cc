@@ -115,6 +115,28 @@ TEST(Plan, PeerRunsAreNodesWithTheWholeDatasetThenTheirPartitionAndPeers) {
   EXPECT_TRUE(plan_peer_runs(c, 1000, 50, 0).empty());
 }
 
+TEST(Plan, SharedDeviceRunsAreKSyntheticJobsAtOnceTimedLonger) {
+  StallConfig c;
+  c.data = "/d";
+  c.iterations = 20;
+  c.extra = {"--arch", "resnet18", "--cuda"};
+  const auto runs = plan_shared_device_runs(c, {1, 2, 4});
+  ASSERT_EQ(runs.size(), 2u) << "one job alone is the synthetic run itself";
+  EXPECT_EQ(runs[0].label, "synthetic-x2");
+  EXPECT_EQ(runs[1].label, "synthetic-x4");
+  for (const auto& r : runs) {
+    EXPECT_EQ(r.kind, "synthetic-shared");
+    EXPECT_FALSE(r.peers);
+    EXPECT_TRUE(has(r.args, "--synthetic"));
+    EXPECT_EQ(value_of(r.args, "--arch"), "resnet18");
+    EXPECT_TRUE(has(r.args, "--cuda"));
+    // kSharedDeviceLength x 20 iterations in 10 observations of 8.
+    EXPECT_EQ(value_of(r.args, "--number"), std::to_string(kSharedDeviceLength * 20 / 10));
+  }
+  EXPECT_EQ(runs[0].nodes, 2);
+  EXPECT_EQ(runs[1].nodes, 4);
+}
+
 TEST(Plan, PeerRunsMustFitInHalfTheMemoryAvailable) {
   // 2 nodes and the page cache hold 3 copies of a 1 GB dataset: 6 GB available is enough.
   EXPECT_EQ(peer_runs_memory_problem(2, 1'000'000'000, 6'000'000'000), "");
