@@ -85,7 +85,8 @@ double prep_rate_at(const std::map<int, double>& P_by_cores, double cores);
 
 enum class Bound { Compute, Prep, Fetch };
 const char* to_string(Bound b);
-// Which of the three limits the observed speed: the largest share of the split.
+// Which of the three limits the observed speed: compute when it takes at least half of the
+// split (no more than the stalls together), else the larger of the two stalls.
 Bound bound_of(const Split& s);
 
 struct Verdict {

@@ -186,6 +186,24 @@ TEST(Verdict, PlainWords) {
   EXPECT_NE(c.text.find("compute-bound"), std::string::npos);
 }
 
+// ResNet-18 at 32 px on an H100 with 16 workers (mlbench-stall, 2026-11-27): G 29,862/s, P 15,746/s,
+// F 12,124/s split a cold epoch into compute 40.6%, prep stall 36.4%, fetch stall 23.0%. The
+// largest share was compute, and the verdict said "compute-bound: ... neither DRAM nor CPUs help"
+// beside a recommended cache of 81% and more CPUs: the GPU waited for data 59% of the time.
+TEST(Verdict, StallsThatOutweighComputeTogetherNameTheBound) {
+  const Split gpu = split(29862, 15746, 12124);
+  ASSERT_NEAR(gpu.compute_pct, 40.6, 0.05);
+  ASSERT_GT(gpu.prep_pct + gpu.fetch_pct, gpu.compute_pct);
+  EXPECT_EQ(bound_of(gpu), Bound::Prep);
+  const auto v = verdict(gpu, 0.81, std::nullopt, 16);
+  EXPECT_EQ(v.text, "prep-bound: more CPUs help beyond the largest count measured; more DRAM helps up to 81% cached");
+  // The same shares with fetch the larger stall: fetch-bound.
+  EXPECT_EQ(bound_of(Split{40.6, 23.0, 36.4}), Bound::Fetch);
+  // Compute at least as long as the stalls together: compute-bound, as before.
+  EXPECT_EQ(bound_of(Split{50.0, 30.0, 20.0}), Bound::Compute);
+  EXPECT_EQ(bound_of(Split{60.0, 25.0, 15.0}), Bound::Compute);
+}
+
 }  // namespace
 }  // namespace mlbench::stall
 
