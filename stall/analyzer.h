@@ -41,9 +41,10 @@ struct AnalysisContext {
 // (runs.peer-local, runs.peer-N with their `nodes`); 8 adds whatif.partitioned.prep_cpu_from
 // and P_from (p and P from the peer-local runs); 9 adds peer_cpu.pairs_local_cpu_per_item_us and
 // predictions[].partitioned_pairs, and partitioned_range becomes their range (each pair's p and k),
-// and whatif.coordinated.prep_cpu_from.
-// Every change adds fields: readers of 1 read 2 to 9.
-constexpr int kStallSchemaVersion = 9;
+// and whatif.coordinated.prep_cpu_from; 10 adds whatif.coordinated.devices,
+// predictions[].device_per_job(_from) and the synthetic-x<K> runs (on a device).
+// Every change adds fields: readers of 1 read 2 to 10.
+constexpr int kStallSchemaVersion = 10;
 
 // A run's process CPU per sample over its timed observations, all of it or its system part (the
 // report's `process_cpu`); nullopt in reports written before it existed.

@@ -153,7 +153,7 @@ TEST_F(StallCli, RoundsMakeEveryRunNTimesAndTheModelReadsTheMedianRound) {
   std::ifstream in(dir_ / "out" / "stall.json");
   ASSERT_TRUE(in.good()) << r.output;
   const auto j = nlohmann::json::parse(in);
-  EXPECT_EQ(j["schema_version"], 9);
+  EXPECT_EQ(j["schema_version"], 10);
   ASSERT_TRUE(j.contains("rounds")) << j.dump(2);
   EXPECT_EQ(j["rounds"]["count"], 2);
   for (const char* label : {"synthetic", "cached", "cold", "fetch-cold", "fetch-cached", "cpus-1", "cache-0.50"}) {
