@@ -13,12 +13,16 @@
 # Usage: bench/coordinated_prep.sh [--bench loader] [--dataset fake-imagenet-small] [--data-root /tmp/coordprep-data]
 #          [--jobs 2,4] [--rounds 3] [--predict] [--out DIR] [-- benchmark flags]
 #   --out DIR: where the runs, logs and the analysis go (default: a new /tmp/coordinated_prep.XXXXXX)
+#   --stall-iterations N: mlbench-stall's --iterations for --predict (default 60; a fast GPU needs
+#     more: each run's timed loop should last seconds, not one)
+# Each row also gives a job's CPU per sample over its timed loop (process_cpu.per_item_us) and
+# how long that loop lasted: median [min-max] over every job of every round.
 #   benchmark flags default: -b 16 --workers 1 --image-size 64 --repeat 10 --number 10 --no-cuda --io-depth 0
 # Env: MLBENCH_BUILD_DIR (default build), MLBENCH_NO_BUILD=1 (use the built binaries).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MLBENCH_BUILD_DIR:-$root/build}"
-out=""; bench=loader; dataset=fake-imagenet-small; data_root=/tmp/coordprep-data; jobs=2,4; rounds=3; predict=0
+out=""; stall_iterations=60; bench=loader; dataset=fake-imagenet-small; data_root=/tmp/coordprep-data; jobs=2,4; rounds=3; predict=0
 flags=(-b 16 --workers 1 --image-size 64 --repeat 10 --number 10 --no-cuda --io-depth 0)
 while (($#)); do
   case "$1" in
@@ -29,11 +33,13 @@ while (($#)); do
     --rounds) rounds="$2"; shift 2 ;;
     --predict) predict=1; shift ;;
     --out) out="$2"; shift 2 ;;
+    --stall-iterations) stall_iterations="$2"; shift 2 ;;
     --) shift; flags=("$@"); break ;;
     -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "coordinated_prep.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+[[ "$stall_iterations" =~ ^[1-9][0-9]*$ ]] || { echo "coordinated_prep.sh: error: --stall-iterations must be a positive integer" >&2; exit 2; }
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "coordinated_prep.sh: error: --rounds must be a positive integer" >&2; exit 2; }
 [[ "$jobs" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "coordinated_prep.sh: error: --jobs must be like 2,4" >&2; exit 2; }
 [[ -n "${MLBENCH_NO_BUILD:-}" ]] || nice -n 19 cmake --build "$build" -j1 --target "$bench" mlbench-datagen mlbench-stall >/dev/null
@@ -96,7 +102,7 @@ if ((predict)); then
     case "$f" in --repeat|--number) skip=1 ;; *) stall_flags+=("$f") ;; esac
   done
   "$build/bin/mlbench-stall" --bench "$bench" --bench-dir "$build/benchmarks" --data "$train" --cpus "1,$(nproc)" \
-    --cache-fracs 0 --iterations 60 --out "$out/stall" -- "${stall_flags[@]}" >"$out/stall.log" 2>&1 ||
+    --cache-fracs 0 --iterations "$stall_iterations" --out "$out/stall" -- "${stall_flags[@]}" >"$out/stall.log" 2>&1 ||
     { echo "coordinated_prep.sh: error: mlbench-stall failed; see $out/stall.log" >&2; exit 1; }
 fi
 
@@ -131,22 +137,28 @@ if predict:
         print(f"# the jobs share {c['devices']} device(s); a job's device ceiling: " + ", ".join(
             f"{p['jobs']} jobs {p['device_per_job']:.1f}/s ({p['device_per_job_from']})" for p in c["predictions"] if "device_per_job" in p))
 print(f"{'K':>2} {'mode':<6} {'img/s per job, median [min-max]':>34} {'CPU s (all jobs)':>26} {'wall s':>22}"
+      + f" {'CPU us/sample (job)':>24} {'timed s (job)':>20}"
       + ("  predicted  error" if predict else ""))
 medians = {}
 for k in jobs:
     for mode in ("plain", "coord"):
-        rates, cpu, wall = [], [], []
+        rates, cpu, wall, per_item, timed = [], [], [], [], []
         for r in range(rounds):
             d = f"{out}/k{k}.{mode}.{r}"
             for i in range(k):
                 rep = json.load(open(glob.glob(f"{d}/r{i}/*.json")[0]))
                 assert rep["completed"], rep.get("reason")
                 rates.append(rep["train_item"]["avg"])
+                pc = rep.get("process_cpu") or {}
+                if pc.get("per_item_us") is not None:
+                    per_item.append(pc["per_item_us"])
+                    timed.append(pc["wall_s"])
             cpu.append(sum(sum(map(float, open(f"{d}/time.{i}").read().split()[-2:])) for i in range(k)))
             t0, t1 = map(float, open(f"{d}/wall").read().split())
             wall.append(t1 - t0)
         medians[(k, mode)] = statistics.median(rates)
         line = f"{k:>2} {mode:<6} {spread(rates):>34} {spread(cpu):>26} {spread(wall):>22}"
+        line += f" {spread(per_item) if per_item else '-':>24} {spread(timed) if timed else '-':>20}"
         if k in pred:
             p = pred[k]["coordinated" if mode == "coord" else "uncoordinated"]
             line += f"  {p:9.1f}  {100 * (p - medians[(k, mode)]) / medians[(k, mode)]:+5.1f}%"

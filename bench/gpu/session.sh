@@ -18,7 +18,8 @@
 #   overhead  convnet_fp16 --synthetic with CUDA events + NVML monitor on and off, alternated
 #   coordinated  issue 18 on the GPU: K = 2, 4 convnet jobs (ResNet-18, 32 px, batch 256, --workers = CPUs
 #             each) sharing the GPU and the CPUs, plain vs --coordinated K, with mlbench-stall's
-#             prediction (bench/coordinated_prep.sh --predict; PASSES rounds)
+#             prediction (bench/coordinated_prep.sh --predict; PASSES rounds; timed loops of seconds:
+#             400 iterations a job, 200 per analysis run; on an H100 about 5 minutes with 3 rounds)
 # Env: OUT (results folder; default /tmp/gpu-session), MLBENCH_BUILD_DIR (default build-gpu),
 #      PASSES (convnet rounds and overhead pairs, default 2), SESSION_SECONDS (stop starting work after this
 #      many seconds and cut the running step's timeout to fit; default 3600), BUILD_TARGETS (the build
@@ -175,8 +176,8 @@ stage_overhead() {
 
 stage_coordinated() {
   MLBENCH_BUILD_DIR="$root/$build" MLBENCH_NO_BUILD=1 timeout "$(budget 540)" bench/coordinated_prep.sh --bench convnet \
-    --data-root "$root/data" --rounds "${PASSES:-2}" --jobs 2,4 --predict --out "$res/coordinated" -- \
-    --arch resnet18 --classes 10 --image-size 32 -b 256 --workers "$cpus" --repeat 10 --number 10 --cuda --io-depth 0 \
+    --data-root "$root/data" --rounds "${PASSES:-2}" --jobs 2,4 --predict --stall-iterations 200 --out "$res/coordinated" -- \
+    --arch resnet18 --classes 10 --image-size 32 -b 256 --workers "$cpus" --repeat 40 --number 10 --cuda --io-depth 0 \
     >"$res/coordinated.log" 2>&1
   log "coordinated rc=$?"
   tail -25 "$res/coordinated.log" | tee -a "$out/session.log"
