@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   pipeline::PipelineOptions popts;
   pipeline::add_pipeline_flags(cli, popts);
   double prep_ms = 1.0, compute_ms = 5.0, compute_jitter_ms = 0.0, storage_mbps = 0.0, late_wakeup_ms = 0.0;
-  std::string prep_mode = "sleep";
+  std::string prep_mode = "sleep", device = "cpu";
   cli.add_option("--prep-ms", prep_ms, "Prep cost per sample, ms (on one of --cpu-cores CPUs)")
       ->check(core::number_in(0.0, 1e6))
       ->capture_default_str();
@@ -124,6 +124,10 @@ int main(int argc, char** argv) {
                  "Emulated storage bandwidth for reads not in the page cache, MB/s (0: the real device)")
       ->check(core::number_in(0.0, 1e9))
       ->capture_default_str();
+  cli.add_option("--device", device,
+                 "The device the report names: cpu (the default), or another name for an accelerator of its own "
+                 "(the emulated one costs no CPU; mlbench-stall then analyses it as it does a GPU run)")
+      ->capture_default_str();
   if (auto rc = cli.parse(argc, argv)) return *rc;
   const core::BenchOptions& o = cli.options();
   // Sleeps stand for work of a known length: the default 50 us timer slack
@@ -146,6 +150,7 @@ int main(int argc, char** argv) {
 
   core::RuntimeInfo runtime;
   runtime.framework = "none";
+  runtime.device = device;
   core::BenchmarkRun run(cli, MLBENCH_SOURCE_HASH, runtime);
   return run.run([&] {
     pipeline::LoaderConfig config;

@@ -168,4 +168,45 @@ TEST_F(StallCli, RoundsMakeEveryRunNTimesAndTheModelReadsTheMedianRound) {
   EXPECT_EQ(j["rates"]["G"].get<double>(), j["rounds"]["runs"]["synthetic"]["chosen"].get<double>());
 }
 
+// On a device, mlbench-stall runs K synthetic jobs at once (K = 2, 4, 8) and the coordinated
+// what-if takes what each got as its device ceiling. stallsim's emulated accelerator, named a
+// device, takes that path on a machine without a GPU (each process sleeps on its own, so each job
+// gets the whole of it: the plumbing is what is tested here).
+TEST_F(StallCli, OnADeviceKSyntheticJobsAtOnceGiveTheCoordinatedDeviceCeiling) {
+  const auto r =
+      run_command(stall(fmt::format("--bench stallsim --bench-dir {} --cpus 1 --cache-fracs 0.5 --iterations 4 "
+                                    "-- --device emulated --batch-size 2 --workers 1 --compute-ms 1 --prep-ms 0.1",
+                                    MLBENCH_BENCH_DIR)));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("device sharing: K synthetic jobs at once"), std::string::npos) << r.output;
+  std::ifstream in(dir_ / "out" / "stall.json");
+  ASSERT_TRUE(in.good()) << r.output;
+  const auto j = nlohmann::json::parse(in);
+  const auto& c = j["whatif"]["coordinated"];
+  EXPECT_EQ(c["devices"], 1) << c.dump(2);
+  ASSERT_EQ(c["predictions"].size(), 3u) << c.dump(2);
+  for (const auto& p : c["predictions"]) {
+    const int k = p["jobs"].get<int>();
+    const std::string label = fmt::format("synthetic-x{}", k);
+    ASSERT_TRUE(j["runs"].contains(label)) << label << "\n" << j["runs"].dump(2);
+    EXPECT_EQ(j["runs"][label]["nodes"].size(), static_cast<std::size_t>(k)) << label;
+    EXPECT_EQ(p["device_per_job_from"], "measured") << p.dump();
+    EXPECT_DOUBLE_EQ(p["device_per_job"].get<double>(), j["runs"][label]["rate"].get<double>()) << label;
+    EXPECT_GT(p["device_per_job"].get<double>(), 0.0) << label;
+    for (int n = 0; n < k; ++n) {
+      EXPECT_TRUE(fs::is_directory(dir_ / "out" / "runs" / label / fmt::format("node{}", n))) << label << " " << n;
+    }
+  }
+  EXPECT_NE(r.output.find("a job's device ceiling (samples/s): 2 jobs"), std::string::npos) << r.output;
+  // Without a device (the default, cpu) no such runs.
+  fs::remove_all(dir_ / "out");
+  const auto cpu =
+      run_command(stall(fmt::format("--bench stallsim --bench-dir {} --cpus 1 --cache-fracs 0.5 --iterations 4 "
+                                    "-- --batch-size 2 --workers 1 --compute-ms 1 --prep-ms 0.1",
+                                    MLBENCH_BENCH_DIR)));
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
+  EXPECT_EQ(cpu.output.find("device sharing"), std::string::npos) << cpu.output;
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "runs" / "synthetic-x2"));
+}
+
 }  // namespace
