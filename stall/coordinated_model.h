@@ -72,10 +72,10 @@ double device_per_job(const CoordinatedJobs& in);
 // and prep cost each other sharing it, paid by every job like the step, not shared like prep:
 // p is the stages' time, h the rest (a convnet on one CPU each: p 0.72 ms by the stages, 2.2 ms
 // by the difference, and coordination saved no CPU per sample).
-// On a device: `device_host_cpu_s` (0: not known) is the host CPU the synthetic run's process
-// took per sample (kernel launches, the optimizer's host side, the wait for the GPU: CUDA spins
-// a CPU while it waits), which every job pays as h; `devices` is how many devices the jobs share
-// (the machine's GPUs; 0: one each).
+// On a device: `device_host.host_cpu_s` (0: not known) is the host CPU the synthetic run's
+// process took per sample (kernel launches, the optimizer's host side, the wait for the GPU:
+// CUDA spins a CPU while it waits), which every job pays as h; `device_host.devices` is how many
+// devices the jobs share (the machine's GPUs; 0: one each).
 struct DeviceHost {
   double host_cpu_s = 0;
   int devices = 0;
