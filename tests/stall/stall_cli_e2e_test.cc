@@ -44,6 +44,16 @@ class StallCli : public testing::Test {
     return fmt::format("{} --data {} --out {} {}", MLBENCH_STALL_BIN, (dir_ / "data").string(), (dir_ / "out").string(),
                        args);
   }
+  // mlbench-stall on stallsim: one CPU in the sweep, a 50% cache point, `stall_flags` more, then
+  // stallsim's flags.
+  std::string stallsim(const std::string& stall_flags, const std::string& bench_flags) const {
+    return stall(fmt::format("--bench stallsim --bench-dir {} --cpus 1 --cache-fracs 0.5 {} -- {}", MLBENCH_BENCH_DIR,
+                             stall_flags, bench_flags));
+  }
+  nlohmann::json stall_json() const {
+    std::ifstream in(dir_ / "out" / "stall.json");
+    return in.good() ? nlohmann::json::parse(in) : nlohmann::json();
+  }
   fs::path dir_;
 };
 
@@ -115,16 +125,12 @@ TEST_F(StallCli, WarmRunsHoldTheDatasetWhileSomethingElseEvictsIt) {
     }
   });
   // 4 KB files from a device of 0.4096 MB/s: a read that misses the page cache takes 10 ms.
-  const auto r =
-      run_command(stall(fmt::format("--bench stallsim --bench-dir {} --cpus 1 --cache-fracs 0.5 --iterations 8 "
-                                    "-- --batch-size 2 --workers 1 --compute-ms 0.1 --prep-ms 1 "
-                                    "--storage-mbps 0.4096",
-                                    MLBENCH_BENCH_DIR)));
+  const auto r = run_command(
+      stallsim("--iterations 8", "--batch-size 2 --workers 1 --compute-ms 0.1 --prep-ms 1 --storage-mbps 0.4096"));
   stop = true;
   evictor.join();
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::ifstream in(dir_ / "out" / "stall.json");
-  const auto runs = nlohmann::json::parse(in)["runs"];
+  const auto runs = stall_json()["runs"];
   for (const char* label : {"cached", "fetch-cached", "cpus-1"}) {
     ASSERT_TRUE(runs.contains(label)) << label;
     const auto& run = runs[label];
@@ -142,17 +148,14 @@ TEST_F(StallCli, WarmRunsHoldTheDatasetWhileSomethingElseEvictsIt) {
 // two (the lower middle of an even count), and stall.json's rounds says so.
 TEST_F(StallCli, RoundsMakeEveryRunNTimesAndTheModelReadsTheMedianRound) {
   const auto r =
-      run_command(stall(fmt::format("--bench stallsim --bench-dir {} --cpus 1 --cache-fracs 0.5 --iterations 4 "
-                                    "--rounds 2 -- --batch-size 2 --workers 1 --compute-ms 0.1 --prep-ms 0.1",
-                                    MLBENCH_BENCH_DIR)));
+      run_command(stallsim("--iterations 4 --rounds 2", "--batch-size 2 --workers 1 --compute-ms 0.1 --prep-ms 0.1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("round 2 of 2"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rounds: 2 (each rate from the median of its run's rounds; P's runs spread"),
             std::string::npos)
       << r.output;
-  std::ifstream in(dir_ / "out" / "stall.json");
-  ASSERT_TRUE(in.good()) << r.output;
-  const auto j = nlohmann::json::parse(in);
+  const auto j = stall_json();
+  ASSERT_FALSE(j.is_null()) << r.output;
   EXPECT_EQ(j["schema_version"], 10);
   ASSERT_TRUE(j.contains("rounds")) << j.dump(2);
   EXPECT_EQ(j["rounds"]["count"], 2);
@@ -173,15 +176,12 @@ TEST_F(StallCli, RoundsMakeEveryRunNTimesAndTheModelReadsTheMedianRound) {
 // device, takes that path on a machine without a GPU (each process sleeps on its own, so each job
 // gets the whole of it: the plumbing is what is tested here).
 TEST_F(StallCli, OnADeviceKSyntheticJobsAtOnceGiveTheCoordinatedDeviceCeiling) {
-  const auto r =
-      run_command(stall(fmt::format("--bench stallsim --bench-dir {} --cpus 1 --cache-fracs 0.5 --iterations 4 "
-                                    "-- --device emulated --batch-size 2 --workers 1 --compute-ms 1 --prep-ms 0.1",
-                                    MLBENCH_BENCH_DIR)));
+  const std::string bench_flags = "--batch-size 2 --workers 1 --compute-ms 1 --prep-ms 0.1";
+  const auto r = run_command(stallsim("--iterations 4", "--device emulated " + bench_flags));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("device sharing: K synthetic jobs at once"), std::string::npos) << r.output;
-  std::ifstream in(dir_ / "out" / "stall.json");
-  ASSERT_TRUE(in.good()) << r.output;
-  const auto j = nlohmann::json::parse(in);
+  const auto j = stall_json();
+  ASSERT_FALSE(j.is_null()) << r.output;
   const auto& c = j["whatif"]["coordinated"];
   EXPECT_EQ(c["devices"], 1) << c.dump(2);
   ASSERT_EQ(c["predictions"].size(), 3u) << c.dump(2);
@@ -200,10 +200,7 @@ TEST_F(StallCli, OnADeviceKSyntheticJobsAtOnceGiveTheCoordinatedDeviceCeiling) {
   EXPECT_NE(r.output.find("a job's device ceiling (samples/s): 2 jobs"), std::string::npos) << r.output;
   // Without a device (the default, cpu) no such runs.
   fs::remove_all(dir_ / "out");
-  const auto cpu =
-      run_command(stall(fmt::format("--bench stallsim --bench-dir {} --cpus 1 --cache-fracs 0.5 --iterations 4 "
-                                    "-- --batch-size 2 --workers 1 --compute-ms 1 --prep-ms 0.1",
-                                    MLBENCH_BENCH_DIR)));
+  const auto cpu = run_command(stallsim("--iterations 4", bench_flags));
   ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
   EXPECT_EQ(cpu.output.find("device sharing"), std::string::npos) << cpu.output;
   EXPECT_FALSE(fs::exists(dir_ / "out" / "runs" / "synthetic-x2"));
