@@ -11,18 +11,21 @@
 # (--cpus 1,N, so that P(1 CPU) is measured) and prints its whatif.coordinated
 # predictions beside the measured medians, with the error.
 # Usage: bench/coordinated_prep.sh [--bench loader] [--dataset fake-imagenet-small] [--data-root /tmp/coordprep-data]
-#          [--jobs 2,4] [--rounds 3] [--predict] [--out DIR] [-- benchmark flags]
+#          [--jobs 2,4] [--rounds 3] [--predict] [--stall-iterations 60] [--stall-rounds 1] [--out DIR]
+#          [-- benchmark flags]
 #   --out DIR: where the runs, logs and the analysis go (default: a new /tmp/coordinated_prep.XXXXXX)
 #   --stall-iterations N: mlbench-stall's --iterations for --predict (default 60; a fast GPU needs
 #     more: each run's timed loop should last seconds, not one)
+#   --stall-rounds N: mlbench-stall's --rounds for --predict (default 1: each rate from one run; N:
+#     the median of N, so that one slow moment of the host does not set P(1 CPU))
+#   benchmark flags default: -b 16 --workers 1 --image-size 64 --repeat 10 --number 10 --no-cuda --io-depth 0
 # Each row also gives a job's CPU per sample over its timed loop (process_cpu.per_item_us) and
 # how long that loop lasted: median [min-max] over every job of every round.
-#   benchmark flags default: -b 16 --workers 1 --image-size 64 --repeat 10 --number 10 --no-cuda --io-depth 0
 # Env: MLBENCH_BUILD_DIR (default build), MLBENCH_NO_BUILD=1 (use the built binaries).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MLBENCH_BUILD_DIR:-$root/build}"
-out=""; stall_iterations=60; bench=loader; dataset=fake-imagenet-small; data_root=/tmp/coordprep-data; jobs=2,4; rounds=3; predict=0
+out=""; stall_iterations=60; stall_rounds=1; bench=loader; dataset=fake-imagenet-small; data_root=/tmp/coordprep-data; jobs=2,4; rounds=3; predict=0
 flags=(-b 16 --workers 1 --image-size 64 --repeat 10 --number 10 --no-cuda --io-depth 0)
 while (($#)); do
   case "$1" in
@@ -34,12 +37,14 @@ while (($#)); do
     --predict) predict=1; shift ;;
     --out) out="$2"; shift 2 ;;
     --stall-iterations) stall_iterations="$2"; shift 2 ;;
+    --stall-rounds) stall_rounds="$2"; shift 2 ;;
     --) shift; flags=("$@"); break ;;
     -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "coordinated_prep.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ "$stall_iterations" =~ ^[1-9][0-9]*$ ]] || { echo "coordinated_prep.sh: error: --stall-iterations must be a positive integer" >&2; exit 2; }
+[[ "$stall_rounds" =~ ^[1-9][0-9]*$ ]] || { echo "coordinated_prep.sh: error: --stall-rounds must be a positive integer" >&2; exit 2; }
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "coordinated_prep.sh: error: --rounds must be a positive integer" >&2; exit 2; }
 [[ "$jobs" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "coordinated_prep.sh: error: --jobs must be like 2,4" >&2; exit 2; }
 [[ -n "${MLBENCH_NO_BUILD:-}" ]] || nice -n 19 cmake --build "$build" -j1 --target "$bench" mlbench-datagen mlbench-stall >/dev/null
@@ -102,7 +107,7 @@ if ((predict)); then
     case "$f" in --repeat|--number) skip=1 ;; *) stall_flags+=("$f") ;; esac
   done
   "$build/bin/mlbench-stall" --bench "$bench" --bench-dir "$build/benchmarks" --data "$train" --cpus "1,$(nproc)" \
-    --cache-fracs 0 --iterations "$stall_iterations" --out "$out/stall" -- "${stall_flags[@]}" >"$out/stall.log" 2>&1 ||
+    --cache-fracs 0 --iterations "$stall_iterations" --rounds "$stall_rounds" --out "$out/stall" -- "${stall_flags[@]}" >"$out/stall.log" 2>&1 ||
     { echo "coordinated_prep.sh: error: mlbench-stall failed; see $out/stall.log" >&2; exit 1; }
 fi
 
