@@ -500,12 +500,18 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   const bool own_device = cached.report.value("device", "cpu") != "cpu";
   // On a device the K jobs share this machine's GPUs (at least the one the runs used), and each
   // pays the host CPU the synthetic run's process took per sample (launches, the wait).
+  // What each of K jobs got of it: K synthetic runs at once (plan_shared_device_runs), where made.
   DeviceHost device_host;
+  std::map<int, double> shared_device;
   if (own_device) {
     const auto& machine = synthetic.report.value("machine", nlohmann::json());
     const auto& gpus = machine.is_object() ? machine.value("gpus", nlohmann::json()) : nlohmann::json();
     device_host.devices = std::max<int>(1, gpus.is_array() ? static_cast<int>(gpus.size()) : 0);
     device_host.host_cpu_s = cpu_per_item_s(synthetic).value_or(0.0);
+    for (int k : kCoordinatedJobs) {
+      const auto it = runs.find(fmt::format("synthetic-x{}", k));
+      if (it != runs.end() && it->second.rate > 0) shared_device[k] = it->second.rate;
+    }
   }
   const CoordinatedJobs coordinated = coordinated_inputs(
       ctx.cores_now, p_by_cores.count(1) ? p_by_cores.at(1) : 0.0, P, loader.known ? loader.shape.cpus : ctx.cores_now,
@@ -578,19 +584,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                                       100 * two.memory_fraction),
                           pp.own, pp.partitioned});
   }
-  // On a device: what each of K jobs got of it, K synthetic runs at once (plan_shared_device_runs).
-  std::map<int, double> shared_device;
-  if (own_device) {
-    for (int k : kCoordinatedJobs) {
-      const auto it = runs.find(fmt::format("synthetic-x{}", k));
-      if (it != runs.end() && it->second.rate > 0) shared_device[k] = it->second.rate;
-    }
-  }
   {
-    CoordinatedJobs two = coordinated;
-    two.jobs = 2;
-    if (shared_device.count(2)) two.shared_device_rate = shared_device.at(2);
-    const CoordinatedPrediction cp2 = predict_coordinated(two);
+    const CoordinatedPrediction cp2 = predict_coordinated(for_jobs(coordinated, 2, shared_device));
     candidates.push_back({"coordinated prep", "2 jobs on this machine under --coordinated 2, per job", cp2.uncoordinated,
                           cp2.coordinated});
   }
@@ -779,7 +774,7 @@ std::string console_summary(const nlohmann::json& r) {
       for (const auto& k : cj["predictions"]) {
         if (!k.value("device_per_job", nlohmann::json()).is_number()) continue;
         out += fmt::format(" {} jobs {:.1f} ({});", k["jobs"].get<int>(), k["device_per_job"].get<double>(),
-                           k.value("device_per_job_from", "?") == "measured" ? "measured" : "G x D / K");
+                           k.value("device_per_job_from", "?"));
       }
       out += "\n";
     }

@@ -98,15 +98,20 @@ CoordinatedJobs coordinated_inputs(int cores, double p1, double P, int prep_cpus
   return in;
 }
 
+CoordinatedJobs for_jobs(const CoordinatedJobs& base, int jobs, const std::map<int, double>& shared_device) {
+  CoordinatedJobs in = base;
+  in.jobs = jobs;
+  const auto measured = shared_device.find(jobs);
+  if (measured != shared_device.end() && measured->second > 0) in.shared_device_rate = measured->second;
+  return in;
+}
+
 nlohmann::json coordinated_whatif_json(const CoordinatedJobs& base, const std::vector<int>& jobs,
                                        const std::map<int, double>& shared_device) {
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
   nlohmann::json predictions = nlohmann::json::array();
   for (int k : jobs) {
-    CoordinatedJobs in = base;
-    in.jobs = k;
-    const auto measured = shared_device.find(k);
-    if (measured != shared_device.end() && measured->second > 0) in.shared_device_rate = measured->second;
+    const CoordinatedJobs in = for_jobs(base, k, shared_device);
     const CoordinatedPrediction p = predict_coordinated(in);
     const char* from = in.shared_device_rate > 0 ? "measured" : in.devices > 0 ? "G x D / K" : "G";
     predictions.push_back({{"jobs", k},

@@ -87,6 +87,10 @@ CoordinatedJobs coordinated_inputs(int cores, double p1, double P, int prep_cpus
 // The K the what-if predicts for (and, on a device, measures the sharing of).
 inline const std::vector<int> kCoordinatedJobs{2, 4, 8};
 
+// `base` for K jobs, with the device ceiling measured for K in `shared_device` (by K) where
+// there is one.
+CoordinatedJobs for_jobs(const CoordinatedJobs& base, int jobs, const std::map<int, double>& shared_device);
+
 // stall.json's whatif.coordinated: inputs, formula and, for each K of `jobs`,
 // the prediction; `shared_device` holds, by K, a job's measured device ceiling with K jobs
 // (CoordinatedJobs::shared_device_rate), where it was measured.

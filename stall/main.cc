@@ -256,6 +256,11 @@ int main(int argc, char** argv) {
     // Every round's outcome per label; runs (above) holds the one the model reads.
     std::map<std::string, std::vector<RunOutcome>> by_round;
     nlohmann::json done = nlohmann::json::object();
+    // Each run into runs.json as it ends: what is measured survives a later failure.
+    const auto record_done = [&](const std::string& label, const RunOutcome& r) {
+      done[label] = {{"rate", r.rate}, {"cv", r.cv}, {"report", r.report_path.string()}};
+      core::write_json_atomic(out / "runs.json", done);
+    };
     // Round k > 1 of a run writes into OUT/runs/<label>-r<k>/.
     const auto run_round = [&](const RunSpec& spec, int round) {
       RunSpec s = spec;
@@ -264,8 +269,7 @@ int main(int argc, char** argv) {
       std::cout << fmt::format("  {:<14} {:>10.1f} samples/s  (±{:.1f}%, {} cache {:.0f}% resident{})\n", s.label,
                                r.rate, 100 * r.cv, to_string(spec.cache), 100 * r.before.fraction(),
                                r.held ? ", held" : "");
-      done[s.label] = {{"rate", r.rate}, {"cv", r.cv}, {"report", r.report_path.string()}};
-      core::write_json_atomic(out / "runs.json", done);  // what is measured survives a later failure
+      record_done(s.label, r);
       auto& all = by_round[spec.label];
       all.push_back(std::move(r));
       runs[spec.label] = median_run(all);
@@ -302,8 +306,7 @@ int main(int argc, char** argv) {
         try {
           RunOutcome r = executor.run(spec);
           std::cout << fmt::format("  {:<14} {:>10.1f} samples/s per job\n", spec.label, r.rate);
-          done[spec.label] = {{"rate", r.rate}, {"cv", r.cv}, {"report", r.report_path.string()}};
-          core::write_json_atomic(out / "runs.json", done);
+          record_done(spec.label, r);
           runs[spec.label] = std::move(r);
         } catch (const RunFailed& e) {
           std::cerr << "mlbench-stall: warning: " << e.what()
@@ -344,8 +347,7 @@ int main(int argc, char** argv) {
               const auto cpu = cpu_per_item_s(r);
               std::cout << fmt::format("  {:<14} {:>10.1f} samples/s per node, {} us of CPU a sample\n", spec.label,
                                        r.rate, cpu ? fmt::format("{:.0f}", 1e6 * *cpu) : std::string("?"));
-              done[spec.label] = {{"rate", r.rate}, {"cv", r.cv}, {"report", r.report_path.string()}};
-              core::write_json_atomic(out / "runs.json", done);
+              record_done(spec.label, r);
               by_kind[kind].push_back(std::move(r));
             }
           }
