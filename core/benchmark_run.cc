@@ -28,6 +28,25 @@ nlohmann::json finite_or_null(const std::vector<double>& xs) {
   for (double x : xs) out.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json());
   return out;
 }
+
+// SIGPIPE ignored while a run lasts: a write to a pipe or socket whose other end is gone (a
+// crashed rank's gloo connection) fails with EPIPE, which the run reports as its failure, instead
+// of ending the process with no report (exit 141). The previous disposition comes back after.
+class IgnoreSigpipe {
+ public:
+  IgnoreSigpipe() {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGPIPE, &ignore, &previous_);
+  }
+  ~IgnoreSigpipe() { sigaction(SIGPIPE, &previous_, nullptr); }
+  IgnoreSigpipe(const IgnoreSigpipe&) = delete;
+  IgnoreSigpipe& operator=(const IgnoreSigpipe&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+};
 }  // namespace
 
 BenchmarkRun::BenchmarkRun(const BenchCli& cli, std::string source_hash, RuntimeInfo runtime, Chrono::SyncHook sync)
@@ -137,6 +156,7 @@ std::unique_ptr<GpuMonitor> BenchmarkRun::start_gpu_monitor() const {
 int BenchmarkRun::run(const std::function<Workload()>& setup) {
   const BenchOptions& o = cli_.options();
   const StopSignals stop_signals(StopSignals::Calls::kInterrupt);
+  const IgnoreSigpipe ignore_sigpipe;
   nlohmann::json report = base_report();
   print_config(std::cout);
   LoopResult result;

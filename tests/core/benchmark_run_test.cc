@@ -1,7 +1,10 @@
 #include "core/benchmark_run.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
+#include <system_error>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -176,6 +179,32 @@ TEST_F(BenchmarkRunTest, SetupFailureStillWritesFailReport) {
   const auto r = only_report();
   EXPECT_EQ(r["completed"], false);
   EXPECT_EQ(r["reason"], "dataset data/x not found");
+}
+
+// A write to a pipe or socket whose other end is gone (a crashed rank's gloo connection, 2026-11-27
+// in a fresh-clone CI: the scaling benchmark's rank 0 died of SIGPIPE, exit 141, no report) is an
+// error of the run, with a FAIL report, not the end of the process.
+TEST_F(BenchmarkRunTest, AWriteToAClosedPipeIsAFailReportNotADeathBySigpipe) {
+  const int rc = run([] {
+    Workload w;
+    w.items_per_iteration = 8;
+    w.step = [](Iteration& it) {
+      int fds[2];
+      if (pipe(fds) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
+      close(fds[0]);
+      const char byte = 'x';
+      const ssize_t n = write(fds[1], &byte, 1);
+      const int err = errno;
+      close(fds[1]);
+      if (n < 0) throw std::system_error(err, std::generic_category(), "write to the peer");
+      it.set_loss([] { return 0.5; });
+    };
+    return w;
+  });
+  EXPECT_EQ(rc, 1);
+  const auto r = only_report();
+  EXPECT_EQ(r["completed"], false);
+  EXPECT_NE(r["reason"].get<std::string>().find("write to the peer: Broken pipe"), std::string::npos) << r["reason"];
 }
 
 TEST_F(BenchmarkRunTest, UsageErrorExitsTwoWithoutReport) {
