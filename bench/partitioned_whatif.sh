@@ -12,6 +12,8 @@
 # error, and over all points: how many within 5%, the median |error|, the mean and the largest;
 # and how many are within 5% or inside the prediction's pairs' range (partitioned points: the
 # predictions the analysis's pairs of peer runs make one by one, each with its own p and k).
+# Last, the summary the cache what-if is judged by: per point, the median of every analysis's
+# prediction against the median of every node of every round of every cycle.
 # Usage: bench/partitioned_whatif.sh --data DIR [--mbps 20] [--cycles 3] [--rounds 2] [--epochs 4]
 #          [--out DIR]
 #   loader flags (analysis and nodes): -b 32 --workers 1 --image-size 64 --cpu-cores 1
@@ -72,9 +74,11 @@ import glob, json, os, statistics, sys
 out, cycles = sys.argv[1], int(sys.argv[2])
 sys.path.insert(0, sys.argv[3])
 from node_speed import epochs2
+every = {}  # (nodes, mode) -> every node's epoch-2+ img/s of every round of every cycle
+preds = {}  # (nodes, mode) -> every analysis's prediction
 def measured(nodes_dir, mode, n):
     speeds = [s for rd in glob.glob(os.path.join(nodes_dir, f"{mode}-n{n}-r*")) for s, _ in epochs2(rd) if s == s]
-    return statistics.median(speeds) if speeds else None
+    return speeds
 errors = {"own": [], "partitioned": []}
 in_range = {"own": 0, "partitioned": 0}
 print("\n| cycle | analysis | p us (from; pairs) | k us (from; pairs) | point | measured img/s per node | predicted [pairs' range] | error |")
@@ -96,9 +100,13 @@ for c in range(1, cycles + 1):
             if n not in (2, 4):
                 continue
             for mode in ("own", "partitioned"):
-                m = measured(os.path.join(out, f"c{c}-nodes"), mode, n)
-                if m is None:
+                speeds = measured(os.path.join(out, f"c{c}-nodes"), mode, n)
+                if not speeds:
                     continue
+                m = statistics.median(speeds)
+                if side == "before":  # each cycle's nodes once
+                    every.setdefault((n, mode), []).extend(speeds)
+                preds.setdefault((n, mode), []).append(pred[mode])
                 e = 100 * (pred[mode] / m - 1)
                 errors[mode].append(e)
                 # The pairs' range (schema 9: the predictions of the peer runs' pairs one by one).
@@ -114,4 +122,16 @@ for mode, v in errors.items():
         print(f"{mode}: {sum(x <= 5 for x in a)} of {len(v)} within 5%; median |error| {statistics.median(a):.1f}%, "
               f"mean {statistics.mean(v):+.1f}%, largest {max(a):.1f}%; within 5% or inside the pairs' range: "
               f"{in_range[mode]} of {len(v)}")
+# The summary the cache what-if is judged by (docs/performance.md, issue 14): the median of every
+# analysis's prediction against the median of every node of every cycle.
+print(f"\n{cycles} cycles: the median of the analyses' predictions against the median of every node")
+print("| point | measured img/s per node, median [min-max] | predicted, median [min-max] | error |")
+print("|---|---|---|---|")
+within = 0
+for (n, mode), speeds in sorted(every.items()):
+    m, p = statistics.median(speeds), statistics.median(preds[(n, mode)])
+    within += abs(p / m - 1) <= 0.05
+    print(f"| {n} nodes, {mode} | {m:,.0f} [{min(speeds):,.0f}-{max(speeds):,.0f}] | {p:,.0f} "
+          f"[{min(preds[(n, mode)]):,.0f}-{max(preds[(n, mode)]):,.0f}] | {100 * (p / m - 1):+.1f}% |")
+print(f"medians: {within} of {len(every)} points within 5%")
 EOF
