@@ -502,7 +502,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   // pays the host CPU the synthetic run's process took per sample (launches, the wait).
   // What each of K jobs got of it: K synthetic runs at once (plan_shared_device_runs), where made.
   DeviceHost device_host;
-  std::map<int, double> shared_device;
+  JobsSharing sharing;
   if (own_device) {
     const auto& machine = synthetic.report.value("machine", nlohmann::json());
     const auto& gpus = machine.is_object() ? machine.value("gpus", nlohmann::json()) : nlohmann::json();
@@ -510,7 +510,17 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     device_host.host_cpu_s = cpu_per_item_s(synthetic).value_or(0.0);
     for (int k : kCoordinatedJobs) {
       const auto it = runs.find(fmt::format("synthetic-x{}", k));
-      if (it != runs.end() && it->second.rate > 0) shared_device[k] = it->second.rate;
+      if (it != runs.end() && it->second.rate > 0) sharing.device_rate[k] = it->second.rate;
+    }
+  } else if (const auto alone = cpu_per_item_s(synthetic)) {
+    // On a CPU, K jobs' steps at once, each on CPUs of its own, slow each other (caches, memory
+    // bandwidth): what each of K synthetic jobs at once paid per sample beyond one alone.
+    for (int k : kCoordinatedJobs) {
+      const auto it = runs.find(fmt::format("synthetic-x{}", k));
+      if (it == runs.end() || it->second.nodes.empty()) continue;
+      if (const auto each = mean_cpu_per_item_s(it->second, 0, it->second.nodes.size())) {
+        sharing.step_cpu_extra_s[k] = *each - *alone;
+      }
     }
   }
   const CoordinatedJobs coordinated = coordinated_inputs(
@@ -585,7 +595,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                           pp.own, pp.partitioned});
   }
   {
-    const CoordinatedPrediction cp2 = predict_coordinated(for_jobs(coordinated, 2, shared_device));
+    const CoordinatedPrediction cp2 = predict_coordinated(for_jobs(coordinated, 2, sharing));
     candidates.push_back({"coordinated prep", "2 jobs on this machine under --coordinated 2, per job", cp2.uncoordinated,
                           cp2.coordinated});
   }
@@ -674,7 +684,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         {"max_error_pct", measured.empty() ? nlohmann::json() : nlohmann::json(max_err)},
         {"mean_error_pct", measured.empty() ? nlohmann::json() : nlohmann::json(sum_err / measured.size())},
         {"storage", storage_whatif},
-        {"coordinated", coordinated_whatif_json(coordinated, kCoordinatedJobs, shared_device)},
+        {"coordinated", coordinated_whatif_json(coordinated, kCoordinatedJobs, sharing)},
         {"partitioned",
          partitioned_known ? partitioned_json(nodes, peer_cpu, prep_cpu_from, prep_rate_from) : nlohmann::json()}}},
       {"warnings", warnings},
@@ -778,6 +788,14 @@ std::string console_summary(const nlohmann::json& r) {
       }
       out += "\n";
     }
+    // On a CPU: what K jobs computing at once cost each other, where K synthetic jobs measured it.
+    std::string extra;
+    for (const auto& k : cj["predictions"]) {
+      if (!k.value("step_cpu_extra_from", nlohmann::json()).is_string()) continue;
+      extra += fmt::format(" {} jobs +{:.0f} ({});", k["jobs"].get<int>(), k["step_cpu_extra_us"].get<double>(),
+                           k["step_cpu_extra_from"].get<std::string>());
+    }
+    if (!extra.empty()) out += "  the step's CPU with K jobs computing at once, beyond one alone (us a sample):" + extra + "\n";
   }
   if (const auto& pj = r["whatif"].value("partitioned", nlohmann::json()); pj.is_object()) {
     out += "partitioned cache (per node, samples/s, own -> partitioned):";

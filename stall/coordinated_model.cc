@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <stdexcept>
 #include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 namespace mlbench::stall {
 
@@ -38,7 +41,8 @@ CoordinatedPrediction predict_coordinated(const CoordinatedJobs& in) {
       !(in.fetch_rate > 0)) {
     throw std::invalid_argument("coordinated what-if: a negative cost or a non-positive rate");
   }
-  const double k = in.jobs, p = in.prep_cpu_s, h = in.host_compute_cpu_s, c = in.copy_cpu_s;
+  if (in.step_cpu_extra_s < 0) throw std::invalid_argument("coordinated what-if: a negative cost");
+  const double k = in.jobs, p = in.prep_cpu_s, h = in.host_compute_cpu_s + in.step_cpu_extra_s, c = in.copy_cpu_s;
   const double w = in.workers > 0 ? in.workers : std::numeric_limits<double>::infinity();
   if (in.devices < 0 || in.shared_device_rate < 0) {
     throw std::invalid_argument("coordinated what-if: a negative device count or rate");
@@ -51,11 +55,11 @@ CoordinatedPrediction predict_coordinated(const CoordinatedJobs& in) {
                      {ratio(prep_threads, p), "workers"}});
   };
   CoordinatedPrediction r;
-  // Alone: one job, the whole machine, no ring.
+  // Alone: one job, the whole machine, no ring, no other job's step beside its own.
   {
     const auto a = tightest({{in.device_rate, "device"},
                              {in.fetch_rate, "fetch"},
-                             {ratio(in.cores, p + h), "cpu"},
+                             {ratio(in.cores, p + in.host_compute_cpu_s), "cpu"},
                              {ratio(w, p), "workers"}});
     r.alone = a.first;
   }
@@ -98,20 +102,44 @@ CoordinatedJobs coordinated_inputs(int cores, double p1, double P, int prep_cpus
   return in;
 }
 
-CoordinatedJobs for_jobs(const CoordinatedJobs& base, int jobs, const std::map<int, double>& shared_device) {
+std::vector<int> shared_cpu_jobs(int cores, int compute_cpus, const std::vector<int>& jobs) {
+  std::vector<int> fit;
+  for (int k : jobs) {
+    if (k >= 2 && compute_cpus > 0 && k * compute_cpus <= cores) fit.push_back(k);
+  }
+  return fit;
+}
+
+namespace {
+
+// The K whose measured step CPU applies to `jobs` jobs: `jobs` itself, else the largest below it;
+// 0 for none.
+int step_cpu_from(int jobs, const std::map<int, double>& measured) {
+  auto it = measured.upper_bound(jobs);
+  if (it == measured.begin()) return 0;
+  return std::prev(it)->first;
+}
+
+}  // namespace
+
+CoordinatedJobs for_jobs(const CoordinatedJobs& base, int jobs, const JobsSharing& sharing) {
   CoordinatedJobs in = base;
   in.jobs = jobs;
-  const auto measured = shared_device.find(jobs);
-  if (measured != shared_device.end() && measured->second > 0) in.shared_device_rate = measured->second;
+  const auto measured = sharing.device_rate.find(jobs);
+  if (measured != sharing.device_rate.end() && measured->second > 0) in.shared_device_rate = measured->second;
+  if (const int from = step_cpu_from(jobs, sharing.step_cpu_extra_s); from > 0) {
+    in.step_cpu_extra_s = std::max(0.0, sharing.step_cpu_extra_s.at(from));
+  }
   return in;
 }
 
 nlohmann::json coordinated_whatif_json(const CoordinatedJobs& base, const std::vector<int>& jobs,
-                                       const std::map<int, double>& shared_device) {
+                                       const JobsSharing& sharing) {
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
   nlohmann::json predictions = nlohmann::json::array();
   for (int k : jobs) {
-    const CoordinatedJobs in = for_jobs(base, k, shared_device);
+    const CoordinatedJobs in = for_jobs(base, k, sharing);
+    const int step_from = step_cpu_from(k, sharing.step_cpu_extra_s);
     const CoordinatedPrediction p = predict_coordinated(in);
     const char* from = in.shared_device_rate > 0 ? "measured" : in.devices > 0 ? "G x D / K" : "G";
     predictions.push_back({{"jobs", k},
@@ -121,6 +149,9 @@ nlohmann::json coordinated_whatif_json(const CoordinatedJobs& base, const std::v
                            {"gain", p.gain},
                            {"device_per_job", num(device_per_job(in))},
                            {"device_per_job_from", from},
+                           {"step_cpu_extra_us", 1e6 * in.step_cpu_extra_s},
+                           {"step_cpu_extra_from",
+                            step_from > 0 ? nlohmann::json(fmt::format("synthetic-x{}", step_from)) : nlohmann::json()},
                            {"bound_uncoordinated", p.bound_uncoordinated},
                            {"bound_coordinated", p.bound_coordinated}});
   }

@@ -34,6 +34,10 @@ struct CoordinatedJobs {
   // A job's device ceiling with `jobs` jobs on the devices at once, measured (K synthetic runs at
   // once: plan_shared_device_runs); 0: not measured, G min(1, D / K) then.
   double shared_device_rate = 0;
+  // On a CPU: the CPU per sample each job's step pays beyond h when `jobs` jobs compute at once,
+  // each on CPUs of its own (shared caches and memory bandwidth; measured: K synthetic runs at
+  // once against one alone); 0: not measured. Every job pays it, plain or coordinated.
+  double step_cpu_extra_s = 0;
   double fetch_rate = std::numeric_limits<double>::infinity();   // the machine's fetch rate, shared (samples/s)
   int workers = 0;                                               // prep threads per job (0: no limit)
   // Where prep_cpu_s came from: "cpus-1" (1 / P(1 CPU) less the step's CPU), "P" (prep CPUs / P)
@@ -87,20 +91,34 @@ CoordinatedJobs coordinated_inputs(int cores, double p1, double P, int prep_cpus
 // The K the what-if predicts for (and, on a device, measures the sharing of).
 inline const std::vector<int> kCoordinatedJobs{2, 4, 8};
 
-// `base` for K jobs, with the device ceiling measured for K in `shared_device` (by K) where
-// there is one.
-CoordinatedJobs for_jobs(const CoordinatedJobs& base, int jobs, const std::map<int, double>& shared_device);
+// What K synthetic jobs at once measured (mlbench-stall's synthetic-x<K> runs), by K.
+struct JobsSharing {
+  // On a device: a job's device ceiling with K jobs at once (CoordinatedJobs::shared_device_rate).
+  std::map<int, double> device_rate;
+  // On a CPU: the extra CPU per sample of a job's step with K jobs computing at once
+  // (CoordinatedJobs::step_cpu_extra_s); for a K not measured (more jobs than the CPUs hold, each
+  // with its CPUs), that of the largest K measured below it: past it the jobs share the same
+  // busy CPUs, in the budget.
+  std::map<int, double> step_cpu_extra_s;
+};
+
+// The K of `jobs` whose K synthetic jobs at once fit this machine's CPUs with `compute_cpus`
+// each (K x compute_cpus <= cores, K >= 2): the ones measured on a CPU.
+std::vector<int> shared_cpu_jobs(int cores, int compute_cpus, const std::vector<int>& jobs);
+
+// `base` for K jobs, with what `sharing` measured for K (or, for the step's CPU, below it).
+CoordinatedJobs for_jobs(const CoordinatedJobs& base, int jobs, const JobsSharing& sharing);
 
 // stall.json's whatif.coordinated: inputs, formula and, for each K of `jobs`,
-// the prediction; `shared_device` holds, by K, a job's measured device ceiling with K jobs
-// (CoordinatedJobs::shared_device_rate), where it was measured.
+// the prediction, with what `sharing` measured.
 nlohmann::json coordinated_whatif_json(const CoordinatedJobs& base, const std::vector<int>& jobs,
-                                       const std::map<int, double>& shared_device = {});
+                                       const JobsSharing& sharing = {});
 
 // One line for stall.json and the docs.
 inline constexpr const char* kCoordinatedFormula =
     "per job: uncoordinated = min(G', F/K, cores / (K (p + h)), W/p); "
-    "coordinated = min(G', F, cores / (p + K (h + c)), K W/p); p = 1/P(1 CPU), h = host compute CPU s/sample, "
+    "coordinated = min(G', F, cores / (p + K (h + c)), K W/p); p = 1/P(1 CPU), h = host compute CPU s/sample "
+    "(on a CPU, plus what K synthetic jobs at once paid beyond one), "
     "c = copy CPU s/sample, G' = G (a device each), else K synthetic jobs' per-job rate measured at once, "
     "else G min(1, D/K) (K jobs sharing D devices)";
 

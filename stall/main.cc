@@ -314,6 +314,35 @@ int main(int argc, char** argv) {
         }
       }
     }
+    // On a CPU: what K jobs' steps at once, each on CPUs of its own, cost each other (the
+    // coordinated what-if's step CPU for K jobs), where the step is a real part of a sample's CPU
+    // (its compute keeps its CPUs busy and takes a tenth of a sample's CPU on one CPU or more).
+    // Optional: a failure leaves the step's CPU at one job's.
+    else if (!exec_mode && runs.count("cpus-1") && runs.at("cpus-1").rate > 0) {
+      const auto& syn = runs.at("synthetic");
+      const int compute_cpus = std::max(1, std::min(syn.report.value("cpu_cores", all_cpus), all_cpus));
+      const auto& pc = syn.report.value("process_cpu", nlohmann::json());
+      const double busy = pc.is_object() ? pc.value("busy_cpus", 0.0) : 0.0;
+      const bool step_matters = syn.rate > 0 && compute_cpus / syn.rate >= 0.1 / runs.at("cpus-1").rate &&
+                                busy >= 0.5 * compute_cpus;
+      const auto ks = shared_cpu_jobs(all_cpus, compute_cpus, kCoordinatedJobs);
+      if (step_matters && !ks.empty()) {
+        std::cout << fmt::format("compute sharing: K synthetic jobs at once, {} CPU(s) each\n", compute_cpus);
+        for (const RunSpec& spec : plan_shared_device_runs(config, ks)) {
+          try {
+            RunOutcome r = executor.run(spec);
+            const auto each = r.nodes.empty() ? std::nullopt : cpu_per_item_s(r.nodes.front());
+            std::cout << fmt::format("  {:<14} {:>10.1f} samples/s per job{}\n", spec.label, r.rate,
+                                     each ? fmt::format(", {:.0f} us of CPU a sample", 1e6 * *each) : "");
+            record_done(spec.label, r);
+            runs[spec.label] = std::move(r);
+          } catch (const RunFailed& e) {
+            std::cerr << "mlbench-stall: warning: " << e.what()
+                      << "; the coordinated what-if takes one job's step CPU for K jobs\n";
+          }
+        }
+      }
+    }
     // A peer fetch's CPU as nodes pay it (the partitioned what-if's k): two runs of
     // --peer-nodes processes at once, for a benchmark that reads real files with a pipeline
     // that has the partitioned cache (its report has pipeline.partitioned_cache), not an

@@ -134,6 +134,38 @@ TEST(Analyzer, JobsSharingTheGpuGetWhatKSyntheticJobsAtOnceGot) {
   EXPECT_EQ(on_cpu["whatif"]["coordinated"]["predictions"][0]["device_per_job_from"], "G");
 }
 
+TEST(Analyzer, JobsComputingAtOnceOnTheCpusPayWhatKSyntheticJobsPaidBeyondOne) {
+  auto runs = fetch_bound_runs(200);
+  runs["synthetic"].report["process_cpu"] = {{"per_item_us", 2500.0}, {"user_s", 1.0}, {"sys_s", 0.0}};
+  RunOutcome two = outcome(380);
+  for (double us : {2800.0, 3000.0}) {
+    RunOutcome node = outcome(380);
+    node.report["process_cpu"] = {{"per_item_us", us}, {"user_s", 1.0}, {"sys_s", 0.0}};
+    two.nodes.push_back(node);
+  }
+  runs["synthetic-x2"] = two;
+  const auto r = analyze(context(), runs, RawRates{});
+  const auto& c = r["whatif"]["coordinated"];
+  ASSERT_EQ(c["predictions"][0]["jobs"], 2);
+  // The mean of the two jobs (2.9 ms) less one alone (2.5 ms); 4 and 8 jobs take it too.
+  EXPECT_NEAR(c["predictions"][0]["step_cpu_extra_us"].get<double>(), 400, 1e-9) << c.dump();
+  EXPECT_EQ(c["predictions"][0]["step_cpu_extra_from"], "synthetic-x2");
+  EXPECT_EQ(c["predictions"][2]["step_cpu_extra_from"], "synthetic-x2");
+  // Against the same analysis without the run: slower, as every job pays the extra.
+  auto without = runs;
+  without.erase("synthetic-x2");
+  const auto r0 = analyze(context(), without, RawRates{});
+  EXPECT_LT(c["predictions"][0]["uncoordinated"].get<double>(),
+            r0["whatif"]["coordinated"]["predictions"][0]["uncoordinated"].get<double>());
+  EXPECT_TRUE(r0["whatif"]["coordinated"]["predictions"][0]["step_cpu_extra_from"].is_null());
+  const std::string text = console_summary(r);
+  EXPECT_NE(text.find("the step's CPU with K jobs computing at once, beyond one alone (us a sample): 2 jobs +400 "
+                      "(synthetic-x2);"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(console_summary(r0).find("computing at once"), std::string::npos);
+}
+
 // The cpus-2 run is the cached run's setting measured again, 5% slower by noise. The CPU advice
 // once came from it and the DRAM advice from P: "more DRAM helps up to 56% cached, more CPUs help
 // beyond the largest count measured" for a loader that 56% cached makes exactly prep-bound.

@@ -145,6 +145,53 @@ TEST(CoordinatedModel, PrepIsWhatItsStagesTookAndTheRestIsPaidByEveryJob) {
   EXPECT_EQ(device.prep_from, "cpus-1");
 }
 
+TEST(CoordinatedModel, JobsComputingAtOnceOnACpuPayWhatKSyntheticJobsPaidBeyondOne) {
+  // A convnet on one CPU each of 2 (measured, 2026-11-27): a sample 5.5 ms on one CPU, its prep
+  // stages 0.7 ms; two synthetic jobs at once paid 0.4 ms a sample more each than one alone.
+  const double p1 = 1 / 5.5e-3, stages = 0.7e-3, extra = 0.4e-3;
+  const CoordinatedJobs base = coordinated_inputs(2, p1, 210, 1, 260, false, 0, 0, 1, 1, stages);
+  const double h = base.host_compute_cpu_s;
+  JobsSharing sharing;
+  sharing.step_cpu_extra_s = {{2, extra}};
+  const CoordinatedJobs two = for_jobs(base, 2, sharing);
+  EXPECT_DOUBLE_EQ(two.step_cpu_extra_s, extra);
+  const CoordinatedPrediction p = predict_coordinated(two);
+  // Every job pays it, plain or coordinated; one job alone does not.
+  EXPECT_NEAR(p.uncoordinated, 2 / (2 * (stages + h + extra)), 1e-9);
+  EXPECT_NEAR(p.coordinated, 2 / (stages + 2 * (h + extra)), 1e-9);
+  const CoordinatedPrediction unmeasured = predict_coordinated(for_jobs(base, 2, {}));
+  EXPECT_DOUBLE_EQ(p.alone, unmeasured.alone);
+  EXPECT_LT(p.uncoordinated, unmeasured.uncoordinated);
+  // 4 and 8 jobs on the 2 CPUs were not measured (K x 1 CPU > 2): they take the 2 jobs' extra,
+  // the CPUs being as busy; one job takes none.
+  EXPECT_DOUBLE_EQ(for_jobs(base, 4, sharing).step_cpu_extra_s, extra);
+  EXPECT_DOUBLE_EQ(for_jobs(base, 1, sharing).step_cpu_extra_s, 0);
+  sharing.step_cpu_extra_s[4] = 2 * extra;
+  EXPECT_DOUBLE_EQ(for_jobs(base, 8, sharing).step_cpu_extra_s, 2 * extra) << "the largest K measured below 8";
+  EXPECT_DOUBLE_EQ(for_jobs(base, 2, sharing).step_cpu_extra_s, extra);
+  // Noise that made K jobs at once cheaper than one: no extra, not a discount.
+  EXPECT_DOUBLE_EQ(for_jobs(base, 2, JobsSharing{{}, {{2, -1e-4}}}).step_cpu_extra_s, 0);
+  CoordinatedJobs bad = two;
+  bad.step_cpu_extra_s = -1e-4;
+  EXPECT_THROW(predict_coordinated(bad), std::invalid_argument);
+  const nlohmann::json j = coordinated_whatif_json(base, {2, 4, 8}, JobsSharing{{}, {{2, extra}}});
+  EXPECT_NEAR(j["predictions"][0]["step_cpu_extra_us"].get<double>(), 400, 1e-9);
+  EXPECT_EQ(j["predictions"][0]["step_cpu_extra_from"], "synthetic-x2");
+  EXPECT_EQ(j["predictions"][2]["step_cpu_extra_from"], "synthetic-x2");
+  const nlohmann::json none = coordinated_whatif_json(base, {2});
+  EXPECT_TRUE(none["predictions"][0]["step_cpu_extra_from"].is_null());
+  EXPECT_DOUBLE_EQ(none["predictions"][0]["step_cpu_extra_us"].get<double>(), 0);
+}
+
+TEST(CoordinatedModel, KSyntheticJobsAreMeasuredOnACpuWhereEachHasItsCpus) {
+  EXPECT_EQ(shared_cpu_jobs(2, 1, kCoordinatedJobs), std::vector<int>({2}));
+  EXPECT_EQ(shared_cpu_jobs(16, 2, kCoordinatedJobs), std::vector<int>({2, 4, 8}));
+  EXPECT_EQ(shared_cpu_jobs(16, 4, kCoordinatedJobs), std::vector<int>({2, 4}));
+  EXPECT_TRUE(shared_cpu_jobs(2, 2, kCoordinatedJobs).empty()) << "2 jobs of 2 CPUs do not fit 2";
+  EXPECT_TRUE(shared_cpu_jobs(8, 0, kCoordinatedJobs).empty());
+  EXPECT_TRUE(shared_cpu_jobs(8, 1, {1}).empty()) << "one job is the synthetic run itself";
+}
+
 TEST(CoordinatedModel, JobsOnOneGpuShareItAndEachPaysItsHostCpu) {
   // One GPU, G = 40,000/s for one job alone; a sample's CPU on one CPU 1 / P(1) = 1 ms, of which the
   // synthetic run's process took 25 us (launches and the wait for the GPU): h = 25 us, p = 975 us.
@@ -188,7 +235,7 @@ TEST(CoordinatedModel, JobsOnOneGpuShareItAndEachPaysItsHostCpu) {
               1e-15);
   EXPECT_EQ(coordinated_inputs(16, p1, 12000, 16, G, false, 0, 0, 16, 0, 0, {25e-6, 1}).devices, 0);
   const CoordinatedJobs one_gpu = coordinated_inputs(16, p1, 12000, 16, G, true, 0, 0, 16, 0, 0, {25e-6, 1});
-  const nlohmann::json j = coordinated_whatif_json(one_gpu, {2, 4}, {{4, 14000.0}});
+  const nlohmann::json j = coordinated_whatif_json(one_gpu, {2, 4}, JobsSharing{{{4, 14000.0}}, {}});
   EXPECT_EQ(j["devices"], 1);
   EXPECT_EQ(j["predictions"][0]["device_per_job_from"], "G x D / K");
   EXPECT_DOUBLE_EQ(j["predictions"][0]["device_per_job"].get<double>(), G / 2);
