@@ -42,9 +42,10 @@ struct AnalysisContext {
 // and P_from (p and P from the peer-local runs); 9 adds peer_cpu.pairs_local_cpu_per_item_us and
 // predictions[].partitioned_pairs, and partitioned_range becomes their range (each pair's p and k),
 // and whatif.coordinated.prep_cpu_from; 10 adds whatif.coordinated.devices,
-// predictions[].device_per_job(_from) and the synthetic-x<K> runs (on a device).
-// Every change adds fields: readers of 1 read 2 to 10.
-constexpr int kStallSchemaVersion = 10;
+// predictions[].device_per_job(_from) and the synthetic-x<K> runs (on a device); 11 adds
+// predictions[].step_cpu_extra_us(_from) and the synthetic-x<K> runs on a CPU.
+// Every change adds fields: readers of 1 read 2 to 11.
+constexpr int kStallSchemaVersion = 11;
 
 // A run's process CPU per sample over its timed observations, all of it or its system part (the
 // report's `process_cpu`); nullopt in reports written before it existed.

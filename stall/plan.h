@@ -71,7 +71,9 @@ std::vector<RunSpec> plan_peer_runs(const StallConfig& config, std::size_t items
 // device): for each K of `jobs` (K >= 2), K synthetic runs at once, "synthetic-x<K>", timed over
 // kSharedDeviceLength x --iterations so that the jobs' start skew weighs little. One job's G is
 // no bound for K jobs sharing a GPU: a job that launches small kernels leaves it mostly idle
-// (ResNet-18 at 32 px on an H100: 32,770/s alone, 4 coordinated jobs 13,800/s each).
+// (ResNet-18 at 32 px on an H100: 32,770/s alone, 4 coordinated jobs 13,800/s each). On a CPU the
+// same runs, for the K that fit the CPUs (shared_cpu_jobs), measure what K steps at once cost
+// each other in CPU per sample.
 inline constexpr int kSharedDeviceLength = 4;
 std::vector<RunSpec> plan_shared_device_runs(const StallConfig& config, const std::vector<int>& jobs);
 

@@ -208,7 +208,7 @@ TEST(Analyzer, APartitionedCacheIsPredictedWhenThePeerRateWasMeasured) {
   RawRates raw;
   raw.peer_rate = 1000;
   const auto r = analyze(context(), runs, raw);
-  EXPECT_EQ(r["schema_version"], 10);
+  EXPECT_EQ(r["schema_version"], 11);
   const auto& pj = r["whatif"]["partitioned"];
   ASSERT_TRUE(pj.is_object()) << r["whatif"].dump();
   EXPECT_EQ(pj["memory_fraction"], "1/N");
@@ -268,7 +268,7 @@ TEST(Analyzer, APeerFetchsCpuComesFromTheNodesRunsWhenTheyWereMade) {
   runs["peer-local"] = nodes_run(90, {10000, 10000});
   runs["peer-2"] = nodes_run(70, {12000, 12000});
   const auto r = analyze(ctx, runs, raw);
-  EXPECT_EQ(r["schema_version"], 10);
+  EXPECT_EQ(r["schema_version"], 11);
   const auto& pj = r["whatif"]["partitioned"];
   EXPECT_EQ(pj["peer_cpu"]["source"], "nodes");
   EXPECT_EQ(pj["peer_cpu"]["nodes"], 2);
