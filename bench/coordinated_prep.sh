@@ -51,7 +51,7 @@ while (($#)); do
 done
 [[ "$stall_iterations" =~ ^[1-9][0-9]*$ ]] || { echo "coordinated_prep.sh: error: --stall-iterations must be a positive integer" >&2; exit 2; }
 [[ "$stall_rounds" =~ ^[1-9][0-9]*$ ]] || { echo "coordinated_prep.sh: error: --stall-rounds must be a positive integer" >&2; exit 2; }
-[[ "$cycles" =~ ^[0-9]+$ ]] || { echo "coordinated_prep.sh: error: --cycles must be a positive integer" >&2; exit 2; }
+[[ "$cycles" =~ ^[0-9]+$ ]] || { echo "coordinated_prep.sh: error: --cycles must be a whole number (0: no cycles)" >&2; exit 2; }
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "coordinated_prep.sh: error: --rounds must be a positive integer" >&2; exit 2; }
 [[ "$jobs" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "coordinated_prep.sh: error: --jobs must be like 2,4" >&2; exit 2; }
 [[ -n "${MLBENCH_NO_BUILD:-}" ]] || nice -n 19 cmake --build "$build" -j1 --target "$bench" mlbench-datagen mlbench-stall >/dev/null

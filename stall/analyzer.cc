@@ -500,24 +500,24 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   const bool own_device = cached.report.value("device", "cpu") != "cpu";
   // On a device the K jobs share this machine's GPUs (at least the one the runs used), and each
   // pays the host CPU the synthetic run's process took per sample (launches, the wait).
-  // What each of K jobs got of it: K synthetic runs at once (plan_shared_device_runs), where made.
   DeviceHost device_host;
-  JobsSharing sharing;
+  const auto alone = cpu_per_item_s(synthetic);
   if (own_device) {
     const auto& machine = synthetic.report.value("machine", nlohmann::json());
     const auto& gpus = machine.is_object() ? machine.value("gpus", nlohmann::json()) : nlohmann::json();
     device_host.devices = std::max<int>(1, gpus.is_array() ? static_cast<int>(gpus.size()) : 0);
-    device_host.host_cpu_s = cpu_per_item_s(synthetic).value_or(0.0);
-    for (int k : kCoordinatedJobs) {
-      const auto it = runs.find(fmt::format("synthetic-x{}", k));
-      if (it != runs.end() && it->second.rate > 0) sharing.device_rate[k] = it->second.rate;
-    }
-  } else if (const auto alone = cpu_per_item_s(synthetic)) {
-    // On a CPU, K jobs' steps at once, each on CPUs of its own, slow each other (caches, memory
-    // bandwidth): what each of K synthetic jobs at once paid per sample beyond one alone.
-    for (int k : kCoordinatedJobs) {
-      const auto it = runs.find(fmt::format("synthetic-x{}", k));
-      if (it == runs.end() || it->second.nodes.empty()) continue;
+    device_host.host_cpu_s = alone.value_or(0.0);
+  }
+  // K synthetic runs at once (plan_shared_device_runs), where made: on a device, what each of K
+  // jobs got of it; on a CPU, where K jobs' steps at once, each on CPUs of its own, slow each other
+  // (caches, memory bandwidth), what each paid per sample beyond one alone.
+  JobsSharing sharing;
+  for (int k : kCoordinatedJobs) {
+    const auto it = runs.find(fmt::format("synthetic-x{}", k));
+    if (it == runs.end()) continue;
+    if (own_device) {
+      if (it->second.rate > 0) sharing.device_rate[k] = it->second.rate;
+    } else if (alone && !it->second.nodes.empty()) {
       if (const auto each = mean_cpu_per_item_s(it->second, 0, it->second.nodes.size())) {
         sharing.step_cpu_extra_s[k] = *each - *alone;
       }

@@ -37,11 +37,10 @@ double device_per_job(const CoordinatedJobs& in) {
 CoordinatedPrediction predict_coordinated(const CoordinatedJobs& in) {
   if (in.jobs < 1) throw std::invalid_argument("coordinated what-if: at least one job");
   if (!(in.cores > 0)) throw std::invalid_argument("coordinated what-if: cores must be > 0");
-  if (in.prep_cpu_s < 0 || in.host_compute_cpu_s < 0 || in.copy_cpu_s < 0 || in.workers < 0 || !(in.device_rate > 0) ||
-      !(in.fetch_rate > 0)) {
+  if (in.prep_cpu_s < 0 || in.host_compute_cpu_s < 0 || in.step_cpu_extra_s < 0 || in.copy_cpu_s < 0 ||
+      in.workers < 0 || !(in.device_rate > 0) || !(in.fetch_rate > 0)) {
     throw std::invalid_argument("coordinated what-if: a negative cost or a non-positive rate");
   }
-  if (in.step_cpu_extra_s < 0) throw std::invalid_argument("coordinated what-if: a negative cost");
   const double k = in.jobs, p = in.prep_cpu_s, h = in.host_compute_cpu_s + in.step_cpu_extra_s, c = in.copy_cpu_s;
   const double w = in.workers > 0 ? in.workers : std::numeric_limits<double>::infinity();
   if (in.devices < 0 || in.shared_device_rate < 0) {

@@ -298,21 +298,28 @@ int main(int argc, char** argv) {
       }
     }
     progress->finish();
+    // K synthetic jobs at once for each K of `ks` (synthetic-x<K>), each run optional: a failure
+    // warns, ending with `without`, and the what-if goes on without it. `show_cpu`: the first
+    // job's CPU per sample beside its rate.
+    const auto run_shared = [&](const std::vector<int>& ks, bool show_cpu, const char* without) {
+      for (const RunSpec& spec : plan_shared_device_runs(config, ks)) {
+        try {
+          RunOutcome r = executor.run(spec);
+          const auto each = show_cpu && !r.nodes.empty() ? cpu_per_item_s(r.nodes.front()) : std::nullopt;
+          std::cout << fmt::format("  {:<14} {:>10.1f} samples/s per job{}\n", spec.label, r.rate,
+                                   each ? fmt::format(", {:.0f} us of CPU a sample", 1e6 * *each) : "");
+          record_done(spec.label, r);
+          runs[spec.label] = std::move(r);
+        } catch (const RunFailed& e) {
+          std::cerr << "mlbench-stall: warning: " << e.what() << "; " << without << "\n";
+        }
+      }
+    };
     // On a device: what each of K jobs gets of it when K share it (the coordinated what-if's
     // device ceiling). Optional: a failure leaves the ceiling at G x devices / K.
     if (!exec_mode && runs.at("synthetic").report.value("device", "cpu") != "cpu") {
       std::cout << "device sharing: K synthetic jobs at once\n";
-      for (const RunSpec& spec : plan_shared_device_runs(config, kCoordinatedJobs)) {
-        try {
-          RunOutcome r = executor.run(spec);
-          std::cout << fmt::format("  {:<14} {:>10.1f} samples/s per job\n", spec.label, r.rate);
-          record_done(spec.label, r);
-          runs[spec.label] = std::move(r);
-        } catch (const RunFailed& e) {
-          std::cerr << "mlbench-stall: warning: " << e.what()
-                    << "; the coordinated what-if takes G x devices / K as a job's device ceiling\n";
-        }
-      }
+      run_shared(kCoordinatedJobs, false, "the coordinated what-if takes G x devices / K as a job's device ceiling");
     }
     // On a CPU: what K jobs' steps at once, each on CPUs of its own, cost each other (the
     // coordinated what-if's step CPU for K jobs), where the step is a real part of a sample's CPU
@@ -328,19 +335,7 @@ int main(int argc, char** argv) {
       const auto ks = shared_cpu_jobs(all_cpus, compute_cpus, kCoordinatedJobs);
       if (step_matters && !ks.empty()) {
         std::cout << fmt::format("compute sharing: K synthetic jobs at once, {} CPU(s) each\n", compute_cpus);
-        for (const RunSpec& spec : plan_shared_device_runs(config, ks)) {
-          try {
-            RunOutcome r = executor.run(spec);
-            const auto each = r.nodes.empty() ? std::nullopt : cpu_per_item_s(r.nodes.front());
-            std::cout << fmt::format("  {:<14} {:>10.1f} samples/s per job{}\n", spec.label, r.rate,
-                                     each ? fmt::format(", {:.0f} us of CPU a sample", 1e6 * *each) : "");
-            record_done(spec.label, r);
-            runs[spec.label] = std::move(r);
-          } catch (const RunFailed& e) {
-            std::cerr << "mlbench-stall: warning: " << e.what()
-                      << "; the coordinated what-if takes one job's step CPU for K jobs\n";
-          }
-        }
+        run_shared(ks, true, "the coordinated what-if takes one job's step CPU for K jobs");
       }
     }
     // A peer fetch's CPU as nodes pay it (the partitioned what-if's k): two runs of
