@@ -81,7 +81,7 @@ def measured(nodes_dir, mode, n):
     return speeds
 errors = {"own": [], "partitioned": []}
 in_range = {"own": 0, "partitioned": 0}
-print("\n| cycle | analysis | p us (from; pairs) | k us (from; pairs) | point | measured img/s per node | predicted [pairs' range] | error |")
+print("\n| cycle | analysis | p us (from; pairs) | k us a request (from; pairs) | point | measured img/s per node | predicted [pairs' range] | error |")
 print("|---|---|---|---|---|---|---|---|")
 for c in range(1, cycles + 1):
     for side in ("before", "after"):
@@ -94,7 +94,7 @@ for c in range(1, cycles + 1):
         p_pairs = ", ".join(f"{x:.0f}" for x in k.get("pairs_local_cpu_per_item_us", []))
         head = f"| {c} | {side} | {w['prep_cpu_us']:.0f} ({w.get('prep_cpu_from', 'cpus-1')}" \
                f"{'; ' + p_pairs if p_pairs and w.get('prep_cpu_from') == 'peer-local' else ''}) | " \
-               f"{w['peer_cpu_us']:.1f} ({k.get('source', 'loopback')}{'; ' + pairs if pairs else ''}) |"
+               f"{w.get('peer_request_cpu_us', w.get('peer_cpu_us')):.1f} ({k.get('source', 'loopback')}{'; ' + pairs if pairs else ''}) |"
         for pred in w["predictions"]:
             n = pred["nodes"]
             if n not in (2, 4):

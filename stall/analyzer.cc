@@ -129,15 +129,19 @@ MeasuredLoader measured_loader(const RunOutcome& cached, int batch_size, int cor
   return l;
 }
 
-// The CPU of one item fetched from a peer, both ends (the partitioned what-if's k): from the
-// peer runs (plan_peer_runs) where both were made and the difference is positive, else the
-// back-to-back loopback measurement.
+// The CPU of one request to a peer, both ends (the partitioned what-if's k): from the peer runs
+// (plan_peer_runs) where both were made and the difference is positive, else the back-to-back
+// loopback measurement. A request, not an item: with read-ahead a node asks each peer once a batch
+// (partitioned_model.h), so the peer runs' extra CPU a sample is over the requests they made a sample.
 struct PeerCpu {
   double used_s = 0;
   std::string source = "loopback";  // "nodes" or "loopback"
   std::optional<double> nodes_s;    // measured with the peer runs (may be <= 0: noise)
   int node_count = 0;
   std::optional<double> local_item_s, partitioned_item_s;  // the two runs' CPU per sample
+  std::optional<double> requests_per_sample;               // the peer-N runs' requests to peers a sample
+  double batch_items = 1;                                  // B for the model: a batch where requests were batched
+  int max_ids_per_request = PartitionedNodes{}.max_ids_per_request;  // M: the peer runs' --peer-batch
   std::vector<double> pairs_s;                             // k from each pair of peer runs (made in turn), in order
   std::vector<double> pairs_local_s;                       // each pair's peer-local CPU per sample (its p), in order
   std::string note;
@@ -154,9 +158,34 @@ std::optional<double> mean_cpu_per_item_s(const RunOutcome& r, std::size_t from,
   return to > from ? std::optional<double>(sum / static_cast<double>(to - from)) : std::nullopt;
 }
 
-PeerCpu peer_cpu_of(const std::map<std::string, RunOutcome>& runs, const RawRates& raw) {
+// Nodes [from, to) of a combined peer run: their requests to peers and the items they took from
+// peers, each per sample they loaded (pipeline.partitioned_cache.peer, pipeline.epochs[].images);
+// nullopt where a report lacks them.
+struct PeerTraffic {
+  double requests = 0, items = 0;
+};
+std::optional<PeerTraffic> peer_traffic_per_sample(const RunOutcome& r, std::size_t from, std::size_t to) {
+  double requests = 0, items = 0, samples = 0;
+  for (std::size_t i = from; i < to && i < r.nodes.size(); ++i) {
+    const auto& p = r.nodes[i].report.value("pipeline", nlohmann::json());
+    if (!p.is_object() || !p.contains("partitioned_cache") || !p["partitioned_cache"].is_object()) return std::nullopt;
+    const auto& peer = p["partitioned_cache"].value("peer", nlohmann::json());
+    if (!peer.is_object() || !peer.value("requests", nlohmann::json()).is_number() || !p.contains("epochs")) {
+      return std::nullopt;
+    }
+    requests += peer["requests"].get<double>();
+    for (const char* f : {"cache_items", "storage_items", "misses"}) items += peer.value(f, 0.0);
+    for (const auto& e : p["epochs"]) samples += e.value("images", 0.0);
+  }
+  if (!(samples > 0) || !(requests > 0)) return std::nullopt;
+  return PeerTraffic{requests / samples, items / samples};
+}
+
+PeerCpu peer_cpu_of(const std::map<std::string, RunOutcome>& runs, const RawRates& raw, int batch_size) {
   PeerCpu k;
-  k.used_s = raw.peer_cpu_s;
+  // The loopback measurement: back to back, `peer_ids_per_request` items a request.
+  k.used_s = raw.peer_cpu_s * std::max(1, raw.peer_ids_per_request);
+  k.batch_items = std::max(1, batch_size);  // read-ahead batches the requests (the loader's default)
   const auto local = runs.find("peer-local");
   const RunOutcome* part = nullptr;
   for (const auto& [label, r] : runs) {
@@ -175,15 +204,30 @@ PeerCpu peer_cpu_of(const std::map<std::string, RunOutcome>& runs, const RawRate
     k.note = "the peer runs' reports have no process CPU; k from the loopback measurement";
     return k;
   }
-  const double from_peers = (k.node_count - 1.0) / k.node_count;
-  k.nodes_s = (*k.partitioned_item_s - *k.local_item_s) / from_peers;
-  // The pairs: the combined runs list every pair's nodes in turn.
+  if (const auto& p = part->report.value("pipeline", nlohmann::json());
+      p.is_object() && p.contains("partitioned_cache")) {
+    const auto& pc = p["partitioned_cache"];
+    if (pc.is_object() && pc.value("max_ids_per_request", 0) >= 1) k.max_ids_per_request = pc["max_ids_per_request"];
+  }
+  // Requests a sample as the peer runs made them; a run that asked once per item (no read-ahead,
+  // or --peer-batch 1) tells the model B = 1. Reports without the counts: the model's own count.
   const auto n = static_cast<std::size_t>(k.node_count);
+  const auto traffic = peer_traffic_per_sample(*part, 0, part->nodes.size());
+  if (traffic && traffic->requests > 0 && traffic->items > 0 && traffic->items / traffic->requests < 1.5) {
+    k.batch_items = 1;
+  }
+  const auto requests_of = [&](std::size_t from, std::size_t to) {
+    const auto t = peer_traffic_per_sample(*part, from, to);
+    return t ? t->requests : peer_requests_per_sample(k.node_count, k.batch_items, k.max_ids_per_request);
+  };
+  k.requests_per_sample = requests_of(0, part->nodes.size());
+  k.nodes_s = (*k.partitioned_item_s - *k.local_item_s) / *k.requests_per_sample;
+  // The pairs: the combined runs list every pair's nodes in turn.
   for (std::size_t from = 0; from + n <= part->nodes.size() && from + n <= local->second.nodes.size(); from += n) {
     const auto a = mean_cpu_per_item_s(local->second, from, from + n);
     const auto b = mean_cpu_per_item_s(*part, from, from + n);
     if (a && b) {
-      k.pairs_s.push_back((*b - *a) / from_peers);
+      k.pairs_s.push_back((*b - *a) / requests_of(from, from + n));
       k.pairs_local_s.push_back(*a);
     }
   }
@@ -211,15 +255,18 @@ nlohmann::json partitioned_json(const PartitionedNodes& nodes, const PeerCpu& k,
     for (double s : seconds) a.push_back(1e6 * s);
     return a;
   };
-  j["peer_cpu"] = {{"source", k.source},
-                   {"used_us", 1e6 * k.used_s},
-                   {"nodes_us", us(k.nodes_s)},
-                   {"pairs_us", us_each(k.pairs_s)},
-                   {"pairs_local_cpu_per_item_us", us_each(k.pairs_local_s)},
-                   {"nodes", k.node_count},
-                   {"local_cpu_per_item_us", us(k.local_item_s)},
-                   {"partitioned_cpu_per_item_us", us(k.partitioned_item_s)},
-                   {"note", k.note}};
+  j["peer_cpu"] = {
+      {"source", k.source},
+      {"per", "request"},
+      {"requests_per_sample", k.requests_per_sample ? nlohmann::json(*k.requests_per_sample) : nlohmann::json()},
+      {"used_us", 1e6 * k.used_s},
+      {"nodes_us", us(k.nodes_s)},
+      {"pairs_us", us_each(k.pairs_s)},
+      {"pairs_local_cpu_per_item_us", us_each(k.pairs_local_s)},
+      {"nodes", k.node_count},
+      {"local_cpu_per_item_us", us(k.local_item_s)},
+      {"partitioned_cpu_per_item_us", us(k.partitioned_item_s)},
+      {"note", k.note}};
   // What each pair of runs would predict alone, carried to each prediction: the pair's own k (a
   // negative one counts as 0) and, where p came from the peer-local runs, the pair's own p. The
   // pairs are made in turn over 20 s or so, so their spread is the host's drift over the analysis
@@ -233,7 +280,7 @@ nlohmann::json partitioned_json(const PartitionedNodes& nodes, const PeerCpu& k,
       in.memory_fraction = pred["memory_fraction"].get<double>();
       nlohmann::json each = nlohmann::json::array();
       for (std::size_t i = 0; i < k.pairs_s.size(); ++i) {
-        if (by_pair_k) in.peer_cpu_s = std::max(0.0, k.pairs_s[i]);
+        if (by_pair_k) in.peer_request_cpu_s = std::max(0.0, k.pairs_s[i]);
         if (by_pair_p) in.prep_cpu_s = k.pairs_local_s[i];
         each.push_back(predict_partitioned(in).partitioned);
       }
@@ -468,6 +515,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   nlohmann::json run_json = nlohmann::json::object();
   for (const auto& [label, r] : runs) {
     run_json[label] = {{"rate", r.rate},
+                       {"rate_from", r.rate_from.empty() ? "mean" : r.rate_from},
                        {"cv", r.cv},
                        {"wall_s", r.wall_s},
                        {"residency_before", residency_json(r.before)},
@@ -561,11 +609,13 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   // the one-CPU run, a peer fetch's CPU (both ends) from the loopback measurement.
   nodes.cores = ctx.cores_now;
   nodes.prep_cpu_s = p_by_cores.count(1) && p_by_cores.at(1) > 0 ? 1.0 / p_by_cores.at(1) : 0.0;
-  // A peer fetch's CPU as nodes pay it, beside their decoding: the peer runs' CPU per sample,
-  // N nodes with 1/N each and peers against N nodes with the whole dataset each, over the share
-  // of a node's samples that come from a peer. The back-to-back loopback figure otherwise.
-  const PeerCpu peer_cpu = peer_cpu_of(runs, raw);
-  nodes.peer_cpu_s = peer_cpu.used_s;
+  // A peer request's CPU as nodes pay it, beside their decoding: the peer runs' CPU per sample,
+  // N nodes with 1/N each and peers against N nodes with the whole dataset each, over the
+  // requests to peers they made a sample. The back-to-back loopback figure otherwise.
+  const PeerCpu peer_cpu = peer_cpu_of(runs, raw, ctx.batch_size);
+  nodes.peer_request_cpu_s = peer_cpu.used_s;
+  nodes.batch_items = peer_cpu.batch_items;
+  nodes.max_ids_per_request = peer_cpu.max_ids_per_request;
   // And a sample's CPU as nodes pay it: the peer-local runs' (N nodes at once on these CPUs,
   // every item from their item caches, three runs), where they were made. One `cpus-1` run
   // can be a slow moment of the host (285 us a sample against the nodes' 234, seconds apart).
@@ -624,6 +674,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         {"mean_file_bytes", raw.mean_file_bytes},
         {"peer_rate", raw.peer_rate > 0 ? nlohmann::json(raw.peer_rate) : nlohmann::json()},
         {"peer_cpu_us", raw.peer_rate > 0 ? nlohmann::json(1e6 * raw.peer_cpu_s) : nlohmann::json()},
+        {"peer_ids_per_request", raw.peer_rate > 0 ? nlohmann::json(raw.peer_ids_per_request) : nlohmann::json()},
         {"S_raw", mb > 0 ? num(raw.rand_cold.mb_per_s / mb) : nlohmann::json()},
         {"C_raw", mb > 0 ? num(raw.cached.mb_per_s / mb) : nlohmann::json()},
         {"unit_raw", "samples/s from whole-file reads"}}},
@@ -825,17 +876,26 @@ std::string console_summary(const nlohmann::json& r) {
       if (!locals.empty() && pj.value("prep_cpu_from", "") == "peer-local")
         out += fmt::format("  a sample's CPU (p): {:.1f} us, from the peer-local nodes (pairs of runs: {} us)\n",
                            pj["prep_cpu_us"].get<double>(), locals);
-      out +=
-          kj["source"] == "nodes"
-              ? fmt::format(
-                    "  a peer fetch's CPU (k): {:.1f} us, from {} nodes on loopback beside their decoding "
-                    "(pairs of runs: {} us; [range] = the predictions of the pairs one by one, each with its "
-                    "own k and p)\n",
-                    kj["used_us"].get<double>(), kj["nodes"].get<int>(), pairs)
-              : fmt::format("  a peer fetch's CPU (k): {:.1f} us, back to back on loopback{}{}\n",
-                            kj["used_us"].get<double>(),
-                            kj["note"].get<std::string>().empty() ? "" : " (" + kj["note"].get<std::string>() + ")",
-                            ranged ? "; [range] = the predictions of the pairs one by one, each with its own p" : "");
+      // A request's items: a batch's items of one peer with read-ahead (B), one without.
+      std::string per;
+      if (pj.contains("batch_items")) {
+        per = fmt::format(
+            "; a node asks each peer once per {} ({:.4f} requests a sample with 2 nodes)",
+            pj["batch_items"].get<double>() > 1 ? fmt::format("batch of {:.0f}", pj["batch_items"].get<double>())
+                                                : std::string("item"),
+            pj["predictions"].empty() ? 0.0 : pj["predictions"][0].value("peer_requests_per_sample", 0.0));
+      }
+      out += kj["source"] == "nodes"
+                 ? fmt::format(
+                       "  a peer request's CPU (k): {:.1f} us, from {} nodes on loopback beside their decoding "
+                       "(pairs of runs: {} us; [range] = the predictions of the pairs one by one, each with its "
+                       "own k and p){}\n",
+                       kj["used_us"].get<double>(), kj["nodes"].get<int>(), pairs, per)
+                 : fmt::format("  a peer request's CPU (k): {:.1f} us, back to back on loopback{}{}{}\n",
+                               kj["used_us"].get<double>(),
+                               kj["note"].get<std::string>().empty() ? "" : " (" + kj["note"].get<std::string>() + ")",
+                               ranged ? "; [range] = the predictions of the pairs one by one, each with its own p" : "",
+                               per);
     }
   }
   const auto& rec = r["recommendation"];

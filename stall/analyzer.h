@@ -23,6 +23,7 @@ struct RawRates {
   double mean_file_bytes = 0;
   double peer_rate = 0;  // items of mean_file_bytes one node fetches from a peer over loopback (0: not measured)
   double peer_cpu_s = 0;  // CPU seconds per such item, asking and answering
+  int peer_ids_per_request = 1;  // the items each request of that measurement carried
   std::string peer_runs_note;  // why there are no peer runs (skipped or failed); "" when made or not asked for
 };
 
@@ -43,9 +44,12 @@ struct AnalysisContext {
 // predictions[].partitioned_pairs, and partitioned_range becomes their range (each pair's p and k),
 // and whatif.coordinated.prep_cpu_from; 10 adds whatif.coordinated.devices,
 // predictions[].device_per_job(_from) and the synthetic-x<K> runs (on a device); 11 adds
-// predictions[].step_cpu_extra_us(_from) and the synthetic-x<K> runs on a CPU.
-// Every change adds fields: readers of 1 read 2 to 11.
-constexpr int kStallSchemaVersion = 11;
+// predictions[].step_cpu_extra_us(_from) and the synthetic-x<K> runs on a CPU; 12 counts a peer
+// fetch's CPU per request (whatif.partitioned.peer_cpu_us becomes peer_request_cpu_us, with
+// batch_items and max_ids_per_request; peer_cpu.{used,nodes,pairs}_us are per request, with
+// peer_cpu.per and requests_per_sample; predictions[].peer_requests_per_sample;
+// storage.peer_ids_per_request). Every other change adds fields: readers of 1 read 2 to 12.
+constexpr int kStallSchemaVersion = 12;
 
 // A run's process CPU per sample over its timed observations, all of it or its system part (the
 // report's `process_cpu`); nullopt in reports written before it existed.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -113,7 +114,34 @@ RunOutcome read_outcome(const fs::path& dir, const std::string& label) {
   out.rate = item["avg"].get<double>();
   out.cv = train["sd"].is_number() ? train["sd"].get<double>() / train["avg"].get<double>() : 0.0;
   out.observations = std::max(1, train.value("count", 1));
+  if (const auto median = median_observation_rate(out.report)) {
+    const auto& st = out.report["stability"];
+    out.rate_from = fmt::format(
+        "median observation (the slowest took {:.1f}x the median: a stall of the host; "
+        "mean of the observations {:.1f}/s)",
+        st["max_s"].get<double>() / st["median_s"].get<double>(), out.rate);
+    out.rate = *median;
+  }
   return out;
+}
+
+std::optional<double> median_observation_rate(const nlohmann::json& report) {
+  const auto number_at = [](const nlohmann::json& j, const char* key) -> std::optional<double> {
+    if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
+    return j[key].get<double>();
+  };
+  const nlohmann::json none;
+  const auto& st = report.contains("stability") ? report["stability"] : none;
+  const auto median_s = number_at(st, "median_s"), max_s = number_at(st, "max_s");
+  const auto observations = number_at(st, "observations");
+  const auto number = number_at(report, "number"), batch = number_at(report, "batch_size");
+  const auto fastest_s = number_at(report.contains("train") ? report["train"] : none, "min");
+  const auto fastest_rate = number_at(report.contains("train_item") ? report["train_item"] : none, "max");
+  if (!median_s || !max_s || !observations || !number || !batch || !fastest_s || !fastest_rate) return std::nullopt;
+  if (*observations < 3 || !(*median_s > 0) || !(*max_s > 2 * *median_s)) return std::nullopt;
+  const double items = *number * *batch;
+  if (!(*fastest_s > 0) || std::abs(items / *fastest_s - *fastest_rate) > 0.02 * *fastest_rate) return std::nullopt;
+  return items / *median_s;
 }
 
 namespace {

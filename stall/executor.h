@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,7 +19,8 @@
 namespace mlbench::stall {
 
 struct RunOutcome {
-  double rate = 0;       // train_item.avg, samples/s
+  double rate = 0;        // train_item.avg, samples/s (the median observation's after a host stall: rate_from)
+  std::string rate_from;  // "": the mean of the observations; else why the median observation's rate stands
   double cv = 0;         // train.sd / train.avg: run-to-run noise of one observation
   int observations = 1;  // train.count: timed observations behind `rate`
   nlohmann::json report;
@@ -88,7 +90,19 @@ class ProcessExecutor : public Executor {
 
 // Reads the one report in `dir` into an outcome; throws RunFailed naming the
 // reason when there is none, it is a FAIL report, or it has no throughput.
+// The rate is the mean of the observations' (train_item.avg), except after a
+// stall of the host (median_observation_rate).
 RunOutcome read_outcome(const std::filesystem::path& dir, const std::string& label);
+
+// A stall of the host (another process on the CPUs, a page-out) can make one or two
+// observations of a short run several times longer than the others, and the mean of the
+// observations' rates then under-states the benchmark: in CI, with a CPU-heavy test beside it,
+// stallsim's `cached` run measured 831/s ±51% against the 1,000/s injected (the sweep's run just
+// after it 981/s ±1.1%), and the analysis saw a prep stall of 3.1 pp where there was none. Where
+// the slowest of at least 3 observations took over twice the median one, this is the median
+// observation's rate: its items (number x batch_size, which must give the fastest observation's
+// rate within 2%) over stability.median_s. nullopt otherwise (no stall, or a report without them).
+std::optional<double> median_observation_rate(const nlohmann::json& report);
 
 // The nodes' outcomes as one (RunOutcome::nodes); throws RunFailed when `nodes` is empty.
 RunOutcome combine_nodes(std::vector<RunOutcome> nodes);

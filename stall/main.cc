@@ -243,6 +243,7 @@ int main(int argc, char** argv) {
                                                      pipeline::kDefaultIoDepth, 0.5, pipeline::kLoopbackIdsPerRequest);
       raw.peer_rate = peer.items_per_s;
       raw.peer_cpu_s = peer.cpu_s_per_item;
+      raw.peer_ids_per_request = pipeline::kLoopbackIdsPerRequest;
       std::cout << fmt::format("peers (loopback): {:.0f} items/s ({:.1f} MB/s), {:.1f} us of CPU per item\n",
                                raw.peer_rate, raw.peer_rate * raw.mean_file_bytes / 1e6, 1e6 * raw.peer_cpu_s);
     } catch (const std::exception& e) {
@@ -266,9 +267,9 @@ int main(int argc, char** argv) {
       RunSpec s = spec;
       if (round > 1) s.label = fmt::format("{}-r{}", spec.label, round);
       RunOutcome r = executor.run(s);
-      std::cout << fmt::format("  {:<14} {:>10.1f} samples/s  (±{:.1f}%, {} cache {:.0f}% resident{})\n", s.label,
+      std::cout << fmt::format("  {:<14} {:>10.1f} samples/s  (±{:.1f}%, {} cache {:.0f}% resident{}){}\n", s.label,
                                r.rate, 100 * r.cv, to_string(spec.cache), 100 * r.before.fraction(),
-                               r.held ? ", held" : "");
+                               r.held ? ", held" : "", r.rate_from.empty() ? "" : "; the " + r.rate_from);
       record_done(s.label, r);
       auto& all = by_round[spec.label];
       all.push_back(std::move(r));

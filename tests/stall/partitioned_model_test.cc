@@ -64,7 +64,7 @@ TEST(PartitionedModel, PrepAndComputeCapBothAndSharedCpusDivideThePrep) {
   in.shared_cpus = true;
   in.cores = 2;
   in.prep_cpu_s = 250e-6;
-  in.peer_cpu_s = 40e-6;
+  in.peer_request_cpu_s = 40e-6;
   in.storage_rate = 1e9;  // storage and network out of the way: both prep-bound
   in.peer_rate = 1e6;
   p = predict_partitioned(in);
@@ -84,6 +84,46 @@ TEST(PartitionedModel, PrepAndComputeCapBothAndSharedCpusDivideThePrep) {
   p = predict_partitioned(in);
   EXPECT_DOUBLE_EQ(p.partitioned, 500);
   EXPECT_EQ(p.bound_partitioned, "device");
+}
+
+TEST(PartitionedModel, NodesPayTheirPeersCpuPerRequestOneABatchAndPeer) {
+  // One item a batch: a request per item from a peer, (N-1)/N a sample.
+  EXPECT_DOUBLE_EQ(peer_requests_per_sample(2, 1, 256), 0.5);
+  EXPECT_DOUBLE_EQ(peer_requests_per_sample(4, 1, 256), 0.75);
+  EXPECT_DOUBLE_EQ(peer_requests_per_sample(1, 32, 256), 0.0);
+  // Batches of 32: each of the N-1 peers once a batch (it has items in all but (1-1/N)^32).
+  EXPECT_NEAR(peer_requests_per_sample(2, 32, 256), (1 - std::pow(0.5, 32)) / 32, 1e-15);
+  EXPECT_NEAR(peer_requests_per_sample(4, 32, 256), 3 * (1 - std::pow(0.75, 32)) / 32, 1e-15);
+  // At most 4 ids a request: 16 items of a peer in a batch of 32 take 4 requests.
+  EXPECT_NEAR(peer_requests_per_sample(2, 32, 4), 4.0 / 32, 1e-15);
+  // 64 nodes, batches of 32: a batch meets 25.3 of the 63 peers, not all of them.
+  EXPECT_NEAR(peer_requests_per_sample(64, 32, 256), 63 * (1 - std::pow(63.0 / 64, 32)) / 32, 1e-12);
+  EXPECT_THROW(peer_requests_per_sample(0, 32, 256), std::invalid_argument);
+  EXPECT_THROW(peer_requests_per_sample(2, 0.5, 256), std::invalid_argument);
+  EXPECT_THROW(peer_requests_per_sample(2, 32, 0), std::invalid_argument);
+  // 4 nodes sharing 2 CPUs, 250 us a sample's prep, 400 us a request: batches of 32 make
+  // 3 (1 - 0.75^32) / 32 requests a sample; 2 nodes make (1 - 0.5^32) / 32, a third of that.
+  PartitionedNodes in = nodes(4, 0.25);
+  in.shared_cpus = true;
+  in.cores = 2;
+  in.prep_cpu_s = 250e-6;
+  in.peer_request_cpu_s = 400e-6;
+  in.batch_items = 32;
+  in.storage_rate = 1e9;
+  in.peer_rate = 1e9;
+  const double q4 = 3 * (1 - std::pow(0.75, 32)) / 32;
+  auto p = predict_partitioned(in);
+  EXPECT_NEAR(p.requests, q4, 1e-15);
+  EXPECT_NEAR(p.partitioned, 0.5 / (250e-6 + q4 * 400e-6), 1e-6);
+  EXPECT_NEAR(p.own, 0.5 / 250e-6, 1e-6);  // caching on its own, a node asks no peer
+  in.nodes = 2;
+  in.memory_fraction = 0.5;
+  p = predict_partitioned(in);
+  EXPECT_NEAR(p.partitioned, 1 / (250e-6 + (1 - std::pow(0.5, 32)) / 32 * 400e-6), 1e-6);
+  const auto j = partitioned_whatif_json(in, {2, 4});
+  EXPECT_NEAR(j["predictions"][1]["peer_requests_per_sample"].get<double>(), q4, 1e-15);
+  EXPECT_DOUBLE_EQ(j["batch_items"].get<double>(), 32.0);
+  EXPECT_NE(j["model_formula"].get<std::string>().find("(N-1) max(1 - (1-1/N)^B, B/(N M)) / B"), std::string::npos);
 }
 
 TEST(PartitionedModel, OneNodeIsItsOwnCache) {
