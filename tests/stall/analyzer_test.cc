@@ -454,6 +454,31 @@ TEST(Analyzer, AFullRunFasterThanTheSyntheticOneLiftsG) {
   for (const auto& w : steady["warnings"]) EXPECT_EQ(w.get<std::string>().find("G is taken"), std::string::npos);
 }
 
+TEST(Analyzer, ASweepRunWithMoreComputeCpusDoesNotLiftG) {
+  // convnet (ResNet-18, 32 px) analysed with --cpu-cores 1 on 2 CPUs, 2026-11-27: the synthetic
+  // run 222.8/s, the sweep's cpus-2 run 264.7/s, with --cpu-cores 2, so its step computed on 2
+  // CPUs: not the consumer the analysis measures. G was taken from it (19% high).
+  const auto on_cpus = [](double rate, int cpu_cores) {
+    RunOutcome o = outcome(rate);
+    o.report["device"] = "cpu";
+    o.report["cpu_cores"] = cpu_cores;
+    return o;
+  };
+  std::map<std::string, RunOutcome> runs{{"synthetic", on_cpus(222.8, 1)},   {"cached", on_cpus(170.4, 1)},
+                                         {"cold", on_cpus(168.9, 1)},        {"fetch-cold", outcome(1e4)},
+                                         {"fetch-cached", outcome(1e5)},     {"cpus-1", on_cpus(184.7, 1)},
+                                         {"cpus-2", on_cpus(264.7, 2)}};
+  const auto r = analyze(context(), runs, RawRates{});
+  EXPECT_NEAR(r["rates"]["G"].get<double>(), 222.8, 1e-9);
+  for (const auto& w : r["warnings"]) EXPECT_EQ(w.get<std::string>().find("G is taken"), std::string::npos) << w;
+  // The sweep's run at the analysed count is the same consumer: faster, it lifts G.
+  runs["cpus-1"] = on_cpus(230.0, 1);
+  EXPECT_NEAR(analyze(context(), runs, RawRates{})["rates"]["G"].get<double>(), 230.0, 1e-9);
+  // On a device the sweep's CPUs do not compute: any of its runs is the same consumer.
+  for (auto& [label, o] : runs) o.report["device"] = "cuda";
+  EXPECT_NEAR(analyze(context(), runs, RawRates{})["rates"]["G"].get<double>(), 264.7, 1e-9);
+}
+
 TEST(Analyzer, MoreCpusIsARemedyOnlyWithComputeOnADeviceOfItsOwn) {
   // Prep-bound on a GPU: P 200/s, G 1000/s, storage fast. Twice the CPUs: 400/s.
   auto on_gpu = [](double rate) {
