@@ -376,9 +376,9 @@ RunOutcome nodes_run_with_traffic(double rate, const std::vector<double>& per_it
 }
 
 TEST(Analyzer, APeerFetchsCpuIsPaidPerRequestAndNodesAskEachPeerOnceABatch) {
-  // Measured on 2 vCPUs (docs/performance.md): 4 nodes paid 2.4-4.5 times the peer CPU a sample
-  // of 2 nodes, where a cost per item predicted 1.5 times: with read-ahead a node asks each peer
-  // once a batch, so 4 nodes make 3 requests a batch where 2 make 1.
+  // Measured on 2 vCPUs (docs/performance.md): 4 nodes paid 1.8-5.8 times (2.9 pooled) the peer
+  // CPU a sample of 2 nodes, where a cost per item predicted 1.5 times: with read-ahead a node asks
+  // each peer once a batch, so 4 nodes make 3 requests a batch where 2 make 1.
   // Batches of 10; 2 nodes at once: 1,000 samples each, 500 from the peer in 100 requests (one a
   // batch), 10,000 us a sample alone and 10,400 with peers: 400 us over 0.1 requests a sample.
   auto runs = fetch_bound_runs(200);
