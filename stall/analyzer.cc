@@ -213,21 +213,18 @@ PeerCpu peer_cpu_of(const std::map<std::string, RunOutcome>& runs, const RawRate
   // or --peer-batch 1) tells the model B = 1. Reports without the counts: the model's own count.
   const auto n = static_cast<std::size_t>(k.node_count);
   const auto traffic = peer_traffic_per_sample(*part, 0, part->nodes.size());
-  if (traffic && traffic->requests > 0 && traffic->items > 0 && traffic->items / traffic->requests < 1.5) {
-    k.batch_items = 1;
-  }
-  const auto requests_of = [&](std::size_t from, std::size_t to) {
-    const auto t = peer_traffic_per_sample(*part, from, to);
+  if (traffic && traffic->items > 0 && traffic->items / traffic->requests < 1.5) k.batch_items = 1;
+  const auto requests_of = [&](const std::optional<PeerTraffic>& t) {
     return t ? t->requests : peer_requests_per_sample(k.node_count, k.batch_items, k.max_ids_per_request);
   };
-  k.requests_per_sample = requests_of(0, part->nodes.size());
+  k.requests_per_sample = requests_of(traffic);
   k.nodes_s = (*k.partitioned_item_s - *k.local_item_s) / *k.requests_per_sample;
   // The pairs: the combined runs list every pair's nodes in turn.
   for (std::size_t from = 0; from + n <= part->nodes.size() && from + n <= local->second.nodes.size(); from += n) {
     const auto a = mean_cpu_per_item_s(local->second, from, from + n);
     const auto b = mean_cpu_per_item_s(*part, from, from + n);
     if (a && b) {
-      k.pairs_s.push_back((*b - *a) / requests_of(from, from + n));
+      k.pairs_s.push_back((*b - *a) / requests_of(peer_traffic_per_sample(*part, from, from + n)));
       k.pairs_local_s.push_back(*a);
     }
   }
