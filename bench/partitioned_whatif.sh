@@ -12,8 +12,9 @@
 # error, and over all points: how many within 5%, the median |error|, the mean and the largest;
 # and how many are within 5% or inside the prediction's pairs' range (partitioned points: the
 # predictions the analysis's pairs of peer runs make one by one, each with its own p and k).
-# Last, the summary the cache what-if is judged by: per point, the median of every analysis's
-# prediction against the median of every node of every round of every cycle.
+# Then the summary the cache what-if is judged by: per point, the median of every analysis's
+# prediction against the median of every node of every round of every cycle. Last, per cycle, the
+# CPU an image of the nodes with and without peers at 2 and 4 nodes (what a peer fetch costs).
 # Usage: bench/partitioned_whatif.sh --data DIR [--mbps 20] [--cycles 3] [--rounds 2] [--epochs 4]
 #          [--out DIR]
 #   loader flags (analysis and nodes): -b 32 --workers 1 --image-size 64 --cpu-cores 1
@@ -134,4 +135,27 @@ for (n, mode), speeds in sorted(every.items()):
     print(f"| {n} nodes, {mode} | {m:,.0f} [{min(speeds):,.0f}-{max(speeds):,.0f}] | {p:,.0f} "
           f"[{min(preds[(n, mode)]):,.0f}-{max(preds[(n, mode)]):,.0f}] | {100 * (p / m - 1):+.1f}% |")
 print(f"medians: {within} of {len(every)} points within 5%")
+# What peers cost a node's CPU (docs/performance.md, "Issue 18: a peer fetch's CPU per request"):
+# per cycle, CPU us an image over epochs 2+ (median over nodes and rounds) of the nodes holding the
+# whole dataset (local) and of the partitioned ones, at 2 and 4 nodes, and 4 nodes' extra over 2's.
+def cpu(nodes_dir, mode, n):
+    v = [c for rd in glob.glob(os.path.join(nodes_dir, f"{mode}-n{n}-r*")) for _, c in epochs2(rd) if c]
+    return statistics.median(v) if v else None
+print("\n| cycle | local-n2 / partitioned-n2, us an image | extra, 2 nodes | local-n4 / partitioned-n4 | extra, 4 nodes | 4 over 2 |")
+print("|---|---|---|---|---|---|")
+sums = [0.0, 0.0]
+for c in range(1, cycles + 1):
+    d = os.path.join(out, f"c{c}-nodes")
+    v = {(mode, n): cpu(d, mode, n) for mode in ("local", "partitioned") for n in (2, 4)}
+    if None in v.values():
+        print(f"| {c} | – | – | – | – | no process CPU in the reports |")
+        continue
+    e2, e4 = v[("partitioned", 2)] - v[("local", 2)], v[("partitioned", 4)] - v[("local", 4)]
+    sums[0] += e2
+    sums[1] += e4
+    ratio = f"{e4 / e2:.1f}" if e2 > 0 else "–"
+    print(f"| {c} | {v[('local', 2)]:.0f} / {v[('partitioned', 2)]:.0f} | {e2:.1f} | {v[('local', 4)]:.0f} / "
+          f"{v[('partitioned', 4)]:.0f} | {e4:.1f} | {ratio} |")
+if sums[0] > 0:
+    print(f"pooled: 4 nodes' extra {sums[1]:.1f} us against 2 nodes' {sums[0]:.1f}: {sums[1] / sums[0]:.1f} times")
 EOF
