@@ -2,8 +2,11 @@
 // every test uses for files it makes.
 #pragma once
 
+#include <ftw.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <gtest/gtest.h>
 
@@ -15,6 +18,16 @@
 
 namespace mlbench::testing_support {
 
+// Removes `dir` and everything in it (symbolic links not followed). Not
+// std::filesystem::remove_all: a CUDA PyTorch's libtorch.so (the device
+// machine's build, docs/gpu.md) exports its own copy of that symbol, which the
+// test binaries then call, and it jumps to address 0.
+inline void remove_tree(const std::filesystem::path& dir) {
+  nftw(
+      dir.c_str(), [](const char* file, const struct stat*, int, struct FTW*) { return std::remove(file); }, 16,
+      FTW_DEPTH | FTW_PHYS);
+}
+
 // A fresh, empty directory (mlbench_<name>_XXXXXX), removed with everything in it
 // by the destructor unless keep() was called (e.g. to inspect a failed test).
 class TempDir {
@@ -25,8 +38,7 @@ class TempDir {
     path_ = pattern;
   }
   ~TempDir() {
-    std::error_code ec;
-    if (!keep_) std::filesystem::remove_all(path_, ec);
+    if (!keep_) remove_tree(path_);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
