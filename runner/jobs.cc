@@ -95,7 +95,7 @@ class JobReader {
     }
     const std::string name = j_["name"].get<std::string>();
     job_.name = name;
-    if (name.find_first_of("/ ,") != std::string::npos) fail("name", "must not contain '/', ',' or spaces");
+    if (const std::string why = name_problem(name); !why.empty()) fail("name", why);
     if (!names.insert(name).second) fail("name", "duplicate job name");
   }
 
@@ -180,6 +180,28 @@ class JobReader {
 };
 
 }  // namespace
+
+std::string name_problem(const std::string& name) {
+  if (name.empty()) return "must not be empty";
+  if (name == "." || name == "..") return "is not a name ('" + name + "')";
+  for (unsigned char c : name) {
+    if (c < 0x20 || c == 0x7f) return "must not contain control characters (got '" + printable(name) + "')";
+  }
+  if (name.find_first_of("/ ,\t") != std::string::npos) return "must not contain '/', ',' or spaces";
+  return {};
+}
+
+std::string printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
 
 std::vector<JobSpec> parse_jobs(const std::string& text, const std::string& file) {
   const ojson doc = parse_document(text, file);

@@ -38,6 +38,13 @@ struct JobSpec {
 // "configs/x.json: job 2 (loader): field 'args.--workers': expected a number, a string or a list, got true".
 std::vector<JobSpec> parse_jobs(const std::string& text, const std::string& file);
 
+// What is wrong with a job's or a suite's name, "" when nothing: both name files and
+// folders of the run (so no '/', no "." or ".."), Slurm jobs and report lines (so no
+// ',', blank or control character).
+std::string name_problem(const std::string& name);
+// `text` with its control characters written as \xNN, for an error line.
+std::string printable(const std::string& text);
+
 // Jobs named in `names` (all when empty) minus those in `exclude`, in file order.
 // An unknown name in either list is an error naming it.
 std::vector<JobSpec> select_jobs(const std::vector<JobSpec>& jobs, const std::vector<std::string>& names,

@@ -141,6 +141,13 @@ void load_machine(const Options& opt, Setup& s) {
   if (s.slurm) check_slurm_slots(*s.slurm, slot_memory, s.slots);
   PlanSettings& p = s.settings;
   p.suite = opt.suite.empty() ? fs::path(s.jobs_file).stem().string() : opt.suite;
+  // The suite names the reports' files and the Slurm job: a '/' or ".." would write outside the run's folder.
+  if (const std::string why = name_problem(p.suite); !why.empty()) {
+    throw std::invalid_argument(opt.suite.empty()
+                                    ? fmt::format("the suite name '{}' (the jobs file's name) {}; give --suite NAME",
+                                                  printable(p.suite), why)
+                                    : fmt::format("--suite '{}' {}", printable(opt.suite), why));
+  }
   p.uid = opt.uid;
   p.run_id = static_cast<int>(opt.uid);
   p.gpus = s.gpus;

@@ -42,14 +42,21 @@ std::string batch_script(const Options& opt, const std::string& jobs_file, const
     line += " " + quote(a);
   }
   line += " --launcher slurm --outdir " + quote(outdir.string());
+  // No value of the user's outside single quotes: a newline in the suite or the jobs file's
+  // name once ended a comment or an #SBATCH line and ran the rest as a command. The job's
+  // name and output go to sbatch as arguments (batch_identity_options), not as directives.
+  (void)jobs_file;
+  (void)suite;
   return fmt::format(
       "#!/bin/bash\n"
-      "# Written by mlbench-run --sbatch: the jobs of {} as job steps of this batch job (docs/runner.md).\n"
-      "#SBATCH --job-name=mlbench-{}\n"
-      "#SBATCH --output={}/slurm-%j.out\n"
+      "# Written by mlbench-run --sbatch: this command line's jobs as job steps of this batch job (docs/runner.md).\n"
       "cd {} || exit 2\n"
       "exec {}\n",
-      jobs_file, suite, outdir.string(), quote(workdir.string()), line);
+      quote(workdir.string()), line);
+}
+
+std::vector<std::string> batch_identity_options(const std::string& suite, const fs::path& outdir) {
+  return {"--job-name=mlbench-" + suite, "--output=" + (outdir / "slurm-%j.out").string()};
 }
 
 std::vector<std::string> sbatch_options(const Options& opt) {
@@ -84,7 +91,8 @@ int submit_batch(const Options& opt, const std::string& jobs_file, const std::st
   core::ProcessSpec spec;
   spec.executable = sbatch;
   spec.args = {"--parsable"};
-  for (const std::string& a : sbatch_options(opt)) spec.args.push_back(a);
+  for (const std::string& a : batch_identity_options(suite, outdir)) spec.args.push_back(a);
+  for (const std::string& a : sbatch_options(opt)) spec.args.push_back(a);  // the user's own win
   spec.args.push_back(script.string());
   spec.output = core::Output::Capture;
   core::CommandResult r;

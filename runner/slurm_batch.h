@@ -11,10 +11,15 @@
 namespace mlbench::runner {
 
 // The script: `opt.args` again without --sbatch, --sbatch-args, --launcher and --outdir,
-// then `--launcher slurm --outdir <outdir>`, run from `workdir`; Slurm's own output
-// goes to <outdir>/slurm-<jobid>.out.
+// then `--launcher slurm --outdir <outdir>`, run from `workdir`, every value in single
+// quotes; no #SBATCH directive (batch_identity_options names the job and its output).
 std::string batch_script(const Options& opt, const std::string& jobs_file, const std::string& suite,
                          const std::filesystem::path& outdir, const std::filesystem::path& workdir);
+
+// The job's name and Slurm's output file as sbatch arguments (argv, never parsed by a
+// shell or by sbatch's #SBATCH reader): --job-name=mlbench-<suite>,
+// --output=<outdir>/slurm-%j.out (an outdir with blanks works).
+std::vector<std::string> batch_identity_options(const std::string& suite, const std::filesystem::path& outdir);
 
 // sbatch's arguments: opt.sbatch_args split on blanks (default "--nodes=1 --exclusive").
 std::vector<std::string> sbatch_options(const Options& opt);

@@ -3,6 +3,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -123,6 +124,27 @@ TEST(BadInputE2E, ReportSaysWhyASpeedOfZeroFails) {
   const CommandResult r =
       run_command(bin("mlbench-report") + " --name s --min-runs 1 --reports " + tmp.path().string() + " 2>&1");
   EXPECT_TRUE(has(r, "train_item.avg is 0 (not a positive number)")) << r.output;
+}
+
+// `--suite ../x` once wrote the reports outside the run's folder (and showed the finished
+// instance as FAILED (no report)); a newline in it reached the Slurm batch script.
+TEST(BadInputE2E, RunnerRefusesASuiteNameThatIsNoName) {
+  TempDir tmp("suite");
+  const fs::path jobs = tmp.path() / "jobs.json";
+  std::ofstream(jobs) << R"([{"name": "ok", "cmd": ")" << FAKEBENCH << R"(", "args": {}, "cgroup": "all"}])";
+  for (const std::string suite : {"../x", "a/b", "..", "s\ntouch x"}) {
+    const CommandResult r = run_command(bin("mlbench-run") + " --no-cgroup --jobs " + jobs.string() + " --outdir " +
+                                        (tmp.path() / "out").string() + " --suite '" + suite + "' 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << suite << ": " << r.output;
+    EXPECT_TRUE(has(r, "mlbench-run: error: --suite")) << r.output;
+  }
+  EXPECT_FALSE(fs::exists(tmp.path() / "x")) << "a report outside the run's folder";
+  // A newline in the name: one error line, the newline written as \x0a.
+  const CommandResult r = run_command(bin("mlbench-run") + " --no-cgroup --jobs " + jobs.string() + " --outdir " +
+                                      (tmp.path() / "out2").string() + " --suite 'a\nb' 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_TRUE(has(r, "'a\\x0ab'")) << r.output;
 }
 
 TEST(BadInputE2E, RunnerPrintsTheBenchmarksReasonForANanLoss) {

@@ -8,6 +8,8 @@
 #include "runner/outcome.h"
 #include "runner/slurm_batch.h"
 #include "runner/slurm_launcher.h"
+#include "core/process.h"
+#include "tests/support/temp_dir.h"
 
 namespace mlbench::runner {
 namespace {
@@ -160,7 +162,8 @@ TEST(SlurmBatchTest, ScriptRerunsTheArgumentsWithTheSlurmLauncher) {
   o.args = {"--jobs", "fast", "--sbatch", "--sbatch-args", "-N2 -p gpu", "--outdir", "rel", "--name", "it's"};
   const std::string s = batch_script(o, "/c/fast.json", "fast", "/abs/out", "/home/u");
   EXPECT_EQ(s.rfind("#!/bin/bash\n", 0), 0u);
-  EXPECT_NE(s.find("#SBATCH --output=/abs/out/slurm-%j.out\n"), std::string::npos) << s;
+  EXPECT_EQ(batch_identity_options("fast", "/abs/out"),
+            (std::vector<std::string>{"--job-name=mlbench-fast", "--output=/abs/out/slurm-%j.out"}));
   EXPECT_NE(s.find("cd '/home/u' || exit 2\n"), std::string::npos) << s;
   EXPECT_NE(s.find("exec '/opt/mlbench/bin/mlbench-run' '--jobs' 'fast' '--name' 'it'\\''s' --launcher slurm --outdir "
                    "'/abs/out'\n"),
@@ -169,6 +172,31 @@ TEST(SlurmBatchTest, ScriptRerunsTheArgumentsWithTheSlurmLauncher) {
   o.sbatch_args = "-N2  -p gpu";
   EXPECT_EQ(sbatch_options(o), (std::vector<std::string>{"-N2", "-p", "gpu"}));
   EXPECT_EQ(sbatch_options(Options{}), (std::vector<std::string>{"--nodes=1", "--exclusive"}));
+}
+
+// A newline in a value once ended a comment or an #SBATCH line of the script and made the
+// rest a command the batch job ran; a blank in the outdir made sbatch fail ("Invalid directive").
+TEST(SlurmBatchTest, NoValueOfTheUserRunsAsACommandOfTheBatchScript) {
+  auto tmp = testing_support::temp_dir_for_current_test("sbatch-inject");
+  Options o;
+  o.self = "/bin/true";  // the script's exec: harmless here
+  o.args = {"--jobs", "x\ntouch pwned-1", "--name", "a\ntouch pwned-2"};
+  const std::string s = batch_script(o, "/c/x\ntouch pwned-3.json", "s\ntouch pwned-4", tmp->path() / "my out",
+                                     tmp->path());
+  EXPECT_EQ(s.find("#SBATCH"), std::string::npos) << s;
+  core::ProcessSpec bash;
+  bash.executable = "/bin/bash";
+  bash.args = {"-c", s};
+  bash.working_dir = tmp->path().string();
+  bash.output = core::Output::Capture;
+  const auto r = core::run_captured(bash);
+  EXPECT_TRUE(r.status.exited && r.status.code == 0) << r.output;
+  for (int k = 1; k <= 4; ++k) {
+    EXPECT_FALSE(std::filesystem::exists(tmp->path() / ("pwned-" + std::to_string(k))))
+        << "value " << k << " ran as a command:\n" << s;
+  }
+  EXPECT_EQ(batch_identity_options("s", "/abs/my out"),
+            (std::vector<std::string>{"--job-name=mlbench-s", "--output=/abs/my out/slurm-%j.out"}));
 }
 
 }  // namespace
