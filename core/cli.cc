@@ -15,6 +15,7 @@
 
 #include "calibration.h"
 #include "environment.h"
+#include "nvtx.h"
 
 namespace mlbench::core {
 namespace {
@@ -196,6 +197,10 @@ void BenchCli::add_shared_options(const BenchDefaults& d) {
   add_flag("--no-device-events", no_device_events_flag_,
            "On a CUDA device, time wait/h2d/compute on the host's clock instead of CUDA events on the device's stream",
            ArgKind::Runtime);
+  add_flag("--nvtx", opts_.nvtx,
+           "NVTX ranges around every pipeline stage (on its worker thread) and every loop phase (wait, h2d, compute), "
+           "for nsys profile; needs a build with the CUDA toolkit's NVTX3 header",
+           ArgKind::Runtime);
   add_option("--name", opts_.name, "Benchmark name in the report (default: $BENCH_NAME)", ArgKind::Runtime);
   add_option("--suite", opts_.suite, "Suite name in the report (default: $SUITE_NAME)", ArgKind::Runtime);
   add_option("--run-id", opts_.run_id, "Run number in the report (default: $RUN_ID)", ArgKind::Runtime)
@@ -251,6 +256,12 @@ std::optional<int> BenchCli::parse(int argc, const char* const* argv,
   if (cuda_flag_) opts_.cuda = true;
   if (no_cuda_flag_) opts_.cuda = false;
   opts_.device_events = !no_device_events_flag_;
+  if (opts_.nvtx && !nvtx::available()) {
+    std::cerr << prog << ": error: --nvtx needs a build with NVTX (the CUDA toolkit's nvtx3/nvToolsExt.h was not "
+                 "found when it was configured)\n";
+    return 2;
+  }
+  nvtx::enable(opts_.nvtx);
   if (opts_.warmup < 0) opts_.warmup = std::min(10, opts_.repeat / 2);
   if (opts_.warmup >= opts_.repeat) {
     std::cerr << prog << ": error: --warmup " << opts_.warmup << " leaves no timed observation of --repeat "

@@ -37,6 +37,7 @@ struct BenchOptions {
   std::string trace;               // --trace FILE (Chrome trace-event JSON)
   double monitor_interval = 1.0;   // --monitor-interval SECONDS: GPU monitor sampling (gpu_monitor.h); 0 = off
   bool device_events = true;       // --no-device-events: phases on the host's clock on a GPU too
+  bool nvtx = false;               // --nvtx: NVTX ranges for the pipeline's stages and the loop's phases (core/nvtx.h)
 };
 
 struct BenchDefaults {

@@ -20,6 +20,7 @@
 
 #include "calibration.h"
 #include "chrono.h"
+#include "nvtx.h"
 #include "process.h"
 #include "statistics.h"
 #include "stop_signals.h"
@@ -83,17 +84,24 @@ class Iteration {
  private:
   friend class TrainLoop;
   struct Phase {
-    Phase(Iteration& it, double& slot, PhaseKind kind) : it_(it), slot_(slot), kind_(kind), t0_(it.now_()) {
+    Phase(Iteration& it, double& slot, PhaseKind kind)
+        : it_(it), slot_(slot), kind_(kind), nvtx_(nvtx::enabled()), t0_(it.now_()) {
+      if (nvtx_) nvtx::push(phase_name(kind_));
       if (it_.timeline_) it_.timeline_->begin(kind_);
     }
     ~Phase() {
       if (it_.timeline_) it_.timeline_->end(kind_);
       if (it_.phase_sync_) it_.phase_sync_();
       slot_ += std::chrono::duration<double>(it_.now_() - t0_).count();
+      if (nvtx_) nvtx::pop();
+    }
+    static const char* phase_name(PhaseKind k) {
+      return k == PhaseKind::kWait ? "wait" : k == PhaseKind::kH2d ? "h2d" : "compute";
     }
     Iteration& it_;
     double& slot_;
     PhaseKind kind_;
+    bool nvtx_;  // an NVTX range around the phase (--nvtx)
     Clock::time_point t0_;
   };
   NowFn now_;

@@ -67,7 +67,11 @@ Batch ImageDataset::get_batch(const BatchRequest& r) {
   b.sequence = r.sequence;
   {
     const auto t0 = w.timed ? Clock::now() : Clock::time_point{};
-    b.data = pool_.allocate(stages_.sample_bytes() * n);
+    if (stages_.config().transform.decode_on_device) {
+      b.encoded.resize(static_cast<std::size_t>(n));  // --decode gpu: JPEG bytes, no pixels
+    } else {
+      b.data = pool_.allocate(stages_.sample_bytes() * n);
+    }
     b.labels.resize(n);
     if (w.timed) {
       const auto t1 = Clock::now();

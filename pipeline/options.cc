@@ -33,6 +33,20 @@ void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
       ->check(core::integer_in(8, 4096));
   cli.add_option("--output", o.output, "Batch element type: float32 (normalised) or uint8 (normalise on device)")
       ->check(CLI::IsMember({"float32", "uint8"}));
+  cli.add_option("--decode", o.decode,
+                 "Where JPEGs are decoded: cpu (the workers: decode, crop, resize, flip, normalise) or gpu (the "
+                 "workers read and parse the header; nvJPEG decodes the batch on the CUDA device, which crops, "
+                 "resizes, flips and normalises it; needs --cuda and a CUDA build)",
+                 core::ArgKind::Runtime)
+      ->check(CLI::IsMember({"cpu", "gpu"}))
+      ->capture_default_str();
+  cli.add_option("--nvjpeg-backend", o.nvjpeg_backend,
+                 "--decode gpu: nvJPEG's backend: hardware (the GPU's JPEG engine, A100/H100), gpu-hybrid (Huffman "
+                 "on the GPU), hybrid (Huffman on the consumer's CPU thread) or auto (the first of these that "
+                 "decodes the first batch)",
+                 core::ArgKind::Runtime)
+      ->check(CLI::IsMember({"auto", "hardware", "gpu-hybrid", "hybrid"}))
+      ->capture_default_str();
   cli.add_flag("--no-stats", o.no_stats, "Pipeline stage timers off (to measure their overhead)",
                core::ArgKind::Runtime);
   cli.add_flag("--no-shuffle", o.no_shuffle, "Sequential order instead of a new permutation per epoch");
@@ -126,6 +140,13 @@ LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineO
   c.synthetic = bench.synthetic;
   c.stats = !o.no_stats;
   c.fetch_only = o.fetch_only;
+  c.transform.decode_on_device = o.decode == "gpu";
+  if (c.transform.decode_on_device && o.coordinated > 0) {
+    throw std::invalid_argument("--decode gpu and --coordinated cannot be combined (the group shares decoded batches)");
+  }
+  if (c.transform.decode_on_device && o.fetch_only) {
+    throw std::invalid_argument("--decode gpu decodes on the device: --fetch-only decodes nothing");
+  }
   if (o.coordinated > 0 && o.group.empty()) throw std::invalid_argument("--coordinated needs --group NAME");
   if (o.coordinated == 0 && !o.group.empty()) throw std::invalid_argument("--group needs --coordinated K");
   if (o.coordinated > 0 && bench.synthetic) {

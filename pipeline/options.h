@@ -34,6 +34,8 @@ struct PipelineOptions {
   double peer_join_timeout = 30;    // --peer-join-timeout S
   double peer_linger = 10;          // --peer-linger S
   int peer_batch = 256;             // --peer-batch N (kPeerMaxIds)
+  std::string decode = "cpu";       // --decode cpu|gpu (gpu: nvJPEG on the device, benchmarks/support/gpu_decode.h)
+  std::string nvjpeg_backend = "auto";  // --nvjpeg-backend auto|hardware|gpu-hybrid|hybrid
 };
 
 void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& options);

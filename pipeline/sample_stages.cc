@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/nvtx.h"
 #include "pipeline/fetch_origin.h"
 #include "pipeline/sampler.h"
 
@@ -20,9 +21,14 @@ SampleStages::SampleStages(std::shared_ptr<const ItemSource> source, StageConfig
     : source_(std::move(source)), config_(std::move(config)), cache_(cache) {
   if (source_->encoding() == Encoding::RawHwc) channels_ = source_->raw_channels();
   if (channels_ != 1 && channels_ != 3) throw std::invalid_argument("the pipeline handles 1 or 3 channels");
+  if (config_.transform.decode_on_device && (source_->encoding() != Encoding::Jpeg || channels_ != 3)) {
+    throw std::invalid_argument("--decode gpu decodes JPEG images (" + source_->describe(0) +
+                                " is not a JPEG dataset)");
+  }
 }
 
 std::size_t SampleStages::sample_bytes() const {
+  if (config_.transform.decode_on_device) return 0;  // the pixels are made on the device
   const std::size_t elem = config_.transform.output == OutputType::Float32 ? sizeof(float) : 1;
   return static_cast<std::size_t>(channels_) * config_.transform.image_size * config_.transform.image_size * elem;
 }
@@ -42,6 +48,7 @@ void SampleStages::load(SampleWorker& w, const std::vector<std::size_t>& order, 
   const std::int64_t seq = batch.sequence;
   // Runs `f` as stage `stage`, timing it when stats or the trace want it.
   auto stage = [&](Stage st, std::size_t item, auto&& f) {
+    core::nvtx::Range range(stage_name(st));  // --nvtx (the trace's names; a peer fetch is "fetch" here)
     if (!timed) return f();
     this_thread_fetch_origin() = FetchOrigin::kUnknown;
     const auto t0 = Clock::now();
@@ -95,6 +102,22 @@ void SampleStages::load(SampleWorker& w, const std::vector<std::size_t>& order, 
       if (config_.fetch_only || config_.prep) {
         if (config_.prep && !config_.fetch_only) stage(Stage::Decode, idx, [&] { config_.prep(*data, idx); });
         batch.labels[slot] = source_->label(idx);
+        return;
+      }
+      if (tc.decode_on_device) {
+        // The CPU's share of a GPU decode: the header, and the crop and flip drawn as below.
+        EncodedSample& e = batch.encoded.at(static_cast<std::size_t>(slot));
+        stage(Stage::Decode, idx, [&] {
+          if (!has_end_of_image(data->data(), data->size())) throw DecodeError("truncated JPEG (no end-of-image marker)");
+          w.decoder.header(data->data(), data->size(), e.width, e.height);
+          e.box = tc.mode == TransformMode::Train ? random_resized_crop_box(e.width, e.height, tc.crop, rng)
+                                                  : center_crop_box(e.width, e.height, tc.resize_size, s);
+          e.flip = tc.mode == TransformMode::Train && tc.flip && rng.uniform() < 0.5;
+        });
+        stage(Stage::Collate, idx, [&] {
+          e.jpeg.assign(data->begin(), data->end());
+          batch.labels[slot] = source_->label(idx);
+        });
         return;
       }
       const std::uint8_t* pixels = nullptr;

@@ -63,6 +63,11 @@ struct TransformConfig {
   bool flip = true;               // Train: RandomHorizontalFlip(p=0.5)
   Normalize normalize;            // Float32 output only
   OutputType output = OutputType::Float32;
+  // --decode gpu: the CPU stages stop after the fetch and the JPEG header (the crop
+  // box and flip are drawn from it as above); the batch carries each sample's JPEG
+  // bytes (Batch::encoded) for the device to decode, crop, resize, flip and
+  // normalise (benchmarks/support/gpu_decode.h). JPEG sources only.
+  bool decode_on_device = false;
 };
 
 }  // namespace mlbench::pipeline

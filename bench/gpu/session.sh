@@ -16,6 +16,12 @@
 #             real = both 20k sets (the photographs when made); PASSES rounds, alternated
 #   stall     mlbench-stall --bench convnet_fp16 on data/fake-imagenet-20k
 #   overhead  convnet_fp16 --synthetic with CUDA events + NVML monitor on and off, alternated
+#   probe     what the machine offers: cgroup version and delegation, nvJPEG, nsys, taskset
+#   decode    --decode gpu (issue 49): the nvJPEG pixel tests (gpu_decode_tests, on the photographs too), then
+#             ResNet-50 fp16 on real photographs at CPUS (default "2 4 8 16") CPUs each (taskset: the process
+#             confined to that many CPUs, --workers and --cpu-cores as many): CPU decode, GPU decode, and
+#             PyTorch with decode_jpeg(device='cuda') (bench/gpu/torch_convnet.py --decode gpu); synthetic once;
+#             the generated set at 4 CPUs both ways
 #   coordinated  issue 18 on the GPU: K = 2, 4 convnet jobs (ResNet-18, 32 px, batch 256, --workers = CPUs
 #             each) sharing the GPU and the CPUs, plain vs --coordinated K, with mlbench-stall's
 #             prediction (bench/coordinated_prep.sh --predict; PASSES rounds; timed loops of seconds:
@@ -23,7 +29,10 @@
 # Env: OUT (results folder; default /tmp/gpu-session), MLBENCH_BUILD_DIR (default build-gpu),
 #      PASSES (convnet rounds and overhead pairs, default 2), SESSION_SECONDS (stop starting work after this
 #      many seconds and cut the running step's timeout to fit; default 3600), BUILD_TARGETS (the build
-#      stage's ninja targets, blank-separated; default: every benchmark, the tools and device_copy_tests).
+#      stage's ninja targets, blank-separated; default: every benchmark, the tools and device_copy_tests),
+#      SMOKE (0: the build stage runs no smoke benchmarks), PER_CLASS (the data stage's images a class, default 200),
+#      CPUS (the decode stage's CPU counts), TORCH_CPUS (those of them PyTorch's peer runs at; default CPUS),
+#      BENCH_TIMEOUT (seconds one benchmark run may take, default 300).
 # Writes OUT/session.log (one line per step, with seconds since the start) and
 # OUT/results.tar.gz (every report and log), refreshed after each stage.
 set -uo pipefail
@@ -45,6 +54,7 @@ budget() {
 log() { echo "[$(($(date +%s) - t0))s] $*" | tee -a "$out/session.log"; }
 pack() { tar -czf "$out/results.tar.gz" -C "$root" gpu-results 2>/dev/null; }
 B="$root/$build/benchmarks"
+launch=()  # a prefix for bench's command (the decode stage's taskset)
 BIN="$root/$build/bin"
 cpus=$(nproc)
 big="$root/data/fake-imagenet-20k/train"
@@ -56,17 +66,18 @@ bench() {
   shift 2
   [[ -x "$B/$name" ]] || { log "  $name not built: $dir skipped"; return; }
   mkdir -p "$dir"
-  if timeout "$(budget 300)" "$B/$name" "$@" --report "$dir" >"$dir.log" 2>&1; then
+  if timeout "$(budget "${BENCH_TIMEOUT:-300}")" ${launch[@]+"${launch[@]}"} "$B/$name" "$@" --report "$dir" >"$dir.log" 2>&1; then
     python3 - "$dir" <<'PY' | tee -a "$out/session.log"
 import glob, json, sys
 for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
     j = json.load(open(f))
     st, mon = j.get("stall") or {}, (j.get("gpu_monitor") or {}).get("summary", {})
+    dec = (j.get("pipeline") or {}).get("decode") or {}
     ms = lambda k: 1e3 * ((st.get(k) or {}).get("avg") or float("nan"))
-    print("  %-40s %s img/s %8.1f  stall %5.1f%%  wait %.2f h2d %.2f compute %.1f ms  clock %s  gpu util %s" % (
+    print("  %-40s %s img/s %8.1f  stall %5.1f%%  wait %.2f h2d %.2f compute %.1f ms  clock %s  gpu util %s  decode %s" % (
         sys.argv[1].split("gpu-results/")[-1], "ok" if j.get("completed") else "FAIL", (j.get("train_item") or {}).get("avg", float("nan")),
         st.get("stall_pct") or float("nan"), ms("wait"), ms("h2d"), ms("compute"), st.get("phase_clock"),
-        (mon.get("util_pct") or {}).get("mean", "-")))
+        (mon.get("util_pct") or {}).get("mean", "-"), dec.get("backend", dec.get("where", "-"))))
 PY
   else
     log "  FAILED $name ($dir): $(tail -3 "$dir.log" | tr '\n' ' ')"
@@ -88,6 +99,7 @@ stage_build() {
     "$root/$build/tests/benchmarks/device_copy_tests" >"$res/device_copy_tests.log" 2>&1
     log "device_copy_tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$res/device_copy_tests.log" | tr '\n' ' ')"
   fi
+  [[ "${SMOKE:-1}" == 0 ]] && return
   "$BIN/mlbench-datagen" ensure fake-imagenet-small --root data >/dev/null 2>&1
   bench convnet "$res/smoke/convnet-synth" --synthetic --arch resnet18 --image-size 64 --classes 10 -b 16 --repeat 3 --number 5 --cuda
   bench convnet "$res/smoke/convnet-real" --data data/fake-imagenet-small/train --arch resnet18 --image-size 64 --classes 10 -b 16 --workers 2 --repeat 3 --number 5 --cuda
@@ -115,12 +127,12 @@ stage_suite() {
 }
 
 stage_data() {
-  timeout "$(budget 300)" "$BIN/mlbench-datagen" fake-imagenet --out "$root/data/fake-imagenet-20k" --classes 100 --per-class 200 \
+  timeout "$(budget 300)" "$BIN/mlbench-datagen" fake-imagenet --out "$root/data/fake-imagenet-20k" --classes 100 --per-class "${PER_CLASS:-200}" \
     --val-per-class 0 -q >"$res/datagen.log" 2>&1
   log "datagen 20k rc=$? ($(find "$big" -name '*.jpg' -o -name '*.JPEG' | wc -l) files, $(du -sh "$big" | cut -f1))"
   if compgen -G "$root/.device-photos/*.jpg" >/dev/null; then
     timeout "$(budget 300)" "$BIN/mlbench-datagen" real-photos --out "$root/data/real-photos-20k" --source "$root/.device-photos" \
-      --classes 100 --per-class 200 --val-per-class 0 -q >"$res/datagen-photos.log" 2>&1
+      --classes 100 --per-class "${PER_CLASS:-200}" --val-per-class 0 -q >"$res/datagen-photos.log" 2>&1
     log "datagen photos 20k rc=$? ($(find "$photos" -name '*.jpg' | wc -l) files, $(du -sh "$photos" | cut -f1))"
   else
     log "no .device-photos/ (scripts/device-build.sh fetch, then carry it): no real photographs"
@@ -172,6 +184,54 @@ stage_overhead() {
     bench convnet_fp16 "$res/overhead/on-$i" "${common[@]}"
     bench convnet_fp16 "$res/overhead/off-$i" "${common[@]}" --no-device-events --monitor-interval 0
   done
+}
+
+stage_probe() {
+  log "machine: $(nvidia-smi -L | head -1); $cpus CPUs; kernel $(uname -r); $(. /etc/os-release; echo "$PRETTY_NAME")"
+  log "cgroup: /sys/fs/cgroup is $(stat -fc %T /sys/fs/cgroup) (cgroup2fs: v2); controllers: $(cat /sys/fs/cgroup/cgroup.controllers 2>&1);" \
+    "subtree_control: $(cat /sys/fs/cgroup/cgroup.subtree_control 2>&1); this process: $(tr '\n' ' ' </proc/self/cgroup)"
+  local g=/sys/fs/cgroup/mlbench-probe-$$
+  if mkdir "$g" 2>"$res/cgprobe.err"; then
+    log "cgroup: mkdir $g ok; files: $(ls "$g" | grep -E '^(cpu|cpuset|memory)\.(max|cpus|high)$' | tr '\n' ' ');" \
+      "memory.max<-64M: $(echo 67108864 >"$g/memory.max" 2>&1 && echo ok); cpuset.cpus<-0-1: $(echo 0-1 >"$g/cpuset.cpus" 2>&1 && echo ok);" \
+      "move a process: $(sh -c "echo \$\$ >$g/cgroup.procs && echo ok" 2>&1)"
+    rmdir "$g" 2>/dev/null
+  else
+    log "cgroup: mkdir $g failed: $(cat "$res/cgprobe.err")"
+  fi
+  log "nvjpeg: $(find /usr/local/cuda*/ /opt /usr/lib "$(python3 -c 'import site; print(site.getsitepackages()[0])')" -name 'libnvjpeg*.so*' 2>/dev/null | head -5 | tr '\n' ' ')"
+  log "nsys: $(command -v nsys || find /opt /usr/local -name nsys -type f 2>/dev/null | head -2 | tr '\n' ' ')"
+  log "taskset: $(command -v taskset)"
+}
+
+stage_decode() {
+  local t="$root/$build/tests/benchmarks/gpu_decode_tests"
+  if [[ -x "$t" ]]; then
+    MLBENCH_GPU_DECODE_DATA="$photos" timeout 120 "$t" --gtest_filter='*Nvjpeg*' >"$res/gpu_decode_tests.log" 2>&1
+    log "gpu_decode_tests (nvJPEG) rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) |nvJPEG|^on ' "$res/gpu_decode_tests.log" | tr '\n' ' ')"
+    timeout 120 "$t" --gtest_filter='-*Nvjpeg*' >"$res/gpu_decode_tests_cpu.log" 2>&1
+    log "gpu_decode_tests (the rest) rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$res/gpu_decode_tests_cpu.log" | tr '\n' ' ')"
+  fi
+  local common=("${rn50[@]}" --repeat 4 --number 8 --warmup 1 --cuda --output uint8) n
+  launch=(taskset -c "0-$((cpus - 1))")
+  bench convnet_fp16 "$res/decode/synthetic" --synthetic "${rn50[@]}" --repeat 4 --number 8 --warmup 1 --cuda
+  for n in ${CPUS:-2 4 8 16}; do
+    ((n <= cpus)) || continue
+    launch=(taskset -c "0-$((n - 1))")
+    bench convnet_fp16 "$res/decode/photos-gpu-$n" --data "$photos" --workers "$n" --cpu-cores "$n" --decode gpu "${common[@]}"
+    bench convnet_fp16 "$res/decode/photos-cpu-$n" --data "$photos" --workers "$n" --cpu-cores "$n" "${common[@]}"
+    [[ " ${TORCH_CPUS:-${CPUS:-2 4 8 16}} " == *" $n "* ]] || continue
+    if timeout "$(budget 60)" taskset -c "0-$((n - 1))" python3 bench/gpu/torch_convnet.py --data "$photos" --workers "$n" \
+      --decode gpu --classes 100 --warmup 3 --iterations 15 >"$res/decode/pytorch-gpu-$n.json" 2>"$res/decode/pytorch-gpu-$n.log"; then
+      log "  pytorch decode_jpeg(cuda) $n CPUs: $(cat "$res/decode/pytorch-gpu-$n.json")"
+    else
+      log "  pytorch decode_jpeg(cuda) $n CPUs FAILED: $(tail -3 "$res/decode/pytorch-gpu-$n.log" | tr '\n' ' ')"
+    fi
+  done
+  launch=(taskset -c 0-3)
+  bench convnet_fp16 "$res/decode/fake-gpu-4" --data "$big" --workers 4 --cpu-cores 4 --decode gpu "${common[@]}"
+  bench convnet_fp16 "$res/decode/fake-cpu-4" --data "$big" --workers 4 --cpu-cores 4 "${common[@]}"
+  launch=()
 }
 
 stage_coordinated() {

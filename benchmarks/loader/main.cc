@@ -83,6 +83,10 @@ int main(int argc, char** argv) {
     } catch (const std::invalid_argument& e) {
       throw core::UsageError(e.what());
     }
+    if (config.transform.decode_on_device) {
+      throw core::UsageError("--decode gpu is for the image benchmarks (convnet, convnet_fp16, ...); the loader "
+                             "benchmark decodes on the CPU");
+    }
     const bool cuda = ctx.device.is_cuda();
     if (cuda) config.allocator = pipeline::torch_host_allocator();
     config.trace = trace.get();

@@ -159,6 +159,7 @@ int main(int argc, char** argv) {
     } catch (const std::invalid_argument& e) {
       throw core::UsageError(e.what());
     }
+    if (config.transform.decode_on_device) throw core::UsageError("--decode gpu: stallsim's prep is simulated, it decodes nothing");
     // Prep runs on `cpu_cores` CPUs: virtual ones that sleep, or real ones that burn.
     auto cpus = std::make_shared<CpuPool>(o.cpu_cores);
     const double prep_s = prep_ms / 1e3;

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <deque>
+#include <utility>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -141,6 +142,80 @@ struct DeviceCopier::Impl {
 
 bool built_with_cuda() { return true; }
 
+void* current_cuda_stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
+
+struct StreamWorker::Impl {
+  explicit Impl(const torch::Device& d) : device(d), stream(c10::cuda::getStreamFromPool(false, d.index())) {}
+  torch::Device device;
+  c10::cuda::CUDAStream stream;
+};
+StreamWorker::StreamWorker(torch::Device device) {
+  if (device.is_cuda()) impl_ = std::make_unique<Impl>(device);
+}
+StreamWorker::~StreamWorker() = default;
+StreamWorker::Mark StreamWorker::run(const std::function<void()>& f) {
+  if (!impl_) {
+    f();
+    return nullptr;
+  }
+  c10::cuda::CUDAGuard on_device(impl_->device.index());
+  c10::cuda::CUDAStreamGuard on_stream(impl_->stream);
+  f();
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+  Mark mark(e, [](cudaEvent_t ev) { cudaEventDestroy(ev); });
+  check(cudaEventRecord(e, impl_->stream.stream()), "cudaEventRecord");
+  return mark;
+}
+void StreamWorker::wait_for(const Mark& mark) {
+  if (!mark) return;
+  check(cudaStreamWaitEvent(c10::cuda::getCurrentCUDAStream().stream(), static_cast<cudaEvent_t>(mark.get()), 0),
+        "cudaStreamWaitEvent");
+}
+
+struct DeviceStopwatch::Impl {
+  EventPool pool;
+  std::deque<std::pair<cudaEvent_t, cudaEvent_t>> spans;  // stopped, not yet summed
+  cudaEvent_t open = nullptr;
+  double total = 0;
+  void fold(bool wait) {
+    while (!spans.empty()) {
+      auto [b, e] = spans.front();
+      const cudaError_t state = wait ? cudaEventSynchronize(e) : cudaEventQuery(e);
+      if (state == cudaErrorNotReady) break;
+      check(state, "stopwatch event");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, b, e), "cudaEventElapsedTime");
+      total += ms / 1e3;
+      pool.put(b);
+      pool.put(e);
+      spans.pop_front();
+    }
+  }
+};
+DeviceStopwatch::DeviceStopwatch() : impl_(std::make_unique<Impl>()) {}
+DeviceStopwatch::~DeviceStopwatch() {
+  for (auto& [b, e] : impl_->spans) cudaEventSynchronize(e);
+  if (impl_->open) cudaEventSynchronize(impl_->open);
+}
+void DeviceStopwatch::start() {
+  impl_->fold(false);
+  if (impl_->open) impl_->pool.put(impl_->open);
+  impl_->open = impl_->pool.get(cudaEventDefault);
+  check(cudaEventRecord(impl_->open, c10::cuda::getCurrentCUDAStream().stream()), "cudaEventRecord");
+}
+void DeviceStopwatch::stop() {
+  if (!impl_->open) return;
+  cudaEvent_t e = impl_->pool.get(cudaEventDefault);
+  check(cudaEventRecord(e, c10::cuda::getCurrentCUDAStream().stream()), "cudaEventRecord");
+  impl_->spans.emplace_back(impl_->open, e);
+  impl_->open = nullptr;
+}
+double DeviceStopwatch::total_s() {
+  impl_->fold(true);
+  return impl_->total;
+}
+
 std::shared_ptr<core::DeviceTimeline> make_cuda_timeline() { return std::make_shared<CudaTimeline>(); }
 
 DeviceCopier::DeviceCopier(torch::Device device) : device_(device) {
@@ -178,6 +253,24 @@ struct DeviceCopier::Impl {  // never made: the copier of a CPU build has no dev
 };
 
 bool built_with_cuda() { return false; }
+
+void* current_cuda_stream() { return nullptr; }
+
+struct StreamWorker::Impl {};
+StreamWorker::StreamWorker(torch::Device) {}
+StreamWorker::~StreamWorker() = default;
+StreamWorker::Mark StreamWorker::run(const std::function<void()>& f) {
+  f();
+  return nullptr;
+}
+void StreamWorker::wait_for(const Mark&) {}
+
+struct DeviceStopwatch::Impl {};
+DeviceStopwatch::DeviceStopwatch() = default;
+DeviceStopwatch::~DeviceStopwatch() = default;
+void DeviceStopwatch::start() {}
+void DeviceStopwatch::stop() {}
+double DeviceStopwatch::total_s() { return 0; }
 
 std::shared_ptr<core::DeviceTimeline> make_cuda_timeline() { return nullptr; }
 

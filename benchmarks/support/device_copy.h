@@ -24,6 +24,48 @@ bool built_with_cuda();
 // Device phase times from CUDA events on the current stream; nullptr without CUDA.
 std::shared_ptr<core::DeviceTimeline> make_cuda_timeline();
 
+// The current CUDA stream of the current device, as a cudaStream_t (for
+// libraries that take one, e.g. nvJPEG); nullptr in a build without CUDA.
+void* current_cuda_stream();
+
+// Device time of spans on the current stream (CUDA events at start() and stop()),
+// summed by total_s(), which waits for the marks the device has not reached yet.
+// In a build without CUDA, every span is 0.
+class DeviceStopwatch {
+ public:
+  DeviceStopwatch();
+  ~DeviceStopwatch();
+  DeviceStopwatch(const DeviceStopwatch&) = delete;
+  DeviceStopwatch& operator=(const DeviceStopwatch&) = delete;
+  void start();
+  void stop();
+  double total_s();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Work issued from a thread of its own on a CUDA stream of its own (the GPU
+// decode's thread, image_stream.cc): run() makes the stream current on the
+// calling thread while `f` runs, then marks the end of what `f` enqueued with an
+// event; wait_for() makes the current stream wait for such a mark. In a build
+// without CUDA, run() only calls `f` and the mark is empty.
+class StreamWorker {
+ public:
+  using Mark = std::shared_ptr<void>;
+  explicit StreamWorker(torch::Device device);
+  ~StreamWorker();
+  StreamWorker(const StreamWorker&) = delete;
+  StreamWorker& operator=(const StreamWorker&) = delete;
+  Mark run(const std::function<void()>& f);
+  static void wait_for(const Mark& mark);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 class DeviceCopier {
  public:
   explicit DeviceCopier(torch::Device device);

@@ -8,16 +8,22 @@
 // pipeline block and metrics in the report.
 #pragma once
 
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/support/device_copy.h"
+#include "benchmarks/support/gpu_decode.h"
 #include "core/benchmark_run.h"
 #include "core/cli.h"
 #include "pipeline/loader.h"
@@ -47,8 +53,11 @@ class ImageStream {
   // Real data through the pipeline; the loader's workers start here (outside the timed loop).
   // `ahead` (default: on a GPU) stages the next batch's copy before handing out
   // this one (DeviceCopier::stage), so that it runs behind this batch's step.
+  // `gpu_decoder` (--decode gpu; config.transform.decode_on_device): decodes each
+  // batch's JPEGs on the device, on the copy's side stream.
   ImageStream(std::shared_ptr<const pipeline::ItemSource> source, pipeline::LoaderConfig config, torch::Device device,
-              Prepare prepare = {}, std::optional<bool> ahead = std::nullopt);
+              Prepare prepare = {}, std::optional<bool> ahead = std::nullopt,
+              std::shared_ptr<GpuJpegDecoder> gpu_decoder = nullptr);
   // --synthetic: this batch (already on the device) every iteration.
   explicit ImageStream(DeviceBatch fixed);
 
@@ -59,6 +68,7 @@ class ImageStream {
   // hands out batch n, whose copy was staged by the call before: the h2d phase
   // is then only the wait for a copy that ran behind the previous step.
   DeviceBatch next(core::Iteration& it);
+  ~ImageStream();
   // The report's "pipeline" block ({"source": "synthetic"} under --synthetic); stops the loader.
   void finish(nlohmann::json& report);
   bool synthetic() const { return fixed_.has_value(); }
@@ -73,6 +83,32 @@ class ImageStream {
       norm_std_;  // normalize_ as [1, 3, 1, 1] tensors on the device (made at the first uint8 batch)
   std::optional<DeviceBatch> fixed_;
   bool ahead_ = false;
+  // --decode gpu: a thread of its own takes the loader's batches and enqueues their
+  // decode on a stream of its own (StreamWorker), up to kDecodeAhead batches ahead
+  // of the consumer, so that nvJPEG's host work (parsing, the JPEG engine's
+  // submission) never holds the consumer, whose copy stream waits for the decode.
+  struct Decoded {
+    torch::Tensor images;             // on the device, once `mark` is passed
+    std::vector<torch::Tensor> host;  // labels (and `prepare`'s tensors)
+    std::shared_ptr<const std::vector<pipeline::EncodedSample>> encoded;
+    StreamWorker::Mark mark;
+    bool end = false;  // the loader ended
+  };
+  static constexpr std::size_t kDecodeAhead = 2;
+  void decode_loop();
+  void stop_decoding();
+  std::optional<Decoded> next_decoded(bool must);
+  std::shared_ptr<GpuJpegDecoder> gpu_;
+  std::unique_ptr<StreamWorker> decode_stream_;
+  std::mutex decode_mu_;
+  std::condition_variable decode_cv_;
+  std::deque<Decoded> decoded_;
+  std::exception_ptr decode_error_;
+  bool decode_stop_ = false;
+  std::thread decode_thread_;
+  // The JPEG bytes of the last batches handed out: nvJPEG may read them until the
+  // copy's stream passes their decode (at most DeviceCopier::kInFlight + 1 are pending).
+  std::deque<std::shared_ptr<const std::vector<pipeline::EncodedSample>>> encoded_alive_;
 };
 
 // A synthetic batch on `device`: images N(0, 1) [n, 3, size, size], labels uniform in [0, classes).

@@ -4,6 +4,8 @@
 
 #include <fstream>
 
+#include "pipeline/options.h"
+#include "pipeline/sample_stages.h"
 #include "pipeline/source.h"
 #include "tests/support/temp_dir.h"
 
@@ -26,6 +28,41 @@ TEST(PipelineMessages, TopFolderOfADatasetSuggestsItsTrainSplit) {
   }
   ImageFolderReader train(tmp.path() / "train");  // the hint's folder works
   EXPECT_EQ(train.size(), 1u);
+}
+
+TEST(PipelineMessages, DecodeGpuIsRefusedWhereItCannotWork) {
+  core::BenchOptions bench;
+  PipelineOptions o;
+  o.decode = "gpu";
+  EXPECT_TRUE(make_loader_config(bench, o).transform.decode_on_device);
+  auto refused = [&](const std::string& want) {
+    try {
+      make_loader_config(bench, o);
+      ADD_FAILURE() << "no error, expected: " << want;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  o.fetch_only = true;
+  refused("--fetch-only decodes nothing");
+  o.fetch_only = false;
+  o.coordinated = 2;
+  o.group = "g";
+  refused("--decode gpu and --coordinated cannot be combined");
+}
+
+TEST(PipelineMessages, DecodeGpuNeedsAJpegDataset) {
+  // Decoded images in memory (raw HWC pixels): nothing for nvJPEG to decode.
+  std::vector<Bytes> images{Bytes(4 * 4 * 3, 7)};
+  auto source = std::make_shared<DecodedTensorSource>(4, 4, 3, std::move(images), std::vector<std::int64_t>{0});
+  StageConfig c;
+  c.transform.decode_on_device = true;
+  try {
+    SampleStages stages(source, c, nullptr);
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--decode gpu decodes JPEG images"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "core/calibration.h"
+#include "core/nvtx.h"
+
+#include <iostream>
 
 namespace mlbench::core {
 namespace {
@@ -40,6 +43,34 @@ TEST(BenchCli, WarmupDefaultShrinksForShortRuns) {
   Args a({"toy", "--repeat", "5"});
   ASSERT_FALSE(cli.parse(a.argc(), a.argv(), {}).has_value());
   EXPECT_EQ(cli.options().warmup, 2);
+}
+
+TEST(BenchCli, NvtxTurnsTheRangesOnWhereTheBuildHasNvtxElseItIsAnError) {
+  BenchCli cli = make_cli();
+  Args a({"toy", "--nvtx"});
+  const auto rc = cli.parse(a.argc(), a.argv(), {});
+  if (nvtx::available()) {
+    EXPECT_FALSE(rc.has_value());
+    EXPECT_TRUE(cli.options().nvtx);
+    EXPECT_TRUE(nvtx::enabled());
+    {
+      nvtx::Range r("test");  // a push and a pop with no tool attached: returns
+    }
+    nvtx::enable(false);
+  } else {
+    std::cout << "this build has no NVTX3 header: --nvtx must be refused\n";
+    ASSERT_TRUE(rc.has_value());
+    EXPECT_EQ(*rc, 2);
+    EXPECT_FALSE(nvtx::enabled());
+  }
+}
+
+TEST(BenchCli, NvtxIsOffByDefault) {
+  BenchCli cli = make_cli();
+  Args a({"toy"});
+  ASSERT_FALSE(cli.parse(a.argc(), a.argv(), {}).has_value());
+  EXPECT_FALSE(cli.options().nvtx);
+  EXPECT_FALSE(nvtx::enabled());
 }
 
 TEST(BenchCli, EnvironmentOverridesDefaults) {

@@ -21,6 +21,14 @@ execute_process(COMMAND ${LOADER} --data ${WORK}/nowhere --repeat 2 --report ${W
 if(rc EQUAL 0 OR NOT err MATCHES "nowhere does not exist.*mlbench-datagen ensure")
   message(FATAL_ERROR "missing dataset: expected one error line naming the path and datagen, got rc=${rc}: ${err}")
 endif()
+# --decode gpu belongs to the image benchmarks: the loader refuses it in one line (a run
+# would hand the copy a batch without pixels).
+execute_process(COMMAND ${LOADER} --data ${WORK}/data/fake-imagenet-tiny/train -b 8 --repeat 2 --no-cuda --decode gpu
+                        --report ${WORK}/report3
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "--decode gpu is for the image benchmarks")
+  message(FATAL_ERROR "loader --decode gpu: expected one error line, got rc=${rc}: ${err}")
+endif()
 # Read-ahead (issue 14): --io-depth 3 on each engine and --io-depth 0, same seed, load the
 # same items into the same batches; the reports carry io_depth and the engine, and the
 # threads run's trace the I/O threads' reads (--drop-after-read: no file is served from the
