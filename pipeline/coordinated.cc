@@ -25,6 +25,7 @@
 #include "pipeline/coordinated.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -39,6 +40,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <new>
 #include <sstream>
@@ -55,7 +57,7 @@ namespace mlbench::pipeline {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x6d6c62636f6f7264ULL;  // "mlbcoord"
-constexpr std::uint32_t kLayoutVersion = 1;
+constexpr std::uint32_t kLayoutVersion = 2;  // 2: the dataset's fingerprint
 constexpr std::size_t kAlign = 64;
 
 enum MemberState : std::int32_t { kEmpty = 0, kJoined = 1, kLeft = 2, kDropped = 3 };
@@ -148,6 +150,7 @@ struct CoordinationGroup::Shared {
   std::int32_t members = 0, slots = 0;
   std::int32_t started = 0, joined = 0;
   std::uint64_t data_bytes = 0, max_labels = 0, fingerprint = 0, slot_stride = 0;
+  std::uint64_t dataset = 0;  // GroupOptions::dataset
   std::int64_t created_ns = 0;
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -212,8 +215,25 @@ std::string coordinated_segment_name(const std::string& group) {
       throw std::invalid_argument("--group '" + group + "': only letters, digits, '.', '_' and '-' are allowed");
     }
   }
-  return "/mlbench-coord-" + group;
+  return fmt::format("/mlbench-coord-{}-{}", static_cast<unsigned long>(::geteuid()), group);
 }
+
+namespace {
+
+// The owner of an open segment, as one line when it is not this user, else "".
+std::string foreign_owner(int fd, const std::string& name) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fmt::format("cannot stat /dev/shm{}: {}", name, errno_text());
+  if (st.st_uid == ::geteuid()) return {};
+  const passwd* pw = ::getpwuid(st.st_uid);
+  return fmt::format(
+      "coordinated group: /dev/shm{} belongs to user {} (uid {}), not to this user (uid {}): a group is private to "
+      "the user who created it, and this process will not read batches another user wrote; remove the file or pick "
+      "another --group",
+      name, pw ? pw->pw_name : "?", static_cast<unsigned long>(st.st_uid), static_cast<unsigned long>(::geteuid()));
+}
+
+}  // namespace
 
 nlohmann::json to_json(const GroupReport& r) {
   nlohmann::json dropped = nlohmann::json::array();
@@ -230,7 +250,8 @@ nlohmann::json to_json(const GroupReport& r) {
           {"wait_s", r.wait_s},
           {"slot_wait_s", r.slot_wait_s},
           {"members_dropped", dropped},
-          {"stale_segment_removed", r.stale_segment_removed}};
+          {"stale_segment_removed", r.stale_segment_removed},
+          {"stale_segments_removed", r.stale_segments_removed}};
 }
 
 CoordinationGroup::CoordinationGroup(GroupOptions options) : options_(std::move(options)) {
@@ -244,6 +265,7 @@ CoordinationGroup::CoordinationGroup(GroupOptions options) : options_(std::move(
   if (!options_.clock) options_.clock = monotonic_ns;
   slot_stride_ = stride(options_.data_bytes, options_.max_labels);
   try {
+    remove_stale_groups();
     open_or_create();
   } catch (...) {
     if (map_) ::munmap(map_, map_bytes_);
@@ -265,11 +287,59 @@ CoordinationGroup::~CoordinationGroup() {
   leave();
 }
 
+void CoordinationGroup::remove_stale_groups() {
+  const std::string prefix = fmt::format("mlbench-coord-{}-", static_cast<unsigned long>(::geteuid()));
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const std::string file = entry.path().filename().string();
+    const std::string name = "/" + file;
+    if (file.rfind(prefix, 0) != 0 || name == name_) continue;  // this group's own: open_or_create decides
+    const int fd = ::shm_open(name.c_str(), O_RDWR, 0);
+    if (fd < 0) continue;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || st.st_uid != ::geteuid() || ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd);  // another user's, or being set up or cleaned right now
+      continue;
+    }
+    bool stale = true;
+    const auto size = static_cast<std::size_t>(st.st_size);
+    if (size >= sizeof(Shared)) {
+      void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (m != MAP_FAILED) {
+        auto* s = static_cast<Shared*>(m);
+        if (s->magic.load() == kMagic && s->version == kLayoutVersion) {
+          Lock lock(s);
+          for (int i = 0; i < s->members && i < kMaxCoordinatedMembers; ++i) {
+            if (s->member[i].state == kJoined && process_alive(s->member[i].pid, s->member[i].start_ticks)) stale = false;
+          }
+        }
+        ::munmap(m, size);
+      }
+    }
+    if (stale && ::shm_unlink(name.c_str()) == 0) ++stale_groups_removed_;
+    ::flock(fd, LOCK_UN);
+    ::close(fd);
+  }
+}
+
 void CoordinationGroup::open_or_create() {
   const std::size_t total = meta_bytes(options_.slots) + slot_stride_ * static_cast<std::size_t>(options_.slots);
   for (int attempt = 0; attempt < 100; ++attempt) {
-    fd_ = ::shm_open(name_.c_str(), O_RDWR | O_CREAT, 0600);
+    // Created here (O_EXCL, 0600), or opened without O_CREAT and checked to be this user's:
+    // a segment another user made under this name is never joined nor written.
+    fd_ = ::shm_open(name_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd_ >= 0) {
+      ::fchmod(fd_, 0600);  // whatever the umask
+    } else if (errno == EEXIST) {
+      fd_ = ::shm_open(name_.c_str(), O_RDWR, 0);
+      if (fd_ < 0 && errno == ENOENT) continue;  // removed meanwhile: create it
+    }
     if (fd_ < 0) throw DataError(fmt::format("coordinated group: cannot open /dev/shm{}: {}", name_, errno_text()));
+    if (std::string why = foreign_owner(fd_, name_); !why.empty()) {
+      ::close(fd_);
+      fd_ = -1;
+      throw DataError(why);
+    }
     if (::flock(fd_, LOCK_EX) != 0) {
       throw DataError(fmt::format("coordinated group: cannot lock /dev/shm{}: {}", name_, errno_text()));
     }
@@ -304,6 +374,16 @@ void CoordinationGroup::open_or_create() {
         fd_ = -1;
         stale_removed_ = true;
         continue;
+      }
+      if (s->dataset != options_.dataset) {
+        const std::string why = fmt::format(
+            "coordinated group '{}' runs over another dataset (every member needs the same files: dataset "
+            "{:016x}, this process's {:016x}); give it another --group",
+            options_.group, s->dataset, options_.dataset);
+        ::munmap(m, size);
+        ::close(fd_);
+        fd_ = -1;
+        throw DataError(why);
       }
       if (s->fingerprint != options_.fingerprint || s->members != options_.members || s->slots != options_.slots ||
           s->data_bytes != options_.data_bytes || s->max_labels != options_.max_labels) {
@@ -349,6 +429,7 @@ void CoordinationGroup::open_or_create() {
       shared_->data_bytes = options_.data_bytes;
       shared_->max_labels = options_.max_labels;
       shared_->fingerprint = options_.fingerprint;
+      shared_->dataset = options_.dataset;
       shared_->slot_stride = slot_stride_;
       shared_->created_ns = options_.clock();
       SlotMeta* meta = shared_->slot_meta();
@@ -669,6 +750,7 @@ GroupReport CoordinationGroup::report() const {
   r.wait_s = static_cast<double>(wait_ns_.load()) * 1e-9;
   r.slot_wait_s = static_cast<double>(slot_wait_ns_.load()) * 1e-9;
   r.stale_segment_removed = stale_removed_;
+  r.stale_segments_removed = stale_groups_removed_;
   if (shared_ && !left_) {
     Lock lock(shared_);
     r.joined = shared_->joined;
@@ -805,6 +887,7 @@ std::shared_ptr<CoordinatedDataset> coordinated_dataset(std::shared_ptr<ImageDat
     f = mix_seed(f, v);
   }
   o.fingerprint = f;
+  o.dataset = dataset->source().fingerprint();
   o.timeout_ns = static_cast<std::int64_t>(c.timeout_s * 1e9);
   o.join_timeout_ns = static_cast<std::int64_t>(c.join_timeout_s * 1e9);
   const Sampler sampler(dataset->size(), config.shuffle, config.seed, config.num_shards, config.shard_id);

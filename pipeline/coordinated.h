@@ -57,7 +57,9 @@ inline constexpr int kMaxCoordinatedMembers = 64;
 using GroupClock = std::function<std::int64_t()>;
 std::int64_t monotonic_ns();
 
-// The shared segment's name for a group ("/mlbench-coord-<group>"); throws
+// The shared segment's name for a group ("/mlbench-coord-<euid>-<group>": one name
+// space per user; a segment is created 0600 with O_EXCL and joined only when this
+// user owns it); throws
 // std::invalid_argument for a group name that is empty, longer than 64
 // characters or has characters other than letters, digits, '.', '_', '-'.
 std::string coordinated_segment_name(const std::string& group);
@@ -71,6 +73,9 @@ struct GroupOptions {
   // Settings every member must share (seed, batch shape, dataset size, ...):
   // a member whose fingerprint differs is refused.
   std::uint64_t fingerprint = 0;
+  // The dataset every member must read (ItemSource::fingerprint: its items' names,
+  // sizes and labels): a member over another dataset is refused.
+  std::uint64_t dataset = 0;
   std::int64_t timeout_ns = 10'000'000'000;
   std::int64_t join_timeout_ns = 60'000'000'000;
   GroupClock clock = monotonic_ns;
@@ -99,6 +104,7 @@ struct GroupReport {
   };
   std::vector<Dropped> dropped;        // members dropped from the group (by any member)
   bool stale_segment_removed = false;  // a killed run's segment was found and removed at start
+  int stale_segments_removed = 0;      // segments of this user's other groups whose members were all gone
 };
 nlohmann::json to_json(const GroupReport& r);
 
@@ -148,6 +154,9 @@ class CoordinationGroup {
  private:
   class Lock;
   void open_or_create();
+  // Removes this user's segments of other groups whose members are all gone (a run killed
+  // with SIGKILL leaves its ring in /dev/shm); a segment being set up (flocked) is left.
+  void remove_stale_groups();
   void wait_for_members();
   void check_not_dropped() const;
   void write_slot(int index, const Batch& b);  // no lock: the slot is this member's (Building)
@@ -170,6 +179,7 @@ class CoordinationGroup {
   int member_ = -1;
   bool left_ = false;
   bool stale_removed_ = false;
+  int stale_groups_removed_ = 0;
   std::atomic<bool> stopping_{false};
   std::int64_t last_check_ns_ = 0;
   // This process's counters (the shared ones are per member too; these need no lock).

@@ -6,13 +6,25 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <thread>
 #include <unordered_map>
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <boost/asio.hpp>
 #include <fmt/format.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "core/environment.h"
 
 #include "core/process.h"
 #include "pipeline/fetch_origin.h"
@@ -52,7 +64,95 @@ std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
 }
 
+std::array<std::uint8_t, kPeerNonceBytes> random_nonce() {
+  std::array<std::uint8_t, kPeerNonceBytes> n{};
+  if (RAND_bytes(n.data(), static_cast<int>(n.size())) != 1) throw std::runtime_error("peer cache: RAND_bytes failed");
+  return n;
+}
+
+constexpr const char* kClientLabel = "mlbench-peer client";
+constexpr const char* kServerLabel = "mlbench-peer server";
+
 }  // namespace
+
+std::array<std::uint8_t, 32> peer_proof(const std::string& secret, const std::string& label, const std::uint8_t* data,
+                                        std::size_t size) {
+  std::vector<std::uint8_t> message(label.begin(), label.end());
+  message.insert(message.end(), data, data + size);
+  std::array<std::uint8_t, 32> out{};
+  unsigned int len = 0;
+  if (!HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), message.data(), message.size(), out.data(),
+            &len) ||
+      len != out.size()) {
+    throw std::runtime_error("peer cache: HMAC-SHA256 failed");
+  }
+  return out;
+}
+
+std::string load_peer_secret() {
+  if (const char* v = std::getenv("MLBENCH_PEER_SECRET"); v && *v) return v;
+  namespace fs = std::filesystem;
+  fs::path file;
+  bool made_here = false;
+  if (const char* f = std::getenv("MLBENCH_PEER_SECRET_FILE"); f && *f) {
+    file = f;
+  } else {
+    const char* xdg = std::getenv("XDG_CONFIG_HOME");
+    const char* home = std::getenv("HOME");
+    if ((!xdg || !*xdg) && (!home || !*home)) {
+      throw std::invalid_argument(
+          "--peers: no shared secret: set MLBENCH_PEER_SECRET (the same on every node) or MLBENCH_PEER_SECRET_FILE");
+    }
+    file = (xdg && *xdg ? fs::path(xdg) : fs::path(home) / ".config") / "mlbench" / "peer-secret";
+    std::error_code ec;
+    fs::create_directories(file.parent_path(), ec);
+    // Made once, 0600, never overwritten: written whole to a temporary file, then linked to its
+    // name (link fails when another process made it first; both then read the same whole file).
+    if (!fs::exists(file, ec)) {
+      std::string tmp = file.string() + ".XXXXXX";
+      const int fd = ::mkstemp(tmp.data());  // mode 0600
+      if (fd < 0) {
+        throw std::invalid_argument(fmt::format("--peers: cannot make the shared secret {}: {}", file.string(),
+                                                std::strerror(errno)));
+      }
+      std::array<std::uint8_t, 32> raw{};
+      if (RAND_bytes(raw.data(), static_cast<int>(raw.size())) != 1) {
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        throw std::runtime_error("--peers: RAND_bytes failed");
+      }
+      std::string hex;
+      for (std::uint8_t b : raw) hex += fmt::format("{:02x}", b);
+      hex += "\n";
+      const bool ok = ::write(fd, hex.data(), hex.size()) == static_cast<ssize_t>(hex.size()) && ::fsync(fd) == 0;
+      ::close(fd);
+      if (ok) made_here = ::link(tmp.c_str(), file.c_str()) == 0;
+      ::unlink(tmp.c_str());
+      if (!ok) throw std::invalid_argument("--peers: cannot write the shared secret " + file.string());
+    }
+  }
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw std::invalid_argument(fmt::format("--peers: cannot read the shared secret {}: {}", file.string(),
+                                            std::strerror(errno)));
+  }
+  struct stat st {};
+  ::fstat(fd, &st);
+  if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    ::close(fd);
+    throw std::invalid_argument(fmt::format(
+        "--peers: the shared secret {} must belong to this user and be readable by no one else (chmod 600 it)",
+        file.string()));
+  }
+  std::string text(4096, '\0');
+  const ssize_t n = ::read(fd, text.data(), text.size());
+  ::close(fd);
+  text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  if (text.empty()) throw std::invalid_argument("--peers: the shared secret " + file.string() + " is empty");
+  (void)made_here;
+  return text;
+}
 
 std::vector<PeerAddress> parse_peers(const std::string& text) {
   std::vector<PeerAddress> out;
@@ -73,6 +173,13 @@ std::vector<PeerAddress> parse_peers(const std::string& text) {
     if (err != std::errc() || stop != end || port < 1 || port > 65535) {
       throw std::invalid_argument(fmt::format("--peers: '{}' has no port in 1..65535", entry));
     }
+    for (std::size_t r = 0; r < out.size(); ++r) {
+      if (out[r].host == host && out[r].port == port) {
+        throw std::invalid_argument(fmt::format(
+            "--peers: '{}' is given twice (ranks {} and {}): every node needs an address of its own", entry, r,
+            out.size()));
+      }
+    }
     out.push_back({host, static_cast<std::uint16_t>(port)});
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -90,8 +197,11 @@ struct PeerCacheServer::Impl {
   Lookup lookup;
   std::vector<std::thread> threads;
   std::atomic<std::uint64_t> requests{0}, from_cache{0}, from_storage{0}, misses{0}, rejected{0}, bytes{0},
-      storage_bytes{0}, messages{0};
+      storage_bytes{0}, messages{0}, unauthenticated{0}, connections_refused{0}, accept_errors{0};
   std::atomic<std::int64_t> last_request_ns{0};  // steady clock
+  std::atomic<int> sessions{0};
+  int max_sessions = 64;
+  asio::steady_timer accept_retry{ctx};
 
   void accept();
 };
@@ -100,33 +210,83 @@ namespace {
 
 // One peer's connection: read a request, answer it, read the next; one operation
 // outstanding at a time, so its handlers never run concurrently.
+// A connection proves the run's secret first (the handshake, peer_cache.h) within the
+// timeout; its handlers run on a strand (the handshake's timer and its reads never race).
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(PeerCacheServer::Impl* server, tcp::socket socket) : server_(server), socket_(std::move(socket)) {}
-  void start() { read_request(); }
+  Session(PeerCacheServer::Impl* server, tcp::socket socket)
+      : server_(server),
+        strand_(asio::make_strand(server->ctx)),
+        socket_(std::move(socket)),
+        auth_timer_(strand_) {
+    ++server_->sessions;
+  }
+  ~Session() { --server_->sessions; }
+  void start() {
+    auto self = shared_from_this();
+    asio::dispatch(strand_, [this, self] { hello(); });
+  }
 
  private:
+  void hello() {
+    auto self = shared_from_this();
+    auth_timer_.expires_after(seconds(std::max(0.2, server_->partition.timeout_s)));
+    auth_timer_.async_wait(asio::bind_executor(strand_, [this, self](error_code ec) {
+      if (ec || authenticated_) return;
+      ++server_->unauthenticated;  // silent: closed with nothing served
+      close();
+    }));
+    put_u32(hello_.data(), kPeerHelloMagic);
+    const auto nonce = random_nonce();
+    std::memcpy(hello_.data() + 4, nonce.data(), nonce.size());
+    asio::async_write(socket_, asio::buffer(hello_), asio::bind_executor(strand_, [this, self](error_code ec, std::size_t) {
+      if (ec) return;
+      asio::async_read(socket_, asio::buffer(proof_), asio::bind_executor(strand_, [this, self](error_code ec2, std::size_t) {
+        if (ec2) return;
+        const auto want = peer_proof(server_->partition.secret, kClientLabel, hello_.data() + 4, kPeerNonceBytes);
+        if (CRYPTO_memcmp(want.data(), proof_.data(), want.size()) != 0) {
+          ++server_->unauthenticated;
+          return close();
+        }
+        authenticated_ = true;
+        auth_timer_.cancel();
+        // The server's proof over the client's nonce and its own.
+        std::array<std::uint8_t, 2 * kPeerNonceBytes> both{};
+        std::memcpy(both.data(), proof_.data() + 32, kPeerNonceBytes);
+        std::memcpy(both.data() + kPeerNonceBytes, hello_.data() + 4, kPeerNonceBytes);
+        server_proof_ = peer_proof(server_->partition.secret, kServerLabel, both.data(), both.size());
+        asio::async_write(socket_, asio::buffer(server_proof_), asio::bind_executor(strand_, [this, self](error_code ec3, std::size_t) {
+          if (!ec3) read_request();
+        }));
+      }));
+    }));
+  }
+
+  void close() {
+    error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
   void read_request() {
     auto self = shared_from_this();
-    asio::async_read(socket_, asio::buffer(length_.data(), 4), [this, self](error_code ec, std::size_t) {
+    asio::async_read(socket_, asio::buffer(length_.data(), 4), asio::bind_executor(strand_, [this, self](error_code ec, std::size_t) {
       if (ec) return;  // the peer closed, or the server stops
       // 4 + 8 n bytes for 1..kPeerMaxIds ids; else oversized or short: the framing is lost.
       const std::uint32_t length = get_u32(length_.data());
       if (length < kPeerRequestBytes || length > 4 + 8 * kPeerMaxIds || (length - 4) % 8 != 0) return reject();
       request_.resize(length);
-      asio::async_read(socket_, asio::buffer(request_), [this, self](error_code ec2, std::size_t) {
+      asio::async_read(socket_, asio::buffer(request_), asio::bind_executor(strand_, [this, self](error_code ec2, std::size_t) {
         if (ec2) return;
         if (get_u32(request_.data()) != kPeerMagic) return reject();
         answer();
-      });
-    });
+      }));
+    }));
   }
 
   void reject() {
     ++server_->rejected;
-    error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
+    close();
   }
 
   // One id's reply: its header at `header`, its body into `body` (null for none).
@@ -178,14 +338,20 @@ class Session : public std::enable_shared_from_this<Session> {
       if (bodies_[k] && !bodies_[k]->empty()) buffers_.push_back(asio::buffer(*bodies_[k]));
     }
     auto self = shared_from_this();
-    asio::async_write(socket_, buffers_, [this, self](error_code ec, std::size_t) {
+    asio::async_write(socket_, buffers_, asio::bind_executor(strand_, [this, self](error_code ec, std::size_t) {
       bodies_.clear();
       if (!ec) read_request();
-    });
+    }));
   }
 
   PeerCacheServer::Impl* server_;
+  asio::strand<asio::io_context::executor_type> strand_;
   tcp::socket socket_;
+  asio::steady_timer auth_timer_;
+  bool authenticated_ = false;
+  std::array<std::uint8_t, 4 + kPeerNonceBytes> hello_{};
+  std::array<std::uint8_t, 32 + kPeerNonceBytes> proof_{};  // the client's proof, then its nonce
+  std::array<std::uint8_t, 32> server_proof_{};
   std::array<std::uint8_t, 4> length_{};
   std::vector<std::uint8_t> request_;  // magic and ids
   std::vector<std::uint8_t> headers_;  // one reply header per id
@@ -198,7 +364,21 @@ class Session : public std::enable_shared_from_this<Session> {
 void PeerCacheServer::Impl::accept() {
   acceptor.async_accept([this](error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
-    if (!ec) {
+    if (ec) {
+      // Out of file descriptors (EMFILE, ENFILE) or another failure of the accept: not this
+      // process's end; try again a little later (at once would spin on the same error).
+      ++accept_errors;
+      accept_retry.expires_after(std::chrono::milliseconds(100));
+      accept_retry.async_wait([this](error_code e) {
+        if (!e) accept();
+      });
+      return;
+    }
+    if (sessions.load() >= max_sessions) {
+      ++connections_refused;  // a flood: the run's own peers need far fewer
+      error_code ignored;
+      socket.close(ignored);
+    } else {
       socket.set_option(tcp::no_delay(true), ec);
       std::make_shared<Session>(this, std::move(socket))->start();
     }
@@ -213,11 +393,30 @@ PeerCacheServer::PeerCacheServer(const PeerAddress& listen, std::size_t items, c
   impl_->partition = partition;
   impl_->last_request_ns = std::chrono::steady_clock::now().time_since_epoch().count();
   impl_->lookup = std::move(lookup);
+  if (partition.secret.empty()) throw std::runtime_error("peer cache: no shared secret (PartitionConfig::secret)");
+  {
+    rlimit lim{};
+    const long fds = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY
+                         ? static_cast<long>(lim.rlim_cur)
+                         : 1024;
+    impl_->max_sessions =
+        static_cast<int>(std::max<long>(4, std::min<long>(16L * partition.world() + 16, fds / 4)));
+  }
   error_code ec;
-  const auto address = asio::ip::make_address(listen.host == "localhost" ? "127.0.0.1" : listen.host, ec);
-  if (ec)
-    throw std::runtime_error(
-        fmt::format("peer cache: cannot listen on {}: not an address of this node", listen.to_string()));
+  auto address = asio::ip::make_address(listen.host == "localhost" ? "127.0.0.1" : listen.host, ec);
+  if (ec) {
+    // A host name (this node's, as the others reach it): listen on the address it resolves to.
+    tcp::resolver resolver(impl_->ctx);
+    error_code rec;
+    const auto found = resolver.resolve(listen.host, std::to_string(listen.port), rec);
+    if (rec || found.empty()) {
+      throw std::runtime_error(fmt::format("peer cache: cannot listen on {}: {} ({})", listen.to_string(),
+                                           rec ? "its name does not resolve" : "no address",
+                                           rec ? rec.message() : "empty answer"));
+    }
+    address = found.begin()->endpoint().address();
+    ec.clear();
+  }
   const tcp::endpoint endpoint(address, listen.port);
   impl_->acceptor.open(endpoint.protocol(), ec);
   if (!ec) impl_->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
@@ -227,7 +426,19 @@ PeerCacheServer::PeerCacheServer(const PeerAddress& listen, std::size_t items, c
     throw std::runtime_error(fmt::format("peer cache: cannot listen on {}: {}", listen.to_string(), ec.message()));
   impl_->accept();
   const int n = std::max(1, partition.server_threads);
-  for (int i = 0; i < n; ++i) impl_->threads.emplace_back([this] { impl_->ctx.run(); });
+  for (int i = 0; i < n; ++i) {
+    impl_->threads.emplace_back([this] {
+      // A handler's exception must not end the training run: count it and serve on.
+      for (;;) {
+        try {
+          impl_->ctx.run();
+          return;
+        } catch (const std::exception&) {
+          ++impl_->accept_errors;
+        }
+      }
+    });
+  }
 }
 
 PeerCacheServer::~PeerCacheServer() {
@@ -248,9 +459,22 @@ double PeerCacheServer::seconds_since_last_request() const {
 }
 
 PeerCacheServer::Counters PeerCacheServer::counters() const {
-  return {impl_->requests.load(), impl_->from_cache.load(), impl_->from_storage.load(),  impl_->misses.load(),
-          impl_->rejected.load(), impl_->bytes.load(),      impl_->storage_bytes.load(), impl_->messages.load()};
+  Counters c;
+  c.requests = impl_->requests.load();
+  c.from_cache = impl_->from_cache.load();
+  c.from_storage = impl_->from_storage.load();
+  c.misses = impl_->misses.load();
+  c.rejected = impl_->rejected.load();
+  c.bytes = impl_->bytes.load();
+  c.storage_bytes = impl_->storage_bytes.load();
+  c.messages = impl_->messages.load();
+  c.unauthenticated = impl_->unauthenticated.load();
+  c.connections_refused = impl_->connections_refused.load();
+  c.accept_errors = impl_->accept_errors.load();
+  return c;
 }
+
+int PeerCacheServer::max_sessions() const { return impl_->max_sessions; }
 
 // --- client ----------------------------------------------------------------------------------
 
@@ -278,7 +502,7 @@ struct Connection {
 // Connects `conn` to `address` (an address as given, else the name resolved) by `deadline`.
 // Returns "" when connected, else why not: "resolve: ...", "connect " + `timed_out`, "connect: ...".
 std::string connect(Connection& conn, const PeerAddress& address, std::chrono::steady_clock::time_point deadline,
-                    const std::string& timed_out) {
+                    const std::string& timed_out, const std::string& secret) {
   error_code ec;
   std::vector<tcp::endpoint> endpoints;
   const auto ip = asio::ip::make_address(address.host, ec);
@@ -295,6 +519,36 @@ std::string connect(Connection& conn, const PeerAddress& address, std::chrono::s
   if (!conn.run_until(deadline)) return "connect " + timed_out;
   if (ec) return "connect: " + ec.message();
   conn.socket.set_option(tcp::no_delay(true), ec);
+  // The handshake (peer_cache.h): the server's nonce, this end's proof and nonce, the server's proof.
+  std::array<std::uint8_t, 4 + kPeerNonceBytes> hello{};
+  ec = asio::error::would_block;
+  asio::async_read(conn.socket, asio::buffer(hello), [&](error_code e, std::size_t) { ec = e; });
+  if (!conn.run_until(deadline)) return "handshake " + timed_out;
+  if (ec) return "handshake: " + (ec == asio::error::eof ? std::string("closed the connection") : ec.message());
+  if (get_u32(hello.data()) != kPeerHelloMagic) return "handshake: not an mlbench peer (no MLPA greeting)";
+  const auto nonce = random_nonce();
+  std::array<std::uint8_t, 32 + kPeerNonceBytes> mine{};
+  const auto proof = peer_proof(secret, kClientLabel, hello.data() + 4, kPeerNonceBytes);
+  std::memcpy(mine.data(), proof.data(), proof.size());
+  std::memcpy(mine.data() + 32, nonce.data(), nonce.size());
+  std::array<std::uint8_t, 32> theirs{};
+  ec = asio::error::would_block;
+  asio::async_write(conn.socket, asio::buffer(mine), [&](error_code e, std::size_t) {
+    ec = e;
+    if (!e) asio::async_read(conn.socket, asio::buffer(theirs), [&](error_code e2, std::size_t) { ec = e2; });
+  });
+  if (!conn.run_until(deadline)) return "handshake " + timed_out;
+  if (ec) {
+    return ec == asio::error::eof ? "handshake: the peer closed the connection (it does not hold this run's secret)"
+                                  : "handshake: " + ec.message();
+  }
+  std::array<std::uint8_t, 2 * kPeerNonceBytes> both{};
+  std::memcpy(both.data(), nonce.data(), kPeerNonceBytes);
+  std::memcpy(both.data() + kPeerNonceBytes, hello.data() + 4, kPeerNonceBytes);
+  const auto want = peer_proof(secret, kServerLabel, both.data(), both.size());
+  if (CRYPTO_memcmp(want.data(), theirs.data(), want.size()) != 0) {
+    return "handshake: the peer does not hold this run's secret";
+  }
   return {};
 }
 
@@ -315,6 +569,7 @@ struct PeerCacheClient::Impl {
 };
 
 PeerCacheClient::PeerCacheClient(PartitionConfig config, Clock clock) : impl_(std::make_unique<Impl>()) {
+  if (config.secret.empty()) throw std::runtime_error("peer cache: no shared secret (PartitionConfig::secret)");
   impl_->config = std::move(config);
   impl_->clock = std::move(clock);
   for (std::size_t i = 0; i < impl_->config.peers.size(); ++i) impl_->peers.push_back(std::make_unique<Impl::Peer>());
@@ -335,7 +590,7 @@ bool PeerCacheClient::wait_until_up(int peer, double timeout_s) {
   for (;;) {
     auto conn = std::make_unique<Connection>();
     const auto attempt = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1));
-    if (connect(*conn, address, attempt, "timed out").empty()) {
+    if (connect(*conn, address, attempt, "timed out", impl_->config.secret).empty()) {
       auto& p = *impl_->peers[static_cast<std::size_t>(peer)];
       std::lock_guard lock(p.mu);
       p.down_until = {};
@@ -401,7 +656,9 @@ void PeerCacheClient::get_many(int peer, const std::vector<std::size_t>& indices
 
   if (!conn) {
     conn = std::make_unique<Connection>();
-    if (const std::string why = connect(*conn, address, deadline, timed_out); !why.empty()) return fail(0, why);
+    if (const std::string why = connect(*conn, address, deadline, timed_out, impl_->config.secret); !why.empty()) {
+      return fail(0, why);
+    }
   }
   error_code ec;
   std::vector<std::uint8_t> request(8 + 8 * indices.size());
@@ -678,6 +935,10 @@ LoopbackPeerRate loopback_peer_rate(std::size_t item_bytes, int threads, double 
   config.rank = 1;
   config.peers = {{"127.0.0.1", 1}, {"127.0.0.1", 0}};
   config.server_threads = std::max(1, threads);
+  {
+    const auto key = random_nonce();  // this process's own loopback pair: a secret of its own
+    config.secret.assign(key.begin(), key.end());
+  }
   auto item = std::make_shared<const Bytes>(std::max<std::size_t>(1, item_bytes), std::uint8_t{7});
   PeerCacheServer server(config.peers[1], std::size_t{1} << 20, config,
                          [item](std::size_t, std::shared_ptr<const Bytes>& out) {
@@ -754,7 +1015,9 @@ nlohmann::json partitioned_cache_report(const PartitionedSource& source, const P
     j["served"] = {{"requests", s.requests},     {"messages", s.messages},
                    {"from_cache", s.from_cache}, {"from_storage", s.from_storage},
                    {"misses", s.misses},         {"rejected", s.rejected},
-                   {"bytes", s.bytes},           {"storage_bytes", s.storage_bytes}};
+                   {"bytes", s.bytes},           {"storage_bytes", s.storage_bytes},
+                   {"unauthenticated", s.unauthenticated}, {"connections_refused", s.connections_refused},
+                   {"accept_errors", s.accept_errors}};
   } else {
     j["served"] = nullptr;
   }

@@ -15,6 +15,16 @@
 //            (1 <= n <= kPeerMaxIds)
 //   reply:   per id, in the request's order: u32 status (PeerStatus), u64 length,
 //            then `length` bytes
+// Before any request, both ends prove they hold the run's shared secret
+// (PartitionConfig::secret): the server sends u32 magic "MLPA" and a 16-byte
+// random nonce Ns; the client answers HMAC-SHA256(secret, "mlbench-peer client"
+// Ns) and its own nonce Nc; the server checks it (in constant time) and answers
+// HMAC-SHA256(secret, "mlbench-peer server" Nc Ns), which the client checks. A
+// connection that does not prove it within the timeout gets nothing and is
+// closed (counted as `unauthenticated`); the server holds at most
+// max_sessions() connections at once (more are closed at once, counted as
+// `connections_refused`), and an accept that fails (out of file descriptors)
+// is retried later, never fatal.
 // The port serves only item bytes of the node's partition, by id: no path
 // names cross the network. A request whose length is not 4 + 8 n for such an n
 // (oversized or short) or whose magic is wrong is rejected: counted, and the
@@ -28,6 +38,7 @@
 // instead of per item. torch-free; Boost.Asio inside peer_cache.cc only.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -51,6 +62,21 @@ struct PeerAddress {
   std::string to_string() const { return host + ":" + std::to_string(port); }
 };
 
+// The partitioned cache's shared secret, in this order: $MLBENCH_PEER_SECRET (the
+// text itself), the file $MLBENCH_PEER_SECRET_FILE, else the user's file
+// $XDG_CONFIG_HOME/mlbench/peer-secret (default ~/.config/mlbench/peer-secret),
+// made with 32 random bytes (hex) and mode 0600 when missing. Every node of a run
+// must see the same: on one machine, or with a shared home, the user's file does;
+// else set the variable on every node. A file another user owns, or that its group
+// or others may read, is refused; throws std::invalid_argument with one line.
+std::string load_peer_secret();
+
+// HMAC-SHA256(secret, label || data): the handshake's proofs (exposed for the tests).
+std::array<std::uint8_t, 32> peer_proof(const std::string& secret, const std::string& label, const std::uint8_t* data,
+                                        std::size_t size);
+inline constexpr std::uint32_t kPeerHelloMagic = 0x4d4c5041;  // "MLPA"
+inline constexpr std::size_t kPeerNonceBytes = 16;
+
 // "host:port,host:port,..." (IPv4 names or addresses; "[::1]:port" for IPv6).
 // Throws std::invalid_argument naming the bad entry.
 std::vector<PeerAddress> parse_peers(const std::string& text);
@@ -69,6 +95,9 @@ struct PartitionConfig {
   // --peer-batch: the most item ids one request to a peer carries (a batch's items of that peer
   // go in as few requests); 1: one request per item, as each item is read (no batching).
   int max_ids_per_request = 256;
+  // The run's shared secret (load_peer_secret): every node of a run must hold the same; a
+  // server or client without one refuses to start.
+  std::string secret;
 
   int world() const { return static_cast<int>(peers.size()); }
   bool enabled() const { return peers.size() > 1; }
@@ -109,8 +138,14 @@ class PeerCacheServer {
     std::uint64_t requests = 0, from_cache = 0, from_storage = 0, misses = 0, rejected = 0, bytes = 0;
     std::uint64_t storage_bytes = 0;  // of `bytes`, read from storage for the asking peer
     std::uint64_t messages = 0;
+    // Connections closed before they proved the secret; closed at accept (over max_sessions);
+    // accepts that failed (e.g. out of file descriptors) and were retried.
+    std::uint64_t unauthenticated = 0, connections_refused = 0, accept_errors = 0;
   };
   Counters counters() const;
+  // The most connections held at once: 16 per node of the run plus 16, within a quarter of
+  // this process's file-descriptor limit (the rest stay for its dataset).
+  int max_sessions() const;
 
   struct Impl;  // peer_cache.cc (its connections reach it)
 

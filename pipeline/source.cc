@@ -307,4 +307,41 @@ DecodedTensorSource::DecodedTensorSource(int width, int height, int channels, st
   }
 }
 
+namespace {
+
+// FNV-1a, 64 bits.
+struct Fnv {
+  std::uint64_t h = 14695981039346656037ull;
+  void add(const void* data, std::size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  }
+  void add(const std::string& s) { add(s.data(), s.size() + 1); }  // with its terminator: "ab","c" != "a","bc"
+  void add(std::uint64_t v) { add(&v, sizeof v); }
+};
+
+}  // namespace
+
+std::uint64_t ItemSource::fingerprint() const {
+  Fnv f;
+  f.add(static_cast<std::uint64_t>(size()));
+  for (std::size_t i = 0; i < size(); ++i) {
+    f.add(describe(i));
+    f.add(static_cast<std::uint64_t>(label(i)));
+  }
+  return f.h;
+}
+
+std::uint64_t ImageFolderReader::fingerprint() const {
+  Fnv f;
+  f.add(static_cast<std::uint64_t>(files_.size()));
+  for (std::size_t i = 0; i < files_.size(); ++i) {
+    const std::string& path = files_[i].native();
+    f.add(path.size() >= root_prefix_ ? path.substr(root_prefix_) : path);
+    f.add(static_cast<std::uint64_t>(sizes_[i]));
+    f.add(static_cast<std::uint64_t>(labels_[i]));
+  }
+  return f.h;
+}
+
 }  // namespace mlbench::pipeline

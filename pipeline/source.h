@@ -73,6 +73,9 @@ class ItemSource {
   virtual int raw_channels() const { return 0; }
   // A name for warnings ("root/n01/x.jpg").
   virtual std::string describe(std::size_t index) const = 0;
+  // What the dataset is, as a 64-bit hash of every item's name (describe) and label:
+  // sources that list the same items agree (a coordinated group holds its members to one).
+  virtual std::uint64_t fingerprint() const;
 };
 
 class ImageFolderReader : public ItemSource {
@@ -93,6 +96,9 @@ class ImageFolderReader : public ItemSource {
   void finish_file_read(std::size_t index, const FileRead& r, Bytes& out, std::optional<long> got) const override;
   Encoding encoding() const override { return Encoding::Jpeg; }
   std::string describe(std::size_t index) const override { return files_[index].string(); }
+  // Every file's path below the root, size (from the scan) and label: the same folder
+  // copied elsewhere agrees, another set of files of the same count does not.
+  std::uint64_t fingerprint() const override;
 
   const std::vector<std::string>& classes() const { return classes_; }
   const std::vector<std::string>& empty_classes() const { return empty_classes_; }

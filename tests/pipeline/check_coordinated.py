@@ -29,7 +29,7 @@ group_prefix = f"e2e-{os.getpid()}"
 
 
 def segment(group):
-    return f"/dev/shm/mlbench-coord-{group}"
+    return f"/dev/shm/mlbench-coord-{os.geteuid()}-{group}"
 
 
 def report(directory):

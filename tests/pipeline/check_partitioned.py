@@ -165,14 +165,17 @@ def check_killed():
 
 def check_bad_input():
     p1 = f"127.0.0.1:{free_port()}"
+    p2 = f"127.0.0.1:{free_port()}"
     cases = [
-        (["--peers", f"{p1},{p1}"], "--cache-size"),
-        (["--peers", f"{p1},{p1}", "--rank", "2", "--cache-size", "50%"], "--rank 2 is not one of the 2 nodes"),
+        # One address twice: the node would ask itself for the other partition.
+        (["--peers", f"{p1},{p1}", "--cache-size", "50%"], "is given twice (ranks 0 and 1)"),
+        (["--peers", f"{p1},{p2}"], "--cache-size"),
+        (["--peers", f"{p1},{p2}", "--rank", "2", "--cache-size", "50%"], "--rank 2 is not one of the 2 nodes"),
         (["--peers", "nohost", "--cache-size", "50%"], "--peers: 'nohost' is not host:port"),
         (["--rank", "1", "--cache-size", "50%"], "give --peers too"),
         # A rank from the environment that is not one (was: atoi, so rank 0, silently).
-        (["--peers", f"{p1},{p1}", "--cache-size", "50%"], "environment variable RANK='1x' is not an integer >= 0 (a rank)", {"RANK": "1x"}),
-        (["--peers", f"{p1},{p1}", "--cache-size", "50%"], "environment variable SLURM_PROCID='-1' is not an integer >= 0 (a rank)",
+        (["--peers", f"{p1},{p2}", "--cache-size", "50%"], "environment variable RANK='1x' is not an integer >= 0 (a rank)", {"RANK": "1x"}),
+        (["--peers", f"{p1},{p2}", "--cache-size", "50%"], "environment variable SLURM_PROCID='-1' is not an integer >= 0 (a rank)",
          {"SLURM_PROCID": "-1"}),
     ]
     for extra, needle, *env in cases:

@@ -3,12 +3,15 @@
 // batch, each built once; faults: a killed member, a stalled one (injected
 // clock), a stale segment from a killed run, a member with other settings.
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
@@ -20,6 +23,7 @@
 #include "pipeline/coordinated.h"
 #include "pipeline/data_error.h"
 #include "pipeline/data_loader.h"
+#include "pipeline/source.h"
 
 namespace mlbench::pipeline {
 namespace {
@@ -86,7 +90,7 @@ void take(CoordinationGroup& g, long sequence, Seen& seen) {
 }
 
 TEST(Coordinated, SegmentNamesAreChecked) {
-  EXPECT_EQ(coordinated_segment_name("hp-search_1.a"), "/mlbench-coord-hp-search_1.a");
+  EXPECT_EQ(coordinated_segment_name("hp-search_1.a"), fmt::format("/mlbench-coord-{}-hp-search_1.a", ::geteuid()));
   EXPECT_THROW(coordinated_segment_name(""), std::invalid_argument);
   EXPECT_THROW(coordinated_segment_name("a/b"), std::invalid_argument);
   EXPECT_THROW(coordinated_segment_name(std::string(65, 'a')), std::invalid_argument);
@@ -389,6 +393,152 @@ TEST(Coordinated, StopWakesAWaiter) {
   EXPECT_EQ(waiter.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
   first.stop();
   EXPECT_THROW(waiter.get(), std::runtime_error);
+}
+
+constexpr uid_t kNobody = 65534;
+
+// Another user's group under the same --group: once /dev/shm/mlbench-coord-NAME was shared by
+// every user, and a root process joined the group user nobody created and trained on its batches.
+TEST(Coordinated, AnotherUsersGroupOfTheSameNameIsNeverJoined) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to run a member as user nobody";
+  const std::string group = unique_group("user");
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(ready[0]);
+    if (::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) ::_exit(3);
+    GroupOptions o = options(group, 2);
+    o.join_timeout_ns = 30'000'000'000;  // waits for a second member: the other user must not be it
+    o.heartbeat_thread = false;
+    std::thread waiter([&] {
+      try {
+        CoordinationGroup g(o);
+        ::_exit(g.report().joined == 2 ? 4 : 0);
+      } catch (...) {
+        ::_exit(5);
+      }
+    });
+    // Up once its segment exists.
+    const std::string path = "/dev/shm" + coordinated_segment_name(group);
+    while (!std::filesystem::exists(path)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    (void)!::write(ready[1], "x", 1);
+    waiter.join();
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1) << "nobody's member did not start";
+  ::close(ready[0]);
+  {
+    GroupOptions o = options(group, 2);
+    o.join_timeout_ns = 300'000'000;  // alone after 0.3 s: nobody's member is not a member of this group
+    CoordinationGroup g(o);
+    EXPECT_EQ(g.report().joined, 1) << "joined another user's group";
+  }
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  // Its segment (nobody's name) is left by the kill: remove it.
+  ::shm_unlink(fmt::format("/mlbench-coord-{}-{}", kNobody, group).c_str());
+}
+
+// A segment another user placed under this user's name (before this user's group started) is
+// refused, not joined nor resized.
+TEST(Coordinated, ASegmentOfAnotherUserUnderThisUsersNameIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to give a file to user nobody";
+  const std::string group = unique_group("planted");
+  const auto path = segment_path(group);
+  {
+    std::ofstream(path) << "";
+    ASSERT_EQ(::chown(path.c_str(), kNobody, kNobody), 0);
+  }
+  try {
+    CoordinationGroup g(options(group, 1));
+    ADD_FAILURE() << "used a segment that belongs to nobody";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("belongs to user nobody"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(std::filesystem::file_size(path), 0u) << "the planted file was written";
+  std::filesystem::remove(path);
+}
+
+TEST(Coordinated, ASegmentIsCreatedPrivateToItsUser) {
+  const std::string group = unique_group("mode");
+  GroupOptions o = options(group, 1);
+  CoordinationGroup g(o);
+  struct stat st {};
+  ASSERT_EQ(::stat(segment_path(group).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+}
+
+// Two jobs over different datasets of the same size once joined one group and each trained
+// on about half of the other's batches.
+TEST(Coordinated, AMemberOverAnotherDatasetIsRefused) {
+  const std::string group = unique_group("dataset");
+  GroupOptions o = options(group, 2);
+  o.join_timeout_ns = 200'000'000;
+  o.dataset = 1;
+  auto first = std::async(std::launch::async, [&] {
+    CoordinationGroup g(o);
+    return g.report().joined;
+  });
+  while (!std::filesystem::exists(segment_path(group))) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  GroupOptions other = options(group, 2);
+  other.dataset = 2;
+  try {
+    CoordinationGroup g(other);
+    ADD_FAILURE() << "a member over another dataset joined";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("another dataset"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(first.get(), 1);
+}
+
+TEST(Coordinated, TheDatasetsFingerprintIsItsFilesNotTheirCount) {
+  const auto root = std::filesystem::temp_directory_path() / fmt::format("mlbench_fp_{}", ::getpid());
+  auto make = [&](const std::string& name, const std::string& file, const std::string& bytes) {
+    const auto dir = root / name / "c0";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / file) << bytes;
+    std::ofstream(dir / "b.jpg") << "bbbb";
+    return root / name;
+  };
+  const auto a = make("a", "a.jpg", "aaaa");
+  const auto copy = make("copy", "a.jpg", "aaaa");        // the same files elsewhere
+  const auto other = make("other", "x.jpg", "aaaa");      // as many files, other names
+  const auto longer = make("longer", "a.jpg", "aaaaaa");  // a file of another size
+  const auto fa = ImageFolderReader(a).fingerprint();
+  EXPECT_EQ(fa, ImageFolderReader(copy).fingerprint());
+  EXPECT_NE(fa, ImageFolderReader(other).fingerprint());
+  EXPECT_NE(fa, ImageFolderReader(longer).fingerprint());
+  std::filesystem::remove_all(root);
+}
+
+// A run whose members were all killed (SIGKILL) left its whole ring in /dev/shm until a run
+// of the same group came; any group's start now removes its user's stale segments.
+TEST(Coordinated, StaleSegmentsOfOtherGroupsAreRemovedWhenAnyGroupStarts) {
+  const std::string dead = unique_group("dead");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    GroupOptions o = options(dead, 2);
+    o.join_timeout_ns = 0;
+    CoordinationGroup g(o);
+    ::raise(SIGKILL);
+    ::_exit(1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  ASSERT_TRUE(std::filesystem::exists(segment_path(dead)));
+  {
+    CoordinationGroup g(options(unique_group("alive"), 1));
+    EXPECT_GE(g.report().stale_segments_removed, 1);
+  }
+  EXPECT_FALSE(std::filesystem::exists(segment_path(dead)));
 }
 
 }  // namespace

@@ -9,6 +9,12 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <netdb.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -77,6 +83,18 @@ void put_be32(std::uint8_t* p, std::uint32_t v) {
   for (int i = 3; i >= 0; --i, v >>= 8) p[i] = static_cast<std::uint8_t>(v);
 }
 
+// The client's half of the handshake on a raw socket; true when the server accepted it.
+bool raw_authenticate(int fd, const std::string& secret) {
+  std::uint8_t hello[4 + kPeerNonceBytes];
+  if (::recv(fd, hello, sizeof hello, MSG_WAITALL) != static_cast<ssize_t>(sizeof hello)) return false;
+  std::uint8_t mine[32 + kPeerNonceBytes] = {};
+  const auto proof = peer_proof(secret, "mlbench-peer client", hello + 4, kPeerNonceBytes);
+  std::memcpy(mine, proof.data(), proof.size());
+  if (::write(fd, mine, sizeof mine) != static_cast<ssize_t>(sizeof mine)) return false;
+  std::uint8_t theirs[32];
+  return ::recv(fd, theirs, sizeof theirs, MSG_WAITALL) == static_cast<ssize_t>(sizeof theirs);
+}
+
 PartitionConfig two_nodes(std::uint16_t port0, std::uint16_t port1, int rank) {
   PartitionConfig c;
   c.rank = rank;
@@ -84,6 +102,7 @@ PartitionConfig two_nodes(std::uint16_t port0, std::uint16_t port1, int rank) {
   c.timeout_s = 2;
   c.server_threads = 2;
   c.linger_s = 0;  // the tests read both nodes' counts after both finished
+  c.secret = "the run's secret";
   return c;
 }
 
@@ -129,6 +148,145 @@ TEST(PeerCache, ParsePeersReadsHostPortListsAndNamesABadEntry) {
       EXPECT_NE(std::string(e.what()).find("--peers"), std::string::npos) << e.what();
     }
   }
+}
+
+// A duplicate address was accepted, and the node asked itself for the other partition.
+TEST(PeerCache, ParsePeersRefusesAnAddressGivenTwice) {
+  try {
+    parse_peers("127.0.0.1:7000,127.0.0.1:7000");
+    ADD_FAILURE() << "accepted a duplicate";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'127.0.0.1:7000' is given twice (ranks 0 and 1)"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(parse_peers("127.0.0.1:7000,127.0.0.1:7001").size(), 2u);  // one host, two ports: two nodes
+}
+
+// This node's own rank given by host name was refused as "not an address of this node".
+TEST(PeerCache, AHostNameOfThisNodeIsListenedOn) {
+  char name[256] = {};
+  ASSERT_EQ(::gethostname(name, sizeof name - 1), 0);
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(name, nullptr, nullptr, &found) != 0) {
+    GTEST_SKIP() << "this machine's host name '" << name << "' does not resolve here";
+  }
+  ::freeaddrinfo(found);
+  PartitionConfig c = two_nodes(0, 1, 0);
+  PeerCacheServer server(PeerAddress{name, 0}, 4, c,
+                         [](std::size_t, std::shared_ptr<const Bytes>&) { return PeerStatus::kMiss; });
+  EXPECT_GT(server.port(), 0);
+}
+
+// A ten-line client read the JPEG bytes of items by id from a node's port: the port now
+// serves nothing to a connection that does not prove the run's secret.
+TEST(PeerCache, AClientWithoutTheSecretGetsNothing) {
+  OddServer s;
+  // The old protocol: a request at once, no proof.
+  int fd = raw_connect(s.server->port());
+  std::uint8_t msg[12];
+  put_be32(msg, kPeerRequestBytes);
+  put_be32(msg + 4, kPeerMagic);
+  std::uint8_t id[8] = {0, 0, 0, 0, 0, 0, 0, 5};
+  std::vector<std::uint8_t> request(msg, msg + 8);
+  request.insert(request.end(), id, id + 8);
+  request.resize(48, 0);  // as long as a proof: a wrong one
+  ASSERT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::vector<char> got;
+  char buf[256];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) got.insert(got.end(), buf, buf + n);
+  ::close(fd);
+  EXPECT_EQ(got.size(), 4 + kPeerNonceBytes) << "more than the greeting came back";
+  // A client with another secret: refused, its item read from storage by the caller.
+  PartitionConfig other = s.config;
+  other.secret = "another run's secret";
+  PeerCacheClient client(other);
+  Bytes out;
+  const auto r = client.get(1, 5, out);
+  EXPECT_EQ(r.result, PeerCacheClient::Result::kFailed);
+  EXPECT_NE(r.error.find("secret"), std::string::npos) << r.error;
+  // A silent connection is closed after the timeout, with nothing served.
+  fd = raw_connect(s.server->port());
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) {
+  }
+  ::close(fd);
+  EXPECT_EQ(s.server->counters().requests, 0u);
+  EXPECT_GE(s.server->counters().unauthenticated, 3u);
+  // The run's own client still gets its item.
+  PeerCacheClient mine(s.config);
+  EXPECT_EQ(mine.get(1, 5, out).result, PeerCacheClient::Result::kHit);
+}
+
+// Idle connections to a node's port killed it (abort, no report) past its file-descriptor
+// limit: 200 at `ulimit -n 64`. A node under that limit now refuses the excess, closes the
+// idle ones after the timeout, and still serves the run's peers.
+TEST(PeerCache, AFloodOfIdleConnectionsDoesNotKillTheNode) {
+  int ports[2];
+  ASSERT_EQ(::pipe(ports), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(ports[0]);
+    rlimit lim{64, 64};
+    if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) ::_exit(3);
+    OddServer s;
+    const std::uint16_t port = s.server->port();
+    (void)!::write(ports[1], &port, sizeof port);
+    ::sleep(30);  // killed by the parent
+    ::_exit(0);
+  }
+  ::close(ports[1]);
+  std::uint16_t port = 0;
+  ASSERT_EQ(::read(ports[0], &port, sizeof port), static_cast<ssize_t>(sizeof port));
+  ::close(ports[0]);
+  std::vector<int> flood;
+  for (int i = 0; i < 200; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    flood.push_back(fd);
+  }
+  // Past the handshake's timeout (OddServer: 2 s), the idle connections are closed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  int status = 0;
+  EXPECT_EQ(::waitpid(child, &status, WNOHANG), 0) << "the node died of the flood";
+  PartitionConfig c = two_nodes(0, port, 0);
+  PeerCacheClient client(c);
+  Bytes out;
+  const auto r = client.get(1, 5, out);
+  EXPECT_EQ(r.result, PeerCacheClient::Result::kHit) << r.error;
+  for (int fd : flood) ::close(fd);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, &status, 0);
+}
+
+TEST(PeerCache, TheUsersSecretFileIsMadePrivateOnceAndRefusedWhenOthersCanReadIt) {
+  TempDir tmp("secret");
+  const char* saved_secret = std::getenv("MLBENCH_PEER_SECRET");
+  const std::string keep_secret = saved_secret ? saved_secret : "";
+  const char* saved_xdg = std::getenv("XDG_CONFIG_HOME");
+  const std::string keep_xdg = saved_xdg ? saved_xdg : "";
+  ::unsetenv("MLBENCH_PEER_SECRET");
+  ::setenv("XDG_CONFIG_HOME", tmp.path().c_str(), 1);
+  const std::string first = load_peer_secret();
+  const auto file = tmp.path() / "mlbench" / "peer-secret";
+  EXPECT_EQ(first.size(), 64u);
+  EXPECT_EQ(fs::status(file).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(load_peer_secret(), first);  // the same for every node of the user
+  fs::permissions(file, fs::perms::group_read | fs::perms::others_read, fs::perm_options::add);
+  EXPECT_THROW(load_peer_secret(), std::invalid_argument);
+  ::setenv("MLBENCH_PEER_SECRET", "given", 1);
+  EXPECT_EQ(load_peer_secret(), "given");  // the variable wins
+  if (saved_secret)
+    ::setenv("MLBENCH_PEER_SECRET", keep_secret.c_str(), 1);
+  else
+    ::unsetenv("MLBENCH_PEER_SECRET");
+  if (saved_xdg)
+    ::setenv("XDG_CONFIG_HOME", keep_xdg.c_str(), 1);
+  else
+    ::unsetenv("XDG_CONFIG_HOME");
 }
 
 TEST(PeerCache, ServesItsPartitionByIdAndKeepsTheConnection) {
@@ -216,12 +374,14 @@ TEST(PeerCache, MalformedAndOversizedRequestsAreRejectedAndTheConnectionClosed) 
   char reply[16];
   // A length that is not 12 (an oversized request): closed without a reply.
   int fd = raw_connect(s.server->port());
+  ASSERT_TRUE(raw_authenticate(fd, s.config.secret));
   put_be32(msg, 1u << 30);
   ASSERT_EQ(::write(fd, msg, 4), 4);
   EXPECT_EQ(::read(fd, reply, sizeof reply), 0);
   ::close(fd);
   // The right length with a wrong magic (a path name, say): the same.
   fd = raw_connect(s.server->port());
+  ASSERT_TRUE(raw_authenticate(fd, s.config.secret));
   put_be32(msg, kPeerRequestBytes);
   std::memcpy(msg + 4, "/etc/passwd\0", 12);
   ASSERT_EQ(::write(fd, msg, 16), 16);
@@ -230,6 +390,7 @@ TEST(PeerCache, MalformedAndOversizedRequestsAreRejectedAndTheConnectionClosed) 
   // More ids than a request may carry, and a length that is no whole number of ids: the same.
   for (std::uint32_t length : {4 + 8 * (kPeerMaxIds + 1), std::uint32_t{16}, std::uint32_t{4}}) {
     fd = raw_connect(s.server->port());
+    ASSERT_TRUE(raw_authenticate(fd, s.config.secret));
     put_be32(msg, length);
     ASSERT_EQ(::write(fd, msg, 4), 4);
     EXPECT_EQ(::read(fd, reply, sizeof reply), 0) << length;
