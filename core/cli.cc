@@ -134,7 +134,8 @@ BenchCli::BenchCli(std::string name, std::string description, BenchDefaults defa
   app_.footer(
       "Environment (set by mlbench-run; a flag given on the command line wins):\n"
       "  BENCH_NAME, SUITE_NAME, RUN_ID, JOB_ID (--jr-id), CUDA_VISIBLE_DEVICES (--vcd),\n"
-      "  CPU_COUNT (--cpu-cores), OUTPUT_DIRECTORY (--report), DATA_DIRECTORY (root of default --data paths)\n"
+      "  CPU_COUNT (--cpu-cores), OUTPUT_DIRECTORY (--report), DATA_DIRECTORY (root of default --data paths);\n"
+      "  in a Slurm step, SLURM_CPUS_PER_TASK caps the default --cpu-cores\n"
       "Exit status: 0 completed, 1 failed (report says why), 2 bad usage.");
 }
 
@@ -225,6 +226,12 @@ std::optional<int> BenchCli::parse(int argc, const char* const* argv,
     if (auto v = get("JOB_ID")) opts_.jr_id = env_int("JOB_ID", *v, 0);
     if (auto v = get("CUDA_VISIBLE_DEVICES")) opts_.vcd = *v;
     if (auto v = get("CPU_COUNT")) opts_.cpu_cores = env_int("CPU_COUNT", *v, 1);
+    // In a Slurm step the task's CPUs are its own, whatever the affinity shows (a cluster
+    // without task affinity) or CPU_COUNT was inherited as: threads follow the step, as they
+    // follow --cpu-cores locally (a --cpu-cores on the command line still wins).
+    if (auto v = get("SLURM_CPUS_PER_TASK")) {
+      opts_.cpu_cores = std::min(opts_.cpu_cores, env_int("SLURM_CPUS_PER_TASK", *v, 1));
+    }
     if (auto v = get("OUTPUT_DIRECTORY")) opts_.report_dir = *v;
     if (auto v = get("DATA_DIRECTORY")) opts_.data_directory = *v;
   } catch (const std::invalid_argument& e) {

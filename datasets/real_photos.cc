@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
+
+#include "core/cli.h"
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -153,7 +155,7 @@ Recipe real_photos_recipe() {
         ->check(CLI::PositiveNumber);
     app.add_option("--val-per-class", ov->val_per_class, "Val images per class, 0 for none (default: preset)")
         ->check(CLI::NonNegativeNumber);
-    app.add_option("--quality", ov->quality, "JPEG quality (default 92)")->check(CLI::Range(1, 100));
+    app.add_option("--quality", ov->quality, "JPEG quality (default 92)")->check(mlbench::core::integer_in(1, 100));
   };
   r.generate = [ov](const RecipeOptions& o) {
     RealPhotosConfig cfg = real_photos_preset(o.size);

@@ -185,10 +185,10 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "Minimum decode time")->check(mlbench::core::number_above(0));
   app.add_flag("--stages", stages,
                "Per-stage thread CPU time per image (fetch, full decode, header, region decode, resize, collates)");
-  app.add_option("--rounds", rounds, "--stages: passes over the dataset")->check(CLI::Range(1, 1000));
+  app.add_option("--rounds", rounds, "--stages: passes over the dataset")->check(mlbench::core::integer_in(1, 1000));
   app.add_option("--batch-size", batch, "--stages: slots of the batch buffer the collates write into")
-      ->check(CLI::Range(1, 4096));
-  app.add_option("--image-size", size, "--stages: output height = width")->check(CLI::Range(8, 4096));
+      ->check(mlbench::core::integer_in(1, 4096));
+  app.add_option("--image-size", size, "--stages: output height = width")->check(mlbench::core::integer_in(8, 4096));
   app.add_option("--seed", seed, "--stages: seed of the random crops and flips");
   app.add_option("--scales", scales,
                  "--stages: DCT scales the region decode may pick: fast (1/1, 1/2, 1/4, 1/8: SIMD IDCT; the "

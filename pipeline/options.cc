@@ -71,11 +71,11 @@ void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
                  "Coordinated prep: seconds without a heartbeat after which a member is dropped and its share "
                  "built by the others",
                  core::ArgKind::Runtime)
-      ->check(CLI::Range(0.01, 86400.0))
+      ->check(core::number_in(0.01, 86400.0))
       ->capture_default_str();
   cli.add_option("--coordinated-join-timeout", o.coordinated_join_timeout,
                  "Coordinated prep: seconds the first member waits for the others to start", core::ArgKind::Runtime)
-      ->check(CLI::Range(0.0, 86400.0))
+      ->check(core::number_in(0.0, 86400.0))
       ->capture_default_str();
   cli.add_option("--peers", o.peers,
                  "Partitioned cache: every node's host:port, in rank order (this node listens on its own); "
@@ -92,19 +92,19 @@ void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
                  "Partitioned cache: seconds one request to a peer may take; a peer that fails is skipped for 5 s "
                  "and its items are read from storage",
                  core::ArgKind::Runtime)
-      ->check(CLI::Range(0.001, 3600.0))
+      ->check(core::number_in(0.001, 3600.0))
       ->capture_default_str();
   cli.add_option("--peer-join-timeout", o.peer_join_timeout,
                  "Partitioned cache: seconds a node waits at start for the others to be up (then it goes on, "
                  "reading their items from storage until they are)",
                  core::ArgKind::Runtime)
-      ->check(CLI::Range(0.0, 86400.0))
+      ->check(core::number_in(0.0, 86400.0))
       ->capture_default_str();
   cli.add_option("--peer-linger", o.peer_linger,
                  "Partitioned cache: seconds a node that finished keeps answering peers that still ask (it leaves "
                  "after 1 s without a request; 0: at once)",
                  core::ArgKind::Runtime)
-      ->check(CLI::Range(0.0, 86400.0))
+      ->check(core::number_in(0.0, 86400.0))
       ->capture_default_str();
   cli.add_option("--peer-batch", o.peer_batch,
                  "Partitioned cache: the most items one request to a peer asks for (with read-ahead, a batch's "
@@ -182,6 +182,7 @@ LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineO
     c.partition.join_timeout_s = o.peer_join_timeout;
     c.partition.linger_s = o.peer_linger;
     c.partition.max_ids_per_request = o.peer_batch;
+    if (c.partition.world() > 1) c.partition.secret = load_peer_secret();
     if (bench.synthetic) throw std::invalid_argument("--peers partitions a cache of real data: not with --synthetic");
     if (o.coordinated > 0) throw std::invalid_argument("--peers and --coordinated cannot be combined yet");
     if (n > 1 && !c.cache.enabled()) {

@@ -19,6 +19,29 @@ std::string where(const std::string& file, int index, const std::string& name, c
   return s;
 }
 
+// The integer literals of a document that JSON could not hold as integers (beyond 64 bits:
+// read as doubles), by their double value: a SAX pass sees each number as written.
+class BigIntegerLiterals : public nlohmann::json_sax<ojson> {
+ public:
+  std::set<double> values;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t v, const string_t& text) override {
+    if (text.find_first_of(".eE") == string_t::npos) values.insert(v);  // written as an integer
+    return true;
+  }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
+
 std::string type_of(const ojson& v) {
   if (v.is_boolean()) return v.dump();
   if (v.is_null()) return "null";
@@ -71,7 +94,10 @@ ojson parse_document(const std::string& text, const std::string& file) {
 // One job object of a jobs file, read field by field; errors name the file, job and field.
 class JobReader {
  public:
-  JobReader(const ojson& j, const std::string& file, int index) : j_(j), file_(file) { job_.index = index; }
+  JobReader(const ojson& j, const std::string& file, int index, const std::set<double>& big_integers)
+      : j_(j), file_(file), big_integers_(big_integers) {
+    job_.index = index;
+  }
 
   JobSpec read(std::set<std::string>& names) {
     if (!j_.is_object()) throw JobsError(where(file_, job_.index, "", "") + ": expected an object, got " + type_of(j_));
@@ -134,13 +160,13 @@ class JobReader {
     }
   }
 
-  // JSON reads an integer beyond 64 bits (or a whole number past 2^53 written
-  // with an exponent) as a double, which would reach the benchmark as "1e+20":
-  // refuse it rather than pass a value other than the one written.
+  // JSON reads an integer literal beyond 64 bits as a double, which would reach the
+  // benchmark as "1e+20": refuse it rather than pass a value other than the one
+  // written. A number written as a float (1e38, 2.5e19) is passed as one.
   void check_exact(const std::string& field, const ojson& v) const {
     if (!v.is_number_float()) return;
     const double x = v.get<double>();
-    if (std::isfinite(x) && std::fabs(x) >= 9007199254740992.0 && std::floor(x) == x) {
+    if (std::isfinite(x) && big_integers_.count(x) > 0) {
       fail(field, fmt::format("the number {} is too large to pass as written (integers must fit 64 bits); "
                               "quote it as a string to pass it verbatim",
                               v.dump()));
@@ -176,6 +202,7 @@ class JobReader {
 
   const ojson& j_;
   const std::string& file_;
+  const std::set<double>& big_integers_;
   JobSpec job_;
 };
 
@@ -205,9 +232,13 @@ std::string printable(const std::string& text) {
 
 std::vector<JobSpec> parse_jobs(const std::string& text, const std::string& file) {
   const ojson doc = parse_document(text, file);
+  BigIntegerLiterals big;
+  ojson::sax_parse(text, &big);  // the document parsed above: no error here
   std::vector<JobSpec> jobs;
   std::set<std::string> names;
-  for (std::size_t i = 0; i < doc.size(); ++i) jobs.push_back(JobReader(doc[i], file, static_cast<int>(i)).read(names));
+  for (std::size_t i = 0; i < doc.size(); ++i) {
+    jobs.push_back(JobReader(doc[i], file, static_cast<int>(i), big.values).read(names));
+  }
   return jobs;
 }
 

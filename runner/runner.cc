@@ -136,7 +136,9 @@ void load_machine(const Options& opt, Setup& s) {
                                               opt.slot_memory, format_bytes(*slot_memory), format_bytes(s.ram)));
     }
   }
-  const int nslots = opt.slots > 0 ? opt.slots : default_slot_count(s.gpus, static_cast<int>(cpus.size()));
+  int nslots = opt.slots > 0 ? opt.slots : default_slot_count(s.gpus, static_cast<int>(cpus.size()));
+  // In an allocation without --slots: its tasks, as srun would run them.
+  if (s.slurm && opt.slots <= 0) nslots = slurm_default_slots(*s.slurm, nslots);
   s.slots = make_slots(cpus, s.ram, nslots, slot_memory);
   if (s.slurm) check_slurm_slots(*s.slurm, slot_memory, s.slots);
   PlanSettings& p = s.settings;

@@ -98,6 +98,12 @@ std::vector<int> parse_cpus_per_node(const std::string& text) {
   return cpus;
 }
 
+int slurm_default_slots(const SlurmAllocation& a, int fallback) {
+  if (a.ntasks > 0) return a.ntasks;
+  if (a.cpus_per_task > 0) return std::max(1, a.total_cpus() / a.cpus_per_task);
+  return fallback;
+}
+
 std::optional<SlurmAllocation> slurm_allocation(const std::map<std::string, std::string>& env, std::string* why) {
   const auto get = [&](const char* name) {
     const auto it = env.find(name);
@@ -117,6 +123,18 @@ std::optional<SlurmAllocation> slurm_allocation(const std::map<std::string, std:
     return std::nullopt;
   }
   a.cpus_per_node = parse_cpus_per_node(cpus);
+  for (auto [name, field] : {std::pair<const char*, int*>{"SLURM_NTASKS", &a.ntasks}, {"SLURM_CPUS_PER_TASK", &a.cpus_per_task}}) {
+    if (const std::string v = get(name); !v.empty()) {
+      try {
+        std::size_t used = 0;
+        const int n = std::stoi(v, &used);
+        if (used != v.size() || n < 1) throw std::invalid_argument(v);
+        *field = n;
+      } catch (const std::exception&) {
+        throw std::invalid_argument(std::string(name) + " '" + v + "': not a number >= 1");
+      }
+    }
+  }
   if (const std::string mem = get("SLURM_MEM_PER_NODE"); !mem.empty()) {
     try {
       a.memory_per_node = std::stoull(mem) << 20;

@@ -24,6 +24,8 @@ struct SlurmAllocation {
   std::string job_id;                            // SLURM_JOB_ID
   std::vector<int> cpus_per_node;                // SLURM_JOB_CPUS_PER_NODE, one entry per node
   std::optional<std::uint64_t> memory_per_node;  // SLURM_MEM_PER_NODE (MiB in the variable)
+  int ntasks = 0;         // SLURM_NTASKS (0: unset)
+  int cpus_per_task = 0;  // SLURM_CPUS_PER_TASK (0: unset)
 
   int nodes() const { return static_cast<int>(cpus_per_node.size()); }
   int total_cpus() const;
@@ -31,6 +33,10 @@ struct SlurmAllocation {
 
 // "2(x3),4" -> {2, 2, 2, 4}; throws std::invalid_argument naming the text.
 std::vector<int> parse_cpus_per_node(const std::string& text);
+
+// The runner's slots in `a` when --slots is not given, as srun would place tasks: the
+// allocation's SLURM_NTASKS, else its CPUs / SLURM_CPUS_PER_TASK, else `fallback`.
+int slurm_default_slots(const SlurmAllocation& a, int fallback);
 
 // The allocation of `env`; nullopt with `why` when the runner is not inside one
 // (throws std::invalid_argument for a variable it cannot read).

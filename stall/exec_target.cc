@@ -55,6 +55,17 @@ core::Environment exec_environment(const RunSpec& spec, const ExecConfig& exec, 
   return env;
 }
 
+std::string executable_problem(const std::string& path) {
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) return "no such file";
+  if (fs::is_directory(st)) return "it is a directory";
+  if (::access(path.c_str(), X_OK) != 0) {
+    return "the file is not executable (chmod +x it, or give its interpreter first: -- python3 " + path + " ...)";
+  }
+  return {};
+}
+
 std::string find_executable(const std::string& name, const std::string& path) {
   if (name.empty()) return "";
   if (name.find('/') != std::string::npos) return name;

@@ -36,6 +36,9 @@ core::Environment exec_environment(const RunSpec& spec, const ExecConfig& exec, 
 
 // `name` as execvp would find it: a path when it has a '/', else the first executable of that
 // name on `path` (a PATH value); "" when there is none.
+// Why `path` (a file named by --exec, with a '/') cannot be executed, "" when it can: no
+// such file, a directory, or a file without execute permission (with the way to run it).
+std::string executable_problem(const std::string& path);
 std::string find_executable(const std::string& name, const std::string& path);
 
 // The stand-ins for the fetch-only runs: a rate from direct reads of the dataset's files

@@ -171,9 +171,9 @@ int main(int argc, char** argv) {
     }
     config.cache_fracs.clear();
     const std::string found = find_executable(exec.command.front(), core::getenv_or("PATH", "/usr/bin:/bin"));
-    if (found.empty() || ::access(found.c_str(), X_OK) != 0) {
-      std::cerr << fmt::format("mlbench-stall: error: cannot execute '{}': {}\n", exec.command.front(),
-                               found.empty() ? "not found on PATH" : "no such executable file");
+    const std::string problem = found.empty() ? "not found on PATH" : executable_problem(found);
+    if (!problem.empty()) {
+      std::cerr << fmt::format("mlbench-stall: error: cannot execute '{}': {}\n", exec.command.front(), problem);
       return 2;
     }
     exec.python_dir = python_dir();

@@ -51,6 +51,25 @@ TEST(PipelineMessages, DecodeGpuIsRefusedWhereItCannotWork) {
   refused("--decode gpu and --coordinated cannot be combined");
 }
 
+// The time flags of the remedies printed CLI11's "Value abc not in range 0.001000 to 3600.000000".
+TEST(PipelineMessages, TheRemediesTimeFlagsSayWhatIsWrongByName) {
+  for (const char* flag : {"--peer-timeout", "--peer-join-timeout", "--peer-linger", "--coordinated-timeout",
+                           "--coordinated-join-timeout"}) {
+    for (const char* value : {"abc", "-1"}) {
+      core::BenchCli cli("b", "b", {});
+      PipelineOptions o;
+      add_pipeline_flags(cli, o);
+      const char* argv[] = {"b", flag, value};
+      ::testing::internal::CaptureStderr();
+      const auto rc = cli.parse(3, argv, {});
+      const std::string err = ::testing::internal::GetCapturedStderr();
+      ASSERT_TRUE(rc.has_value()) << flag << " " << value;
+      EXPECT_EQ(err.rfind(std::string("b: error: ") + flag + " must be", 0), 0u) << err;
+      EXPECT_EQ(err.find("not in range"), std::string::npos) << err;
+    }
+  }
+}
+
 TEST(PipelineMessages, DecodeGpuNeedsAJpegDataset) {
   // Decoded images in memory (raw HWC pixels): nothing for nvJPEG to decode.
   std::vector<Bytes> images{Bytes(4 * 4 * 3, 7)};

@@ -38,6 +38,22 @@ TEST(RunnerMessages, AnIntegerBeyond64BitsIsRefusedNotRewritten) {
   EXPECT_NE(sweep.find("field 'args.--repeat'"), std::string::npos) << sweep;
 }
 
+// A float written with an exponent ("--lr": 1e38) was refused as "integers must fit 64 bits".
+TEST(RunnerMessages, AFloatWrittenAsAFloatIsPassedHoweverLarge) {
+  const auto jobs = parse_jobs(R"([{"name": "a", "cmd": "a", "args": {"--lr": 1e38, "--x": 1e19, "--y": [2.5e19]}}])",
+                               "x.json");
+  ASSERT_EQ(jobs.size(), 1u);
+  const auto points = sweep_points(jobs[0], {}, "x.json");
+  ASSERT_EQ(points.size(), 1u);
+  ASSERT_EQ(points[0].argv.size(), 6u);
+  EXPECT_EQ(std::stod(points[0].argv[1]), 1e38);
+  EXPECT_EQ(std::stod(points[0].argv[3]), 1e19);
+  EXPECT_EQ(std::stod(points[0].argv[5]), 2.5e19);
+  // The same value written as an integer literal is still refused.
+  EXPECT_NE(jobs_error(R"([{"name": "a", "cmd": "a", "args": {"--x": 10000000000000000000000}}])").find("too large"),
+            std::string::npos);
+}
+
 TEST(RunnerMessages, IntegersThatFitArePassedAsWritten) {
   const auto jobs = parse_jobs(
       R"([{"name": "a", "cmd": "a", "args": {"--seed": 18446744073709551615, "--n": -9223372036854775808, "--lr": 0.1,

@@ -65,6 +65,18 @@ TEST(BenchCli, NvtxTurnsTheRangesOnWhereTheBuildHasNvtxElseItIsAnError) {
   }
 }
 
+// A scaling rank under `srun --cpus-per-task=1` ran 2 threads (CPU_COUNT or the affinity said 2).
+TEST(BenchCli, ThreadsFollowTheSlurmStepsCpusPerTask) {
+  BenchCli cli = make_cli();
+  Args a({"toy"});
+  ASSERT_FALSE(cli.parse(a.argc(), a.argv(), {{"CPU_COUNT", "2"}, {"SLURM_CPUS_PER_TASK", "1"}}).has_value());
+  EXPECT_EQ(cli.options().cpu_cores, 1);
+  BenchCli given = make_cli();
+  Args b({"toy", "--cpu-cores", "3"});  // the command line still wins
+  ASSERT_FALSE(given.parse(b.argc(), b.argv(), {{"SLURM_CPUS_PER_TASK", "1"}}).has_value());
+  EXPECT_EQ(given.options().cpu_cores, 3);
+}
+
 TEST(BenchCli, NvtxIsOffByDefault) {
   BenchCli cli = make_cli();
   Args a({"toy"});

@@ -156,6 +156,27 @@ TEST(SlurmOutcomeTest, ReasonNamesTheStepsState) {
   EXPECT_EQ(decide_outcome(local).reason, "interrupted");
 }
 
+// Inside an allocation of 4 one-CPU tasks, mlbench-run without --slots refused: "a slot of 2
+// CPUs does not fit on one node". The slots now default to the allocation's tasks.
+TEST(SlurmAllocationTest, SlotsDefaultToTheAllocationsTasks) {
+  std::string why;
+  auto a = slurm_allocation({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_CPUS_PER_NODE", "1(x4)"}, {"SLURM_NTASKS", "4"},
+                             {"SLURM_CPUS_PER_TASK", "1"}},
+                            &why);
+  ASSERT_TRUE(a) << why;
+  EXPECT_EQ(a->ntasks, 4);
+  EXPECT_EQ(a->cpus_per_task, 1);
+  EXPECT_EQ(slurm_default_slots(*a, 2), 4);
+  a->ntasks = 0;  // no task count: the CPUs per task divide the allocation
+  a->cpus_per_node = {4, 4};
+  a->cpus_per_task = 2;
+  EXPECT_EQ(slurm_default_slots(*a, 1), 4);
+  a->cpus_per_task = 0;  // neither: the runner's own default
+  EXPECT_EQ(slurm_default_slots(*a, 3), 3);
+  EXPECT_THROW(slurm_allocation({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_CPUS_PER_NODE", "4"}, {"SLURM_NTASKS", "x"}}, &why),
+               std::invalid_argument);
+}
+
 TEST(SlurmBatchTest, ScriptRerunsTheArgumentsWithTheSlurmLauncher) {
   Options o;
   o.self = "/opt/mlbench/bin/mlbench-run";

@@ -83,6 +83,22 @@ TEST(ExecTarget, FindsTheCommandOnPath) {
   fs::remove_all(dir);
 }
 
+// A script without +x was "no such executable file", and a directory passed the check and
+// failed later with exit 1.
+TEST(ExecTarget, SaysWhyAFileCannotBeExecuted) {
+  const auto dir = mlbench::testing_support::scratch_dir("exec_problem");
+  const fs::path tool = dir / "train.sh";
+  std::ofstream(tool) << "#!/bin/sh\n";
+  fs::permissions(tool, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_NE(executable_problem(tool.string()).find("not executable (chmod +x it"), std::string::npos)
+      << executable_problem(tool.string());
+  EXPECT_EQ(executable_problem(dir.string()), "it is a directory");
+  EXPECT_EQ(executable_problem((dir / "nope").string()), "no such file");
+  fs::permissions(tool, fs::perms::owner_all);
+  EXPECT_EQ(executable_problem(tool.string()), "");
+  fs::remove_all(dir);
+}
+
 TEST(ExecTarget, DirectReadOutcomeSaysWhereItsRateComesFrom) {
   const RunOutcome r = direct_read_outcome(1234.5, "direct reads, page cache warm");
   EXPECT_DOUBLE_EQ(r.rate, 1234.5);
