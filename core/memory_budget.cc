@@ -16,7 +16,10 @@ std::string gib(double bytes) {
   const double g = bytes / (1024.0 * 1024.0 * 1024.0);
   return g >= 1024.0 ? fmt::format("{:.1f} TiB", g / 1024.0) : fmt::format("{:.1f} GiB", g);
 }
+// A per-sample size in the unit that shows it (27 bytes were "0.0 MiB").
 std::string mib(double bytes) {
+  if (bytes < 1024.0) return fmt::format("{:.0f} B", bytes);
+  if (bytes < 1024.0 * 1024.0) return fmt::format("{:.1f} KiB", bytes / 1024.0);
   return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
 }
 

@@ -51,7 +51,8 @@ void add_instance(ResultRow& row, const fs::path& file, const nlohmann::json& r,
 
 }  // namespace
 
-std::vector<ResultRow> collect_results(const std::vector<Pass>& passes, const std::optional<report::Targets>& targets) {
+std::vector<ResultRow> collect_results(const std::vector<Pass>& passes, const std::optional<report::Targets>& targets,
+                                       const std::map<std::string, std::string>& failed) {
   std::vector<ResultRow> rows;
   if (passes.empty()) return rows;
   for (std::size_t s = 0; s < passes.front().plan.size(); ++s) {
@@ -67,6 +68,13 @@ std::vector<ResultRow> collect_results(const std::vector<Pass>& passes, const st
       for (const Instance& inst : pass.plan[s].instances) {
         const std::string where =
             passes.size() > 1 ? fmt::format("R{}/D{}", pass.settings.run_id, inst.slot) : fmt::format("D{}", inst.slot);
+        // The runner's own verdict first: a run whose final record could not be written (a full
+        // disk) or whose FAIL report is missing still failed.
+        if (const auto f = failed.find((pass.dir / inst.log_name).string()); f != failed.end()) {
+          ++row.instances;
+          row.failures.push_back(where + ": " + f->second);
+          continue;
+        }
         if (auto r = final_report(pass.dir, inst)) add_instance(row, r->first, r->second, where);
       }
     }
@@ -77,7 +85,7 @@ std::vector<ResultRow> collect_results(const std::vector<Pass>& passes, const st
 
 bool report_results(Output& output, const std::vector<Pass>& passes, const RunEnd& end) {
   output.line("");
-  std::istringstream table(format_results_table(collect_results(passes, end.targets), end.color));
+  std::istringstream table(format_results_table(collect_results(passes, end.targets, end.failed), end.color));
   for (std::string line; std::getline(table, line);) output.line(line);
   if (end.targets) {
     output.line(fmt::format("vs target: {} targets ({})", end.targets->model,

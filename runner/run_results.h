@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,13 +18,17 @@ namespace mlbench::runner {
 
 // One row per step of the plan (same steps in every pass), over every pass's instances;
 // `targets`: this machine kind's, if any.
-std::vector<ResultRow> collect_results(const std::vector<Pass>& passes, const std::optional<report::Targets>& targets);
+std::vector<ResultRow> collect_results(const std::vector<Pass>& passes, const std::optional<report::Targets>& targets,
+                                       const std::map<std::string, std::string>& failed = {});
 
 struct RunEnd {
   std::filesystem::path outdir;  // the run directory (R<k>/ below it with --repeat-suite)
   std::string suite;
   std::optional<report::Targets> targets;
   bool color = false;  // on a terminal, NO_COLOR unset
+  // Instances this run saw fail (Scheduler::failed_instances): failed in the table whatever
+  // their reports on disk say.
+  std::map<std::string, std::string> failed;
 };
 
 // Prints the table, writes outdir/report.html and prints where it and summary.txt are.

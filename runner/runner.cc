@@ -251,8 +251,12 @@ RunEnd end_of_run(const Options& opt, const Setup& s) {
   std::vector<std::string> gpus = core::gpu_names();
   if (s.gpus > 0 && gpus.empty()) gpus = {"unknown GPU"};  // seen by nvidia-smi only: no model to match
   const char* no_color = std::getenv("NO_COLOR");
-  return {s.outdir, s.settings.suite, report::targets_for_machine(gpus, report::default_target_dirs(opt.self)),
-          core::is_terminal(1) && !(no_color && *no_color)};
+  RunEnd end;
+  end.outdir = s.outdir;
+  end.suite = s.settings.suite;
+  end.targets = report::targets_for_machine(gpus, report::default_target_dirs(opt.self));
+  end.color = core::is_terminal(1) && !(no_color && *no_color);
+  return end;
 }
 
 // A full disk loses results (every failed write fails the run): say so before it starts.
@@ -306,7 +310,9 @@ int execute(const Options& opt, const Setup& s) {
     std::cerr << "mlbench-run: error: " << e.what() << std::endl;
     return 2;
   }
-  const bool html_ok = report_results(output, passes, end_of_run(opt, s));
+  RunEnd end = end_of_run(opt, s);
+  end.failed = scheduler.failed_instances();
+  const bool html_ok = report_results(output, passes, end);
   if (scheduler.write_failures() > 0) {
     // Never name results that are not on disk as if they were.
     std::cerr << "mlbench-run: error: " << scheduler.write_failures() << " write(s) of result files in "

@@ -196,6 +196,11 @@ bool Scheduler::finish(const Watched& w, const std::string& setup_error, const s
     outcome.reason = "report not written";
   }
   if (!outcome.passed) output_.instance_failed(title, inst.slot, outcome.reason, (dir / inst.log_name).string());
+  if (outcome.passed) {
+    failed_.erase((dir / inst.log_name).string());
+  } else {
+    failed_[(dir / inst.log_name).string()] = outcome.reason;
+  }
   return outcome.passed;
 }
 

@@ -68,6 +68,10 @@ class Scheduler {
   // Result files (reports, summary.txt) that could not be written; each was named on
   // the output with its cause. Any makes the run fail.
   int write_failures() const { return write_failures_; }
+  // The instances of this run that failed, by their log's path (dir / log_name), with the
+  // reason: the results table counts them as failed whatever the disk holds (a completed
+  // report whose final record could not be written; a failure whose report is missing).
+  const std::map<std::string, std::string>& failed_instances() const { return failed_; }
 
  private:
   static constexpr double kNever = std::numeric_limits<double>::infinity();
@@ -100,6 +104,7 @@ class Scheduler {
   int interrupt_count_ = 0;
   bool stopped_ = false;
   int write_failures_ = 0;
+  std::map<std::string, std::string> failed_;  // failed_instances()
   std::map<std::string, std::string> datasets_;  // dataset -> "" (ready) or the error
 };
 

@@ -344,6 +344,7 @@ RunOutcome ProcessExecutor::run_nodes(const RunSpec& spec) {
     throw RunFailed(fmt::format("run {} timed out after {} s (logs: {})", spec.label, timeout_s_,
                                 (out_ / "runs" / (spec.label + ".node*.log")).string()));
   }
+  for (auto& c : children) core::signal_process_group(c.pid(), SIGKILL);  // what the nodes left running
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::vector<RunOutcome> nodes;
   for (std::size_t i = 0; i < children.size(); ++i) {
@@ -411,6 +412,9 @@ RunOutcome ProcessExecutor::run(const RunSpec& spec) {
   }
   const bool timed_out = !status;
   if (timed_out) status = child->stop(kKillGrace);
+  // The run is over: what the command started in its process group and left running
+  // (DataLoader workers, a server it spawned) ends with it, as on Ctrl-C.
+  core::signal_process_group(child->pid(), SIGKILL);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (timed_out) throw RunFailed(fmt::format("run {} timed out after {} s (log: {})", spec.label, timeout_s_, log.string()));
   if (!status->exited && !command) {

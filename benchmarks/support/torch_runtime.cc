@@ -95,13 +95,26 @@ void check_batch_memory(const core::BenchCli& cli, const TorchContext& ctx,
   const std::uint64_t resident = core::resident_bytes();
   const auto small = probe_step(cli, ctx, setup, kProbeSmall);
   if (!small || limit.bytes == 0) return;
-  // The small probe's growth per sample bounds the true one (it includes the fixed cost).
+  // The small probe's growth per sample bounds the true one (it includes the fixed cost),
+  // when it grew at all: a step that grew by nothing measurable bounds nothing.
   const double bound = static_cast<double>(resident) +
                        static_cast<double>(small->growth_bytes) / kProbeSmall * static_cast<double>(batch);
-  if (bound <= static_cast<double>(limit.bytes)) return;
-  const auto large = probe_step(cli, ctx, setup, kProbeLarge);
+  if (small->growth_bytes > 0 && bound <= static_cast<double>(limit.bytes)) return;
+  auto lower = small;
+  auto large = probe_step(cli, ctx, setup, kProbeLarge);
   if (!large) return;
-  if (auto refusal = core::batch_memory_refusal(*small, *large, batch, resident, limit)) {
+  // A small model's step grows by less than the resident set's granularity at 8 samples (toy_reg:
+  // no slope, and 2^31 samples went ahead to the OOM killer): probe batches 16 times larger
+  // until the growth shows. Each is safe to run: at 16 times a batch that grew by nothing
+  // measurable, a step grows by a few MiB at most.
+  while (core::bytes_per_sample(*lower, *large) <= 0.0 && large->batch_size < batch / 16 &&
+         large->batch_size <= (1 << 26)) {
+    auto next = probe_step(cli, ctx, setup, large->batch_size * 16);
+    if (!next) return;
+    lower = large;
+    large = next;
+  }
+  if (auto refusal = core::batch_memory_refusal(*lower, *large, batch, resident, limit)) {
     throw std::runtime_error(*refusal);
   }
 }

@@ -54,6 +54,23 @@ TEST(BatchMemoryFaults, HugeBatchIsRefusedBeforeItIsAllocated) {
   EXPECT_NE(r.reports[0]["reason"].get<std::string>().find("this process may use"), std::string::npos);
 }
 
+// toy_reg's step at batch 2 and 8 grows resident memory by nothing measurable, so the
+// extrapolation saw no cost per sample and 2^31 samples went ahead to the OOM killer (no
+// message, no report). The probes now grow the batch until the growth shows.
+TEST(BatchMemoryFaults, ASmallModelsHugeBatchIsRefusedToo) {
+  TempDir tmp("batch_memory_small");
+  const fs::path reports = tmp.path() / "reports";
+  const auto r = run_bench(std::string(MLBENCH_BENCH_DIR) +
+                               "/toy_reg --no-cuda --batch-size 2147483647 --repeat 1 --number 1 --cpu-cores 1 "
+                               "--report " +
+                               reports.string(),
+                           reports, tmp.path() / "log.txt");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--batch-size 2147483647 needs about"), std::string::npos) << r.output;
+  ASSERT_EQ(r.reports.size(), 1u) << r.output;
+  EXPECT_EQ(r.reports[0]["completed"], false);
+}
+
 // With two intra-op threads the benchmark binds them (torch_runtime.h), which starts
 // libgomp's thread team; a probe forked after that hung in its first parallel region
 // until the 120 s probe timeout, and the batch was then allocated unchecked. The probe

@@ -76,6 +76,17 @@ TEST_F(RunnerFaults, DiskFullWhileFinishingFailsTheRunNamingFileAndCause) {
       << r.output;
   EXPECT_NE(r.output.find("cannot write " + out + "/jobs.full.R0.D0."), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find(" PASSED "), std::string::npos) << r.output;
+  // The results table: the instance whose final record was lost failed (its row said 1/1 passed).
+  std::string row;
+  for (std::size_t at = 0; at < r.output.size();) {
+    const std::size_t end = r.output.find('\n', at);
+    const std::string line = r.output.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (line.rfind("full ", 0) == 0) row = line;
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  EXPECT_NE(row.find(" 0/1 "), std::string::npos) << row << "\n" << r.output;
+  EXPECT_NE(row.find("report not written"), std::string::npos) << row;
   EXPECT_EQ(r.output.find("Results: "), std::string::npos) << "names no summary.txt that is not there\n" << r.output;
   EXPECT_NE(r.output.find("failed (named above); the run's results are incomplete"), std::string::npos) << r.output;
 }

@@ -4,6 +4,8 @@
 // script over an ImageFolder, unmodified (the probe wraps DataLoader itself) and with the
 // one-line wrap; and the errors a user hits: a script that iterates no loader (at its end, and
 // after --probe-timeout), a script that crashes, a script with several loaders.
+#include <signal.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -11,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/processes.h"
 #include "tests/support/run_command.h"
 
 namespace {
@@ -131,6 +134,26 @@ TEST_F(StallExec, ACrashGivesTheExitStatusAndTheReportSoFar) {
 
 // A list option right before `--` ended at the `--` (CLI11 takes it as the list's end), so the
 // command after it was parsed as mlbench-stall's own flags: "--workers not expected", exit 2.
+// After an analysis, the command's children were left running (12 python processes after one:
+// DataLoader workers and whatever the script started): each run's process group ends with it.
+TEST_F(StallExec, WhatTheCommandStartedEndsWithItsRun) {
+  const fs::path script = dir_ / "spawns.py";
+  const fs::path pid_file = dir_ / "child.pid";
+  std::ofstream(script) << "import mlbench_probe, subprocess, time\n"
+                           "child = subprocess.Popen(['sleep', '300'])\n"
+                           "open('" << pid_file.string() << "', 'w').write(str(child.pid))\n"
+                           "for i, b in enumerate(mlbench_probe.wrap([[1, 2]] * 1000)):\n"
+                           "    time.sleep(0.002)\n"
+                           "    if i == 30: raise RuntimeError('done here')\n";
+  const auto r = run_command(stall("--iterations 100 --cpus 1", kPython + " " + script.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  int pid = 0;
+  std::ifstream(pid_file) >> pid;
+  ASSERT_GT(pid, 0) << r.output;
+  EXPECT_FALSE(mlbench::testing_support::alive(pid)) << "the command's child " << pid << " outlived its run";
+  if (mlbench::testing_support::alive(pid)) ::kill(pid, SIGKILL);
+}
+
 TEST_F(StallExec, AListOptionRightBeforeTheDoubleDashLeavesTheCommandAlone) {
   for (const char* list : {"--cpus 1", "--cache-fracs 0,1"}) {
     const auto r = run_command(fmt::format("{} --bench no_such_bench --data {} {} -- --workers 2 2>&1",
