@@ -52,6 +52,7 @@ void write_targets_file(const std::string& file, const std::string& model, const
   for (const std::string& b : skipped) {
     report.notes.warnings.push_back(fmt::format("--write-targets: {} has no run value, left out of {}", b, file));
   }
+  for (std::string& w : targets_from_failing_benches(report.benches, targets)) report.notes.warnings.push_back(std::move(w));
   mlbench::core::write_file_atomic(file, targets.dump(2) + "\n");
 }
 

@@ -145,4 +145,18 @@ nlohmann::json make_targets(const std::vector<BenchResult>& benches, const std::
   return out;
 }
 
+std::vector<std::string> targets_from_failing_benches(const std::vector<BenchResult>& benches,
+                                                      const nlohmann::json& targets) {
+  std::vector<std::string> out;
+  for (const BenchResult& b : benches) {
+    if (b.failures <= 0 || !targets["benchmarks"].contains(b.name)) continue;
+    out.push_back(fmt::format(
+        "--write-targets: {}'s target comes from {} of its {} instances ({} failed{}); check them before holding "
+        "runs to it",
+        b.name, b.instances - b.failures, b.instances, b.failures,
+        b.failure_reasons.empty() ? "" : ": " + b.failure_reasons.front()));
+  }
+  return out;
+}
+
 }  // namespace mlbench::report

@@ -37,4 +37,9 @@ double round_down_2_significant(double x);
 nlohmann::json make_targets(const std::vector<BenchResult>& benches, const std::string& model, const std::string& note,
                             std::vector<std::string>& skipped);
 
+// One warning per benchmark of `targets` (make_targets' file) whose instances failed: a target
+// made from the few that passed (3 of 4 failed, say) is weak evidence to hold runs to.
+std::vector<std::string> targets_from_failing_benches(const std::vector<BenchResult>& benches,
+                                                      const nlohmann::json& targets);
+
 }  // namespace mlbench::report

@@ -238,6 +238,17 @@ RunOutcome ProcessExecutor::command_outcome(const RunSpec& spec, const core::Exi
                                 last_lines(log, 1), so_far, log.string()));
   }
   if (!read) {
+    std::error_code ec;
+    if (!has_report(report_dir) && !fs::exists(probe_log, ec)) {
+      // The probe logs at exit whenever it loaded: it never did (python -I, -E or -S ignore the
+      // PYTHONPATH and sitecustomize that load it), which is not the script's doing.
+      throw RunFailed(
+          fmt::format("run {}: the probe never loaded in the command (it wrote no probe log): mlbench-stall loads it "
+                      "into Python through PYTHONPATH (python/autoprobe/sitecustomize.py), which python's -I, -E and "
+                      "-S ignore; run the command without them, or import mlbench_probe in the script and wrap its "
+                      "loader: loader = mlbench_probe.wrap(loader) (log: {})",
+                      spec.label, log.string()));
+    }
     if (!has_report(report_dir)) {
       throw RunFailed(
           fmt::format("run {}: the command ended without iterating a DataLoader, so the probe measured "

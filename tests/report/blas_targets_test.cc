@@ -112,6 +112,26 @@ TEST(ReportTargets, MedianOfTheRunValuesPerBenchmarkAndSkipsBenchesWithout) {
   EXPECT_EQ(t.benchmarks.at("wlm").items_per_s, 34.0);
 }
 
+// --write-targets made a target from a benchmark that failed 3 of its 4 instances, silently.
+TEST(ReportTargets, ATargetFromABenchmarkWhoseInstancesFailedIsWarnedAbout) {
+  std::vector<BenchResult> rows(2);
+  rows[0].name = "flaky";
+  rows[0].runs.push_back({"R0", 100.0, 1, 0});
+  rows[0].instances = 4;
+  rows[0].failures = 3;
+  rows[0].failure_reasons = {"R1/D0: exit 1"};
+  rows[1].name = "steady";
+  rows[1].runs.push_back({"R0", 50.0, 1, 0});
+  rows[1].instances = 4;
+  std::vector<std::string> skipped;
+  const nlohmann::json j = make_targets(rows, "CPU", "", skipped);
+  const auto warnings = targets_from_failing_benches(rows, j);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("flaky's target comes from 1 of its 4 instances (3 failed: R1/D0: exit 1)"),
+            std::string::npos)
+      << warnings[0];
+}
+
 }  // namespace
 }  // namespace mlbench::report
 

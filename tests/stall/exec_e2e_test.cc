@@ -99,6 +99,16 @@ TEST_F(StallExec, ACommandThatIteratesNoLoaderSaysSoWithTheProbeLog) {
   EXPECT_NE(line.find("mlbench_probe.wrap(loader)"), std::string::npos) << r.output;
 }
 
+// `python3 -I script.py` ignores PYTHONPATH, so the probe never loaded; the script was blamed
+// ("ended without iterating a DataLoader").
+TEST_F(StallExec, AProbeThatNeverLoadedSaysWhyNotBlamingTheScript) {
+  const auto r = run_command(stall("--iterations 10 --cpus 1", kPython + " -I -c 'print(42)'"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const std::string line = error_line(r.output);
+  EXPECT_NE(line.find("the probe never loaded in the command"), std::string::npos) << r.output;
+  EXPECT_NE(line.find("-I, -E and -S"), std::string::npos) << r.output;
+}
+
 TEST_F(StallExec, ACommandStillWithoutALoaderAfterTheProbeTimeoutIsStopped) {
   const auto r =
       run_command(stall("--iterations 10 --cpus 1 --probe-timeout 2", kPython + " -c 'import time; time.sleep(60)'"));
