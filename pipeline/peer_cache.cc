@@ -725,6 +725,7 @@ struct PartitionedSource::Prefetch {
   static constexpr std::size_t kMaxSlots = 4096;
   struct Slot {
     bool done = false;
+    bool taken = false;  // handed to one reader: a slot's bytes serve one read only
     PeerCacheClient::Reply reply;
     Bytes bytes;
   };
@@ -736,7 +737,11 @@ struct PartitionedSource::Prefetch {
   bool stopping = false;
 
   // Takes the slot of `index` (it is then no longer asked for): waiting for its reply when
-  // `wait`, else only one whose item arrived. Null when there is none to take.
+  // `wait`, else only one whose item arrived. Null when there is none to take. A slot is
+  // taken once: two reads of one item (an epoch's last batch and the next epoch's first, which
+  // found the slot still asked for) once both took it while one waited, and the item was
+  // delivered twice (one reply, two counts, the second read's bytes swapped away); the read
+  // that finds its slot taken now asks the peer itself.
   std::shared_ptr<Slot> take(std::size_t index, bool wait) {
     std::unique_lock lock(mu);
     const auto it = slots.find(index);
@@ -747,7 +752,11 @@ struct PartitionedSource::Prefetch {
     } else if (!slot->done || slot->reply.result != PeerCacheClient::Result::kHit) {
       return nullptr;  // under way, or failed: left to fetch()
     }
-    slots.erase(index);
+    if (slot->taken) return nullptr;
+    slot->taken = true;
+    // Only this slot: while this reader waited, the item's slot may have been taken and a new
+    // one asked for under the same index.
+    if (const auto now = slots.find(index); now != slots.end() && now->second == slot) slots.erase(now);
     return slot;
   }
 };
