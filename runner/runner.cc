@@ -272,7 +272,21 @@ void warn_if_low_space(const fs::path& outdir) {
 }
 
 // The passes for real; the exit code.
+// The run's shared secret for partitioned caches (pipeline/peer_cache.h): every instance of
+// this run, local or a Slurm step, inherits $MLBENCH_PEER_SECRET; one the user set is kept.
+// Only processes of this run hold it: the instances of another run cannot read their items.
+void give_the_run_a_peer_secret() {
+  if (const char* v = std::getenv("MLBENCH_PEER_SECRET"); v && *v) return;
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  unsigned char raw[32] = {};
+  if (!urandom.read(reinterpret_cast<char*>(raw), sizeof raw)) return;  // the user's secret file then serves
+  std::string hex;
+  for (unsigned char b : raw) hex += fmt::format("{:02x}", static_cast<unsigned>(b));
+  ::setenv("MLBENCH_PEER_SECRET", hex.c_str(), 1);
+}
+
 int execute(const Options& opt, const Setup& s) {
+  give_the_run_a_peer_secret();
   const std::string run_id = fmt::format("{}-{}", core::utc_file_timestamp(std::chrono::system_clock::now()), getpid());
   std::unique_ptr<Launcher> chosen;
   std::optional<std::string> cgroup_parent;

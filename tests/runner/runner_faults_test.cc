@@ -91,6 +91,29 @@ TEST_F(RunnerFaults, DiskFullWhileFinishingFailsTheRunNamingFileAndCause) {
   EXPECT_NE(r.output.find("failed (named above); the run's results are incomplete"), std::string::npos) << r.output;
 }
 
+// Issue 43 item 2: mlbench-run hands every instance of a run one shared secret for a
+// partitioned cache ($MLBENCH_PEER_SECRET), and another run another.
+TEST_F(RunnerFaults, EveryInstanceOfARunGetsTheRunsPeerSecret) {
+  ::unsetenv("MLBENCH_PEER_SECRET");  // the runner makes one only when the user set none
+  const fs::path script = dir_ / "secret.sh";
+  std::ofstream(script) << "#!/bin/sh\nprintf %s \"$MLBENCH_PEER_SECRET\" > \"$OUTPUT_DIRECTORY/secret.$JOB_ID\"\n";
+  fs::permissions(script, fs::perms::owner_all);
+  const std::string j =
+      jobs(R"([{"name": "sec", "cmd": ")" + script.string() + R"(", "args": {}, "cgroup": "student"}])");
+  std::vector<std::string> seen;
+  for (int run = 0; run < 2; ++run) {
+    fs::remove_all(dir_ / "out");
+    const Result r = runner("--jobs " + j + " --no-cgroup --slots 2");
+    std::string a, b;
+    std::ifstream(dir_ / "out" / "secret.0") >> a;
+    std::ifstream(dir_ / "out" / "secret.1") >> b;
+    EXPECT_EQ(a.size(), 64u) << r.output;
+    EXPECT_EQ(a, b) << "the instances of one run share it";
+    seen.push_back(a);
+  }
+  EXPECT_NE(seen[0], seen[1]) << "each run has its own";
+}
+
 // Fault 4: an instance's wall time and end are its own, not its hung sibling's.
 TEST_F(RunnerFaults, WallTimeIsTheInstancesOwnWhileItsSiblingHangs) {
   const std::string j = jobs(R"([{"name": "wall", "cmd": "FAKE", "args": {"--hang": "", "--hang-only-slot": 1},
