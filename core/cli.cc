@@ -15,6 +15,7 @@
 
 #include "calibration.h"
 #include "environment.h"
+#include "layout.h"
 #include "nvtx.h"
 
 namespace mlbench::core {
@@ -131,6 +132,7 @@ BenchCli::BenchCli(std::string name, std::string description, BenchDefaults defa
   opts_.name = std::move(name);
   opts_.cpu_cores = affinity_cpu_count();
   add_shared_options(defaults);
+  app_.set_version_flag("--version", layout::version_line(opts_.name), "The version and the commit it was built from");
   app_.footer(
       "Environment (set by mlbench-run; a flag given on the command line wins):\n"
       "  BENCH_NAME, SUITE_NAME, RUN_ID, JOB_ID (--jr-id), CUDA_VISIBLE_DEVICES (--vcd),\n"
@@ -246,6 +248,9 @@ std::optional<int> BenchCli::parse(int argc, const char* const* argv,
     return 0;
   } catch (const CLI::CallForAllHelp& e) {
     std::cout << app_.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::CallForVersion& e) {
+    std::cout << e.what() << "\n";
     return 0;
   } catch (const CLI::ParseError& e) {
     std::cerr << prog << ": error: " << parse_error_line(e) << " (see " << prog << " --help)\n";

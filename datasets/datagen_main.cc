@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "core/layout.h"
 #include "core/cli.h"
 #include "core/stop_signals.h"
 #include "datasets/recipe.h"
@@ -83,6 +84,8 @@ int main(int argc, char** argv) {
   ensure->add_option("--root", root, "Data directory (e.g. $DATA_DIRECTORY)")->required();
   add_common(ensure);
   CLI::App* list = app.add_subcommand("list", "List the recipes");
+
+  app.set_version_flag("--version", mlbench::core::layout::version_line("mlbench-datagen"), "The version and the commit it was built from");
 
   try {
     app.parse(argc, argv);

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "core/layout.h"
 #include "core/atomic_file.h"
 #include "core/report_name.h"
 #include "report/blas_notes.h"
@@ -105,11 +106,13 @@ int main(int argc, char** argv) {
   app.add_option("--targets-model", targets_model, "The \"model\" of the file --write-targets writes")
       ->capture_default_str();
   app.add_option("--targets-note", targets_note, "Where the runs come from (machine, command), for --write-targets");
+  app.set_version_flag("--version", mlbench::core::layout::version_line("mlbench-report"), "The version and the commit it was built from");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --version
     std::cerr << "mlbench-report: error: " << mlbench::core::parse_error_line(e) << " (see --help)\n";
     return 2;
   }

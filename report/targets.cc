@@ -10,9 +10,7 @@
 #include "core/statistics.h"
 #include "report/reports_tree.h"
 
-#ifndef MLBENCH_SOURCE_DIR
-#define MLBENCH_SOURCE_DIR ""
-#endif
+#include "core/layout.h"
 
 namespace mlbench::report {
 namespace fs = std::filesystem;
@@ -101,12 +99,8 @@ fs::path find_targets_file(const std::string& model, const std::vector<fs::path>
 }
 
 std::vector<fs::path> default_target_dirs(const fs::path& executable) {
-  std::vector<fs::path> dirs{fs::path("configs") / "targets"};
-  if (!executable.empty() && executable.has_parent_path()) {
-    dirs.push_back(executable.parent_path() / ".." / ".." / "configs" / "targets");
-  }
-  if (std::string(MLBENCH_SOURCE_DIR).size() > 0) dirs.push_back(fs::path(MLBENCH_SOURCE_DIR) / "configs" / "targets");
-  return dirs;
+  (void)executable;  // the parts are found from this process's own location (core/layout.h)
+  return {fs::path("configs") / "targets", core::layout::configs_dir() / "targets"};
 }
 
 double round_down_2_significant(double x) {

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/layout.h"
 #include "core/cli.h"
 #include "jobs.h"
 #include "runner.h"
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
                "Write <outdir>/mlbench.sbatch running these arguments with --launcher slurm, "
                "submit it with sbatch and exit");
   app.add_option("--sbatch-args", o.sbatch_args, "Options of that batch job (default \"--nodes=1 --exclusive\")");
+  app.set_version_flag("--version", mlbench::core::layout::version_line("mlbench-run"), "The version and the commit it was built from");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/environment.h"
+#include "core/layout.h"
 #include "core/progress.h"
 #include "core/report.h"
 #include "core/sysinfo.h"
@@ -187,11 +188,11 @@ Pass make_pass(const Options& opt, const Setup& s, int k) {
 // returns false when something is wrong.
 bool load(Options& opt, Setup& s) {
   s.self_dir = fs::path(opt.self).parent_path().string();
-  if (opt.bench_dir.empty()) opt.bench_dir = (fs::path(s.self_dir) / ".." / "benchmarks").lexically_normal().string();
-  s.jobs_file = find_jobs_file(opt.jobs, MLBENCH_SOURCE_DIR);
+  if (opt.bench_dir.empty()) opt.bench_dir = core::layout::benchmarks_dir().string();
+  s.jobs_file = find_jobs_file(opt.jobs, core::layout::configs_dir().string());
   if (s.jobs_file.empty()) {
     std::cerr << "mlbench-run: error: jobs file '" << opt.jobs << "' not found (as given, nor in ./configs or "
-              << MLBENCH_SOURCE_DIR << "/configs)" << std::endl;
+              << core::layout::configs_dir().string() << ")" << std::endl;
     return false;
   }
   if (!opt.resume.empty() && !fs::is_directory(opt.resume)) {
@@ -341,10 +342,10 @@ int execute(const Options& opt, const Setup& s) {
 
 }  // namespace
 
-std::string find_jobs_file(const std::string& name, const std::string& source_dir) {
+std::string find_jobs_file(const std::string& name, const std::string& configs_dir) {
   std::vector<fs::path> candidates{name, name + ".json"};
   if (fs::path(name).is_relative()) {
-    for (const fs::path& base : {fs::current_path() / "configs", fs::path(source_dir) / "configs"}) {
+    for (const fs::path& base : {fs::current_path() / "configs", fs::path(configs_dir)}) {
       candidates.push_back(base / name);
       candidates.push_back(base / (name + ".json"));
     }

@@ -42,7 +42,7 @@ int run(const Options& options);
 
 // Where the jobs file is: the path as given, else configs/<name> under the working
 // directory, else under the source tree; ".json" may be left out. "" when not found.
-std::string find_jobs_file(const std::string& name, const std::string& source_dir);
+std::string find_jobs_file(const std::string& name, const std::string& configs_dir);
 
 // The executable for a job's `cmd`: with a '/', a path (relative to the jobs file's
 // directory); else <bench_dir>/<cmd>, then PATH. "" when not found.

@@ -27,6 +27,7 @@ packages=(
   libopenblas0-openmp          # the BLAS LibTorch calls (selected below; docs/performance.md)
   mate-backgrounds             # real photographs: the real-photos dataset's sources (docs/datasets.md)
   slurm-wlm munge              # --launcher slurm, and the private test cluster (docs/runner.md)
+  help2man dpkg-dev            # the man pages from --help, and the Debian package's dependencies (cpack -G DEB)
   python3-torch python3-torchvision  # /usr/bin/python3's PyTorch: mlbench-stall --exec on an unmodified
                                      # PyTorch script (its end-to-end tests) and the peer comparisons
 )

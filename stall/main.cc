@@ -18,6 +18,7 @@
 #include "pipeline/peer_rate.h"
 #include "charts.h"
 #include "core/cli.h"
+#include "core/layout.h"
 #include "core/progress.h"
 #include "core/report.h"
 #include "core/sysinfo.h"
@@ -28,12 +29,6 @@ using namespace mlbench;
 using namespace mlbench::stall;
 
 namespace {
-
-fs::path self_dir() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::current_path() : exe.parent_path();
-}
 
 RawRates measure_raw(const std::vector<fs::path>& files, bool use_drop_caches) {
   RawRates raw;
@@ -53,13 +48,7 @@ RawRates measure_raw(const std::vector<fs::path>& files, bool use_drop_caches) {
 
 // python/ of the source tree (mlbench_probe.py): $MLBENCH_PYTHON_DIR, else the one the build
 // was configured from, else next to the build folder.
-fs::path python_dir() {
-  if (const char* d = getenv("MLBENCH_PYTHON_DIR"); d && *d) return d;
-#ifdef MLBENCH_PYTHON_DIR
-  if (fs::exists(fs::path(MLBENCH_PYTHON_DIR) / "mlbench_probe.py")) return MLBENCH_PYTHON_DIR;
-#endif
-  return (self_dir() / ".." / ".." / "python").lexically_normal();
-}
+fs::path python_dir() { return core::layout::python_dir(); }
 
 }  // namespace
 
@@ -71,7 +60,7 @@ int main(int argc, char** argv) {
                "what more DRAM or CPUs would change, and what to buy",
                "mlbench-stall");
   StallConfig config;
-  std::string bench_dir = (self_dir() / ".." / "benchmarks").lexically_normal().string();
+  std::string bench_dir = core::layout::benchmarks_dir().string();
   std::string out_dir;
   bool use_drop_caches = false;
   int timeout_s = 600;
@@ -139,6 +128,7 @@ int main(int argc, char** argv) {
       break;
     }
   }
+  app.set_version_flag("--version", mlbench::core::layout::version_line("mlbench-stall"), "The version and the commit it was built from");
   try {
     app.parse(own_argc, argv);
     for (int i = own_argc + 1; i < argc; ++i) config.extra.emplace_back(argv[i]);
