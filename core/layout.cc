@@ -25,7 +25,9 @@ const char* env(const char* name) {
   return v && *v ? v : nullptr;
 }
 
-fs::path prefix() { return (self_exe().parent_path() / "..").lexically_normal(); }
+fs::path prefix() {
+  return (self_exe().parent_path() / "..").lexically_normal();
+}
 
 }  // namespace
 
