@@ -12,15 +12,11 @@
 #include "progress.h"
 #include "report.h"
 #include "stability.h"
+#include "build_info.h"
 #include "stop_signals.h"
 #include "sysinfo.h"
 
 namespace mlbench::core {
-
-namespace build_info {
-extern const char* const kGitCommit;
-extern const char* const kVersion;
-}  // namespace build_info
 
 namespace {
 nlohmann::json finite_or_null(const std::vector<double>& xs) {

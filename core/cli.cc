@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include "calibration.h"
 #include "environment.h"
@@ -111,20 +112,34 @@ int affinity_cpu_count() {
   return std::max(1, CPU_COUNT(&set));
 }
 
+namespace {
+
+std::string to_hex(const unsigned char* bytes, std::size_t size) {
+  static const char* const kHex = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * size);
+  for (std::size_t i = 0; i < size; ++i) {
+    out.push_back(kHex[bytes[i] >> 4]);
+    out.push_back(kHex[bytes[i] & 0xf]);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string sha256_hex(const std::string& data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1) {
     throw std::runtime_error("sha256 failed (OpenSSL EVP_Digest)");
   }
-  static const char* const kHex = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * len);
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[digest[i] >> 4]);
-    out.push_back(kHex[digest[i] & 0xf]);
-  }
-  return out;
+  return to_hex(digest, len);
+}
+
+std::string random_hex(std::size_t bytes) {
+  std::vector<unsigned char> raw(bytes);
+  if (RAND_bytes(raw.data(), static_cast<int>(raw.size())) != 1) throw std::runtime_error("RAND_bytes failed (OpenSSL)");
+  return to_hex(raw.data(), raw.size());
 }
 
 BenchCli::BenchCli(std::string name, std::string description, BenchDefaults defaults)

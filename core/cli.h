@@ -138,5 +138,7 @@ class BenchCli {
 
 // sha256 of a string, lower-case hex (OpenSSL).
 std::string sha256_hex(const std::string& data);
+// `bytes` random bytes (OpenSSL's RAND_bytes), lower-case hex: secrets and nonces.
+std::string random_hex(std::size_t bytes);
 
 }  // namespace mlbench::core

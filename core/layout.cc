@@ -4,16 +4,13 @@
 
 #include <fmt/format.h>
 
+#include "build_info.h"
+
 #ifndef MLBENCH_SOURCE_DIR
 #define MLBENCH_SOURCE_DIR ""
 #endif
 
 namespace mlbench::core {
-namespace build_info {
-extern const char* const kGitCommit;
-extern const char* const kVersion;
-}  // namespace build_info
-
 namespace layout {
 
 namespace fs = std::filesystem;

@@ -287,6 +287,15 @@ CoordinationGroup::~CoordinationGroup() {
   leave();
 }
 
+bool CoordinationGroup::stale(Shared* s, std::size_t size) {
+  if (size < sizeof(Shared) || s->magic.load() != kMagic || s->version != kLayoutVersion) return true;
+  Lock lock(s);
+  for (int i = 0; i < s->members && i < kMaxCoordinatedMembers; ++i) {
+    if (s->member[i].state == kJoined && process_alive(s->member[i].pid, s->member[i].start_ticks)) return false;
+  }
+  return true;
+}
+
 void CoordinationGroup::remove_stale_groups() {
   const std::string prefix = fmt::format("mlbench-coord-{}-", static_cast<unsigned long>(::geteuid()));
   std::error_code ec;
@@ -301,22 +310,16 @@ void CoordinationGroup::remove_stale_groups() {
       ::close(fd);  // another user's, or being set up or cleaned right now
       continue;
     }
-    bool stale = true;
+    bool dead = true;  // a segment too small to hold a header is one whose creator died
     const auto size = static_cast<std::size_t>(st.st_size);
     if (size >= sizeof(Shared)) {
       void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (m != MAP_FAILED) {
-        auto* s = static_cast<Shared*>(m);
-        if (s->magic.load() == kMagic && s->version == kLayoutVersion) {
-          Lock lock(s);
-          for (int i = 0; i < s->members && i < kMaxCoordinatedMembers; ++i) {
-            if (s->member[i].state == kJoined && process_alive(s->member[i].pid, s->member[i].start_ticks)) stale = false;
-          }
-        }
+        dead = stale(static_cast<Shared*>(m), size);
         ::munmap(m, size);
       }
     }
-    if (stale && ::shm_unlink(name.c_str()) == 0) ++stale_groups_removed_;
+    if (dead && ::shm_unlink(name.c_str()) == 0) ++stale_groups_removed_;
     ::flock(fd, LOCK_UN);
     ::close(fd);
   }
@@ -358,15 +361,7 @@ void CoordinationGroup::open_or_create() {
       if (m == MAP_FAILED)
         throw DataError(fmt::format("coordinated group: cannot map /dev/shm{}: {}", name_, errno_text()));
       auto* s = static_cast<Shared*>(m);
-      bool stale = size < sizeof(Shared) || s->magic.load() != kMagic || s->version != kLayoutVersion;
-      if (!stale) {
-        stale = true;
-        Lock lock(s);
-        for (int i = 0; i < s->members && i < kMaxCoordinatedMembers; ++i) {
-          if (s->member[i].state == kJoined && process_alive(s->member[i].pid, s->member[i].start_ticks)) stale = false;
-        }
-      }
-      if (stale) {
+      if (stale(s, size)) {
         // Every member of that run is gone (killed): remove its segment and start afresh.
         ::munmap(m, size);
         ::shm_unlink(name_.c_str());

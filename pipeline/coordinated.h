@@ -157,6 +157,9 @@ class CoordinationGroup {
   // Removes this user's segments of other groups whose members are all gone (a run killed
   // with SIGKILL leaves its ring in /dev/shm); a segment being set up (flocked) is left.
   void remove_stale_groups();
+  // Whether the mapped segment `s` of `size` bytes is a killed run's: not (yet) a segment of this
+  // layout, or no joined member whose process is alive. Takes the segment's lock.
+  static bool stale(Shared* s, std::size_t size);
   void wait_for_members();
   void check_not_dropped() const;
   void write_slot(int index, const Batch& b);  // no lock: the slot is this member's (Building)

@@ -24,8 +24,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
-#include "core/environment.h"
-
+#include "core/cli.h"
 #include "core/process.h"
 #include "pipeline/fetch_origin.h"
 #include "pipeline/peer_rate.h"
@@ -93,7 +92,6 @@ std::string load_peer_secret() {
   if (const char* v = std::getenv("MLBENCH_PEER_SECRET"); v && *v) return v;
   namespace fs = std::filesystem;
   fs::path file;
-  bool made_here = false;
   if (const char* f = std::getenv("MLBENCH_PEER_SECRET_FILE"); f && *f) {
     file = f;
   } else {
@@ -115,18 +113,10 @@ std::string load_peer_secret() {
         throw std::invalid_argument(fmt::format("--peers: cannot make the shared secret {}: {}", file.string(),
                                                 std::strerror(errno)));
       }
-      std::array<std::uint8_t, 32> raw{};
-      if (RAND_bytes(raw.data(), static_cast<int>(raw.size())) != 1) {
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        throw std::runtime_error("--peers: RAND_bytes failed");
-      }
-      std::string hex;
-      for (std::uint8_t b : raw) hex += fmt::format("{:02x}", b);
-      hex += "\n";
+      const std::string hex = core::random_hex(32) + "\n";
       const bool ok = ::write(fd, hex.data(), hex.size()) == static_cast<ssize_t>(hex.size()) && ::fsync(fd) == 0;
       ::close(fd);
-      if (ok) made_here = ::link(tmp.c_str(), file.c_str()) == 0;
+      if (ok) (void)::link(tmp.c_str(), file.c_str());  // EEXIST: another process's is the one
       ::unlink(tmp.c_str());
       if (!ok) throw std::invalid_argument("--peers: cannot write the shared secret " + file.string());
     }
@@ -150,7 +140,6 @@ std::string load_peer_secret() {
   text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
   if (text.empty()) throw std::invalid_argument("--peers: the shared secret " + file.string() + " is empty");
-  (void)made_here;
   return text;
 }
 
@@ -944,10 +933,7 @@ LoopbackPeerRate loopback_peer_rate(std::size_t item_bytes, int threads, double 
   config.rank = 1;
   config.peers = {{"127.0.0.1", 1}, {"127.0.0.1", 0}};
   config.server_threads = std::max(1, threads);
-  {
-    const auto key = random_nonce();  // this process's own loopback pair: a secret of its own
-    config.secret.assign(key.begin(), key.end());
-  }
+  config.secret = core::random_hex(32);  // this process's own loopback pair: a secret of its own
   auto item = std::make_shared<const Bytes>(std::max<std::size_t>(1, item_bytes), std::uint8_t{7});
   PeerCacheServer server(config.peers[1], std::size_t{1} << 20, config,
                          [item](std::size_t, std::shared_ptr<const Bytes>& out) {

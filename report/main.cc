@@ -57,11 +57,6 @@ void write_targets_file(const std::string& file, const std::string& model, const
   mlbench::core::write_file_atomic(file, targets.dump(2) + "\n");
 }
 
-fs::path self_path(const char* argv0) {
-  std::error_code ec;
-  fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path(argv0) : p;
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,7 +132,7 @@ int main(int argc, char** argv) {
       targets = load_targets_file(targets_file);
     } else if (!gpu_model.empty()) {
       const std::vector<fs::path> dirs =
-          targets_dir.empty() ? default_target_dirs(self_path(argv[0])) : std::vector<fs::path>{targets_dir};
+          targets_dir.empty() ? default_target_dirs() : std::vector<fs::path>{targets_dir};
       targets = load_targets_file(find_targets_file(gpu_model, dirs));
     }
     ReportsTree tree;

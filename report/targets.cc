@@ -98,8 +98,7 @@ fs::path find_targets_file(const std::string& model, const std::vector<fs::path>
                                list.empty() ? "none" : list));
 }
 
-std::vector<fs::path> default_target_dirs(const fs::path& executable) {
-  (void)executable;  // the parts are found from this process's own location (core/layout.h)
+std::vector<fs::path> default_target_dirs() {
   return {fs::path("configs") / "targets", core::layout::configs_dir() / "targets"};
 }
 

@@ -23,9 +23,9 @@ Targets load_targets_file(const std::filesystem::path& file);
 // one. Throws InputError listing the models available.
 std::filesystem::path find_targets_file(const std::string& model, const std::vector<std::filesystem::path>& dirs);
 
-// Where --gpu-model looks: ./configs/targets, the checkout the executable was built
-// from (<exe>/../../configs/targets), and the source tree compiled in.
-std::vector<std::filesystem::path> default_target_dirs(const std::filesystem::path& executable);
+// Where --gpu-model looks: ./configs/targets, then the targets/ of the configs the running
+// command finds (core/layout.h: installed, or the source tree of its build).
+std::vector<std::filesystem::path> default_target_dirs();
 
 // x rounded down to 2 significant digits (4 683 000 -> 4 600 000, 9.07 -> 9): the
 // targets method of docs/report.md, so that a run as fast as the measured ones passes.

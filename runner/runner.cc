@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/environment.h"
+#include "core/cli.h"
 #include "core/layout.h"
 #include "core/progress.h"
 #include "core/report.h"
@@ -248,14 +249,14 @@ void print_dry(const Options& opt, const Setup& s) {
 }
 
 // What the end-of-run results need: this machine kind's targets and whether to colour.
-RunEnd end_of_run(const Options& opt, const Setup& s) {
+RunEnd end_of_run(const Setup& s) {
   std::vector<std::string> gpus = core::gpu_names();
   if (s.gpus > 0 && gpus.empty()) gpus = {"unknown GPU"};  // seen by nvidia-smi only: no model to match
   const char* no_color = std::getenv("NO_COLOR");
   RunEnd end;
   end.outdir = s.outdir;
   end.suite = s.settings.suite;
-  end.targets = report::targets_for_machine(gpus, report::default_target_dirs(opt.self));
+  end.targets = report::targets_for_machine(gpus, report::default_target_dirs());
   end.color = core::is_terminal(1) && !(no_color && *no_color);
   return end;
 }
@@ -278,12 +279,7 @@ void warn_if_low_space(const fs::path& outdir) {
 // Only processes of this run hold it: the instances of another run cannot read their items.
 void give_the_run_a_peer_secret() {
   if (const char* v = std::getenv("MLBENCH_PEER_SECRET"); v && *v) return;
-  std::ifstream urandom("/dev/urandom", std::ios::binary);
-  unsigned char raw[32] = {};
-  if (!urandom.read(reinterpret_cast<char*>(raw), sizeof raw)) return;  // the user's secret file then serves
-  std::string hex;
-  for (unsigned char b : raw) hex += fmt::format("{:02x}", static_cast<unsigned>(b));
-  ::setenv("MLBENCH_PEER_SECRET", hex.c_str(), 1);
+  ::setenv("MLBENCH_PEER_SECRET", core::random_hex(32).c_str(), 1);
 }
 
 int execute(const Options& opt, const Setup& s) {
@@ -325,7 +321,7 @@ int execute(const Options& opt, const Setup& s) {
     std::cerr << "mlbench-run: error: " << e.what() << std::endl;
     return 2;
   }
-  RunEnd end = end_of_run(opt, s);
+  RunEnd end = end_of_run(s);
   end.failed = scheduler.failed_instances();
   const bool html_ok = report_results(output, passes, end);
   if (scheduler.write_failures() > 0) {

@@ -210,7 +210,7 @@ struct GpuJpegDecoder::Impl {
   State single = nullptr;  // one image at a time (the fallback for a batch that fails)
   int initialized_n = -1;
   std::vector<std::string> fallbacks;
-  long batches = 0, images = 0, corrupt = 0;
+  long batches = 0, decoded = 0, corrupt = 0;  // decoded: images
   double host_s = 0;
   DeviceStopwatch device_time;
   int version[3] = {0, 0, 0};
@@ -319,10 +319,9 @@ struct GpuJpegDecoder::Impl {
     }
     device_time.stop();
     ++batches;
-    images_count(n);
+    decoded += n;
     return images;
   }
-  void images_count(int n) { images += n; }
 };
 
 GpuJpegDecoder::GpuJpegDecoder(torch::Device device, int image_size, pipeline::Normalize normalize,
@@ -351,7 +350,7 @@ nlohmann::json GpuJpegDecoder::to_json() {
           {"backend", backend_name(b)},
           {"huffman", huffman_where(b)},
           {"batches", m.batches},
-          {"images", m.images},
+          {"images", m.decoded},
           {"host_s", m.host_s},
           {"device_s", impl_->device_time.total_s()},
           {"corrupt_samples", m.corrupt},
