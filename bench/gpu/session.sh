@@ -17,7 +17,7 @@
 #   stall     mlbench-stall --bench convnet_fp16 on data/fake-imagenet-20k
 #   overhead  convnet_fp16 --synthetic with CUDA events + NVML monitor on and off, alternated
 #   probe     what the machine offers: cgroup version and delegation, nvJPEG, nsys, taskset
-#   decode    --decode gpu (issue 49): the nvJPEG pixel tests (gpu_decode_tests, on the photographs too), then
+#   decode    --decode gpu (docs/gpu.md): the nvJPEG pixel tests (gpu_decode_tests, on the photographs too), then
 #             ResNet-50 fp16 on real photographs at CPUS (default "2 4 8 16") CPUs each (taskset: the process
 #             confined to that many CPUs, --workers and --cpu-cores as many): CPU decode, GPU decode, and
 #             PyTorch with decode_jpeg(device='cuda') (bench/gpu/torch_convnet.py --decode gpu); synthetic once;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Debian package (issue 45): `cpack -G DEB` in the build folder, then its contents and
+# The Debian package (docs/runner.md, "Installing"): `cpack -G DEB` in the build folder, then its contents and
 # control fields: the installed layout under /usr, no path of the build machine, and the
 # libraries the binaries need as dependencies (dpkg-shlibdeps).
 # Usage: deb_test.sh BUILD_DIR

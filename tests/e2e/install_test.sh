@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installed like a tool (issue 45): `cmake --install` into a temporary prefix, then every
+# Installed like a tool (docs/runner.md, "Installing"): `cmake --install` into a temporary prefix, then every
 # command run from the prefix, from /, with a cleared environment: mlbench-run on a tiny jobs
 # file, mlbench-report on its results, mlbench-stall --exec on a training script, a benchmark,
 # and --version everywhere. An installed command must find its parts in the prefix (never in

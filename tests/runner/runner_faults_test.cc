@@ -91,7 +91,7 @@ TEST_F(RunnerFaults, DiskFullWhileFinishingFailsTheRunNamingFileAndCause) {
   EXPECT_NE(r.output.find("failed (named above); the run's results are incomplete"), std::string::npos) << r.output;
 }
 
-// Issue 43 item 2: mlbench-run hands every instance of a run one shared secret for a
+// docs/reliability.md, "Trust boundaries": mlbench-run hands every instance of a run one shared secret for a
 // partitioned cache ($MLBENCH_PEER_SECRET), and another run another.
 TEST_F(RunnerFaults, EveryInstanceOfARunGetsTheRunsPeerSecret) {
   ::unsetenv("MLBENCH_PEER_SECRET");  // the runner makes one only when the user set none
