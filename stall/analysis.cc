@@ -103,6 +103,37 @@ std::optional<double> recommended_cache(double P, double G, double C, double S, 
   return std::clamp(x, 0.0, 1.0);
 }
 
+double cache_for_share(const std::function<double(double)>& speed, double share) {
+  const double target = share * speed(1.0);
+  if (speed(0.0) >= target) return 0.0;
+  double lo = 0.0, hi = 1.0;
+  for (int i = 1; i <= 100; ++i) {
+    const double x = i / 100.0;
+    if (speed(x) >= target) {
+      hi = x;
+      break;
+    }
+    lo = x;
+  }
+  for (int i = 0; i < 20; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (speed(mid) >= target ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+double rounds_uncertainty(const std::vector<double>& rates) {
+  if (rates.size() < 2) return 0.0;
+  double mean = 0;
+  for (double r : rates) mean += r;
+  mean /= static_cast<double>(rates.size());
+  if (!(mean > 0)) return 0.0;
+  double ss = 0;
+  for (double r : rates) ss += (r - mean) * (r - mean);
+  const double sd = std::sqrt(ss / static_cast<double>(rates.size() - 1));
+  return sd / mean / std::sqrt(static_cast<double>(rates.size()));
+}
+
 std::optional<int> recommended_cores(const std::map<int, double>& P_by_cores, double need) {
   for (const auto& [cores, rate] : P_by_cores) {
     if (rate >= need) return cores;
@@ -178,13 +209,18 @@ std::vector<Remedy> rank_remedies(std::vector<Remedy> candidates) {
 }
 
 std::optional<Remedy> best_remedy(const std::vector<Remedy>& ranked) {
-  if (ranked.empty() || ranked.front().gain() < kMinRemedyGain) return std::nullopt;
+  if (ranked.empty() || ranked.front().low() < kMinRemedyGain) return std::nullopt;
   return ranked.front();
+}
+
+std::string gain_text(const Remedy& r) {
+  const bool ranged = r.gain_lo > 0 && r.gain_hi > 0 && (r.low() < r.gain() - 0.005 || r.high() > r.gain() + 0.005);
+  return ranged ? fmt::format("x{:.2f} [{:.2f}-{:.2f}]", r.gain(), r.low(), r.high()) : fmt::format("x{:.2f}", r.gain());
 }
 
 std::string remedy_text(const std::vector<Remedy>& ranked) {
   if (const auto best = best_remedy(ranked)) {
-    return fmt::format("{} helps most: x{:.2f} ({}: {:.1f} -> {:.1f} samples/s)", best->name, best->gain(),
+    return fmt::format("{} helps most: {} ({}: {:.1f} -> {:.1f} samples/s)", best->name, gain_text(*best),
                        best->detail, best->from, best->to);
   }
   if (ranked.empty()) return "no remedy predicted";
@@ -339,6 +375,11 @@ std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double ne
 
 double CheckPoint::error_pct() const { return 100 * relative_error(predicted, measured); }
 
+bool CheckPoint::off(double threshold_pct) const {
+  const bool ranged = hi > 0 && lo <= predicted && predicted <= hi;
+  return error_pct() > threshold_pct && !(ranged && lo <= measured && measured <= hi);
+}
+
 SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G, double threshold_pct,
                      bool serial_model, bool reads_ahead) {
   SelfCheck c;
@@ -355,7 +396,7 @@ SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G, 
   const CheckPoint* worst = &c.points.front();
   for (const CheckPoint& p : c.points) {
     if (p.error_pct() > worst->error_pct()) worst = &p;
-    if (p.error_pct() > threshold_pct) c.off.push_back(p);
+    if (p.off(threshold_pct)) c.off.push_back(p);
   }
   c.max_error_pct = worst->error_pct();
   c.passed = c.off.empty();

@@ -4,6 +4,8 @@
 // numbers out, so every formula is unit-tested.
 #pragma once
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -75,6 +77,20 @@ double predicted_speed(double x, double P, double G, double C, double S, double 
 std::optional<double> recommended_cache(double P, double G, double C, double S, double exposed_s = 0,
                                         CacheKind cache = CacheKind::Item, const ReadCpu& cpu = {});
 
+// The recommendation's share of the plateau: the smallest cache whose predicted speed reaches
+// 95% of the speed with the whole dataset cached. At the knee (where fetch meets prep) the speed
+// rests on both rates and moves most with either; a little below it, on fetch alone.
+constexpr double kPlateauShare = 0.95;
+
+// Smallest x in [0, 1] with speed(x) >= share * speed(1): a scan in steps of 1%, then bisection
+// between the last step below and the first at or above (speed rising with x, as every what-if
+// curve does up to a simulation's noise).
+double cache_for_share(const std::function<double(double)>& speed, double share = kPlateauShare);
+
+// The relative uncertainty of a rate from its --rounds: the rounds' sample standard deviation
+// over their mean, over sqrt(rounds); 0 with fewer than 2 rounds.
+double rounds_uncertainty(const std::vector<double>& rates);
+
 // Smallest core count whose prep rate reaches `need` (= min(F(x_rec), G));
 // nullopt when none of the measured counts does.
 std::optional<int> recommended_cores(const std::map<int, double>& P_by_cores, double need);
@@ -105,7 +121,13 @@ struct Remedy {
   std::string detail;  // the setting in words, e.g. "48% of the dataset in the item cache"
   double from = 0;
   double to = 0;
+  Bound stall = Bound::Fetch;  // the stall it removes (stall/decision.h names it only for a real one)
+  // The gain's range over the uncertainty of the rates it rests on (0: not known, the gain alone).
+  double gain_lo = 0;
+  double gain_hi = 0;
   double gain() const { return from > 0 ? to / from : 0.0; }
+  double low() const { return gain_lo > 0 ? std::min(gain_lo, gain()) : gain(); }
+  double high() const { return gain_hi > 0 ? std::max(gain_hi, gain()) : gain(); }
 };
 // A predicted gain below this is within run-to-run noise: not recommended.
 constexpr double kMinRemedyGain = 1.02;
@@ -114,6 +136,8 @@ constexpr double kMinRemedyGain = 1.02;
 std::vector<Remedy> rank_remedies(std::vector<Remedy> candidates);
 // The first ranked remedy when its gain reaches kMinRemedyGain, else nullopt.
 std::optional<Remedy> best_remedy(const std::vector<Remedy>& ranked);
+// "x1.21", or with a range known and wider than rounding, "x1.21 [1.05-1.40]".
+std::string gain_text(const Remedy& r);
 // One line: "coordinated prep helps most: x1.85 (2 jobs ..., per job: 410.0 -> 760.0 samples/s)",
 // or, with no remedy reaching kMinRemedyGain, which were predicted and that none helps.
 std::string remedy_text(const std::vector<Remedy>& ranked);
@@ -172,7 +196,12 @@ struct CheckPoint {
   double fetch = 0;      // F(x)
   double cached_fraction = -1;      // items the item cache held / dataset items in the run; < 0: not reported
   double page_cache_fraction = -1;  // dataset resident in the page cache after the run; < 0: not known
+  // The prediction's range over the rates' uncertainty (0, 0: not known).
+  double lo = 0, hi = 0;
+  CacheKind cache = CacheKind::Item;  // the cache the point measured (page: held with --hold-page-cache)
   double error_pct() const;        // 100 * relative_error(predicted, measured)
+  // Off: more than `threshold_pct` from the prediction and outside its range.
+  bool off(double threshold_pct) const;
 };
 
 struct SelfCheck {

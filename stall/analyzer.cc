@@ -1,6 +1,7 @@
 #include "analyzer.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "analysis.h"
+#include "decision.h"
 #include "coordinated_model.h"
 #include "partitioned_model.h"
 #include "serial_model.h"
@@ -386,9 +388,18 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   const double S = fetch_cold.rate, C = fetch_cached.rate;
 
   const Split s = split(G, P, F_obs);
-  // The noise of a rate is that of the mean over its observations: sd / sqrt(n).
-  const auto se = [](const RunOutcome& r) { return r.cv / std::sqrt(static_cast<double>(std::max(1, r.observations))); };
-  const SplitNoise noise = split_noise(G, P, F_obs, se(synthetic), se(cached), se(cold));
+  // The noise of a rate, relative: that of the mean over its observations (sd / sqrt(n)), or with
+  // --rounds the spread of its rounds where that is larger (docs/stall.md, "How sure").
+  const auto se = [&](const RunOutcome& r) {
+    double u = r.cv / std::sqrt(static_cast<double>(std::max(1, r.observations)));
+    for (const auto& [label, rates] : ctx.round_rates) {
+      if (&need(runs, label) == &r) u = std::max(u, rounds_uncertainty(rates));
+    }
+    return u;
+  };
+  const double u_G = se(need(runs, G_from)), u_P = se(cached), u_F = se(cold), u_S = se(fetch_cold),
+               u_C = se(fetch_cached);
+  const SplitNoise noise = split_noise(G, P, F_obs, u_G, u_P, u_F);
 
   std::map<int, double> p_by_cores;
   nlohmann::json sweep = nlohmann::json::object();
@@ -418,30 +429,83 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   // same rate: pooled by their standard errors (a short fetch-only run behind
   // a throttle read 128/s, ±10%, the cold run 123/s, ±6%, and the 50% point
   // measured 240/s). The serial model calibrates S itself.
-  const double S_model = [&] {
-    if (serial) return S;
-    const double var_s = std::pow(se(fetch_cold) * S, 2), var_f = std::pow(se(cold) * F_obs, 2);
-    const bool storage_bound = S < P && S < G;
-    const bool agree = std::abs(S - F_obs) <= 2 * std::sqrt(var_s + var_f);
-    if (storage_bound && agree && var_s > 0 && var_f > 0) return (S / var_s + F_obs / var_f) / (1 / var_s + 1 / var_f);
-    return std::max(S, F_obs);
-  }();
+  const auto storage_for_model = [&](double st, double f, double p, double g) {
+    if (serial) return st;
+    const double var_s = std::pow(u_S * st, 2), var_f = std::pow(u_F * f, 2);
+    const bool storage_bound = st < p && st < g;
+    const bool agree = std::abs(st - f) <= 2 * std::sqrt(var_s + var_f);
+    if (storage_bound && agree && var_s > 0 && var_f > 0) return (st / var_s + f / var_f) / (1 / var_s + 1 / var_f);
+    return std::max(st, f);
+  };
   // The CPU a read takes from prep: P(x) = 1 / (1/P + (reads' CPU beyond the cached run's) / prep's CPUs),
   // for a loader whose report says how many workers prepped.
   const ReadCpu read_cpu = serial || !loader.known ? ReadCpu{} : read_cpu_of(runs, loader.shape.cpus);
-  // Fetch time the cold run's pipeline did not hide (workers that fetch and
-  // prep in turn); the what-if charges it to every cache miss. The cold run's
-  // prep ran at P(0): every read from storage.
-  const double exposed = exposed_fetch_s(G, prep_rate(0.0, P, CacheKind::Page, read_cpu), S_model, F_obs);
-  std::optional<SerialModel> sm;
-  if (serial) sm = calibrate_serial(loader.shape, G, P, S, C, loader.prep_busy_s, F_obs);
-  const auto predict = [&](double x, CacheKind cache) {
-    return sm ? serial_speed(*sm, x, cache) : predicted_speed(x, P, G, C, S_model, exposed, cache, read_cpu);
+  // The model at a set of rates: the measured ones, and each corner of their uncertainty, from
+  // which every prediction gets its range (docs/stall.md, "How sure").
+  struct Model {
+    double G, P, F_obs, S, C, S_model = 0, exposed = 0;
+    std::optional<SerialModel> sm;
   };
-  const auto cache_rec = sm ? std::optional<double>(serial_recommended_cache(*sm, CacheKind::Item))
-                            : recommended_cache(P, G, C, S_model, exposed, CacheKind::Item, read_cpu);
-  const auto page_cache_rec = sm ? std::optional<double>(serial_recommended_cache(*sm, CacheKind::Page))
-                                 : recommended_cache(P, G, C, S_model, exposed, CacheKind::Page, read_cpu);
+  const auto build = [&](double g, double p, double f, double st, double c) {
+    Model m{g, p, f, st, c, 0, 0, std::nullopt};
+    m.S_model = storage_for_model(st, f, p, g);
+    // Fetch time the cold run's pipeline did not hide (workers that fetch and prep in turn);
+    // the what-if charges it to every cache miss. The cold run's prep ran at P(0): every read
+    // from storage.
+    m.exposed = exposed_fetch_s(g, prep_rate(0.0, p, CacheKind::Page, read_cpu), m.S_model, f);
+    if (serial) m.sm = calibrate_serial(loader.shape, g, p, st, c, loader.prep_busy_s, f);
+    return m;
+  };
+  const auto predict_with = [&](const Model& m, double x, CacheKind cache) {
+    return m.sm ? serial_speed(*m.sm, x, cache)
+                : predicted_speed(x, m.P, m.G, m.C, m.S_model, m.exposed, cache, read_cpu);
+  };
+  const Model nominal = build(G, P, F_obs, S, C);
+  const double S_model = nominal.S_model;
+  const double exposed = nominal.exposed;
+  const std::optional<SerialModel>& sm = nominal.sm;
+  const auto predict = [&](double x, CacheKind cache) { return predict_with(nominal, x, cache); };
+  // The corners: every rate at its measured value times (1 +- u). The serial model, a simulation
+  // calibrated anew at each corner, takes the three rates it is calibrated on (P, S, F_obs).
+  std::vector<Model> corners;
+  {
+    // Rates G, P, F_obs, S, C; only those with an uncertainty move.
+    const std::array<double, 5> at{G, P, F_obs, S, C};
+    const std::array<double, 5> rel{serial ? 0.0 : u_G, u_P, u_F, u_S, serial ? 0.0 : u_C};
+    std::vector<std::size_t> axes;
+    for (std::size_t i = 0; i < at.size(); ++i) {
+      if (rel[i] > 0 && rel[i] < 1) axes.push_back(i);
+    }
+    for (unsigned mask = 0; !axes.empty() && mask < (1u << axes.size()); ++mask) {
+      std::array<double, 5> v = at;
+      for (std::size_t k = 0; k < axes.size(); ++k) v[axes[k]] *= 1 + ((mask >> k) & 1u ? rel[axes[k]] : -rel[axes[k]]);
+      corners.push_back(build(v[0], v[1], v[2], v[3], v[4]));
+    }
+  }
+  // The range of a prediction over the corners (the measured rates' own value included).
+  const auto range_of = [&](const auto& f) {
+    double lo = f(nominal), hi = lo;
+    for (const Model& m : corners) {
+      const double v = f(m);
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    }
+    return std::pair<double, double>{lo, hi};
+  };
+  // The knee (fetch meets prep) and the recommendation: the smallest cache whose predicted speed
+  // reaches kPlateauShare of the plateau. At the knee a prediction rests on F and P at once and
+  // moves most with either; below it, on fetch alone (docs/stall.md, "The recommendation").
+  const auto knee_of = [&](CacheKind cache) {
+    return sm ? std::optional<double>(serial_recommended_cache(*sm, cache))
+              : recommended_cache(P, G, C, S_model, exposed, cache, read_cpu);
+  };
+  const auto knee = knee_of(CacheKind::Item);
+  const auto page_knee = knee_of(CacheKind::Page);
+  const auto plateau_point = [&](CacheKind cache, const std::optional<double>& k) -> std::optional<double> {
+    if (!k) return std::nullopt;
+    return cache_for_share([&](double x) { return predict(x, cache); }, kPlateauShare);
+  };
+  const auto cache_rec = plateau_point(CacheKind::Item, knee);
+  const auto page_cache_rec = plateau_point(CacheKind::Page, page_knee);
   const double need_rate = std::min(fetch_rate(cache_rec.value_or(1.0), C, S_model), G);
   // At this machine's CPU count the sweep's run is the cached run's setting measured again; the
   // cache recommendation was made against P, so the CPU advice is too, or two measurements of one
@@ -455,9 +519,18 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   for (int i = 0; i <= 20; ++i) xs.push_back(i / 20.0);
   nlohmann::json curve = nlohmann::json::array();
   nlohmann::json page_curve = nlohmann::json::array();
+  const auto range_at = [&](double x, CacheKind cache) {
+    return range_of([&](const Model& m) { return predict_with(m, x, cache); });
+  };
   for (double x : xs) {
-    curve.push_back({{"x", x}, {"fetch", fetch_rate(x, C, S_model)}, {"predicted", predict(x, CacheKind::Item)}});
-    page_curve.push_back({{"x", x}, {"predicted", predict(x, CacheKind::Page)}});
+    const auto [lo, hi] = range_at(x, CacheKind::Item);
+    const auto [page_lo, page_hi] = range_at(x, CacheKind::Page);
+    curve.push_back({{"x", x},
+                     {"fetch", fetch_rate(x, C, S_model)},
+                     {"predicted", predict(x, CacheKind::Item)},
+                     {"lo", lo},
+                     {"hi", hi}});
+    page_curve.push_back({{"x", x}, {"predicted", predict(x, CacheKind::Page)}, {"lo", page_lo}, {"hi", page_hi}});
   }
   double cache_full = std::numeric_limits<double>::quiet_NaN();
   if (auto it = runs.find("cache-1.00"); it != runs.end()) cache_full = it->second.rate;
@@ -472,36 +545,48 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   nlohmann::json measured = nlohmann::json::array();
   double max_err = 0, sum_err = 0;
   std::vector<CheckPoint> check_points;
+  nlohmann::json page_measured = nlohmann::json::array();
   for (const auto& [label, r] : runs) {
-    if (label.rfind("cache-", 0) != 0) continue;
-    const double x = std::stod(label.substr(6));
-    const double pred = predict(x, CacheKind::Item);
+    // cache-X: X of the dataset in the item cache; page-X: X resident in the page cache, held
+    // there with --hold-page-cache (plan_runs' page-cache check).
+    const bool item = label.rfind("cache-", 0) == 0, page = label.rfind("page-", 0) == 0;
+    if (!item && !page) continue;
+    const double x = std::stod(label.substr(item ? 6 : 5));
+    const CacheKind cache = item ? CacheKind::Item : CacheKind::Page;
+    const double pred = predict(x, cache);
+    const auto [lo, hi] = range_at(x, cache);
     const double err = 100 * relative_error(pred, r.rate);
-    max_err = std::max(max_err, err);
-    sum_err += err;
-    measured.push_back({{"x", x}, {"measured", r.rate}, {"predicted", pred}, {"error_pct", err}});
-    check_points.push_back({x, r.rate, pred, fetch_rate(x, C, S_model), item_cache_fraction(r, ctx.items),
-                            r.after.pages ? r.after.fraction() : -1.0});
+    const nlohmann::json point = {{"x", x},   {"measured", r.rate}, {"predicted", pred},
+                                  {"lo", lo}, {"hi", hi},           {"error_pct", err}};
+    if (item) {
+      max_err = std::max(max_err, err);
+      sum_err += err;
+      measured.push_back(point);
+    } else {
+      page_measured.push_back(point);
+    }
+    CheckPoint c{x, r.rate, pred, fetch_rate(x, C, S_model), item ? item_cache_fraction(r, ctx.items) : -1.0,
+                 item && r.after.pages ? r.after.fraction() : -1.0};
+    c.lo = lo;
+    c.hi = hi;
+    c.cache = cache;
+    check_points.push_back(c);
   }
   const SelfCheck check =
       self_check(check_points, P, G, kSelfCheckThresholdPct, serial, loader.known && loader.io_depth > 0);
-  // A curve that misses the measured speed recommends nothing: the cache
+  // A curve that misses the measured speed beyond its range recommends nothing: the cache
   // fraction comes from it, and the CPU count from the speed it promises.
   const bool withheld = !check.passed;
-  Verdict plain = verdict(s, cache_rec, cores_rec, ctx.cores_now);
-  if (cache_rec && *cache_rec > 0.0 && page_cache_rec) {
-    plain.text += fmt::format(" (the cache is mlbench's item cache, --cache-size; in the OS page cache instead: {:.0f}% "
-                              "cached)",
-                              100 * *page_cache_rec);
-  }
-  const Verdict v = checked_verdict(plain, check);
   nlohmann::json check_json = nlohmann::json::array();
   for (const CheckPoint& p : check.points) {
     check_json.push_back({{"x", p.x},
+                          {"cache", to_string(p.cache)},
                           {"measured", p.measured},
                           {"predicted", p.predicted},
+                          {"lo", p.lo},
+                          {"hi", p.hi},
                           {"error_pct", p.error_pct()},
-                          {"off", p.error_pct() > check.threshold_pct},
+                          {"off", p.off(check.threshold_pct)},
                           {"item_cache_fraction",
                            p.cached_fraction >= 0 ? nlohmann::json(p.cached_fraction) : nlohmann::json()},
                           {"page_cache_fraction_after",
@@ -587,20 +672,101 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   // with compute on a device of its own, twice the CPUs from this curve (none when it
   // failed its self-check); coordinated prep for 2 jobs from its own model.
   std::vector<Remedy> candidates;
-  if (!withheld) {
-    const double uncached = predict(0.0, CacheKind::Item);
-    candidates.push_back({"item cache",
-                          cache_rec ? fmt::format("{:.0f}% of the dataset in the item cache (--cache-size)", 100 * *cache_rec)
-                                    : std::string("the whole dataset in the item cache (memory reads still limit it)"),
-                          uncached, predict(cache_rec.value_or(1.0), CacheKind::Item)});
+  // A remedy's gain over the corners of the rates' uncertainty, `to` and `from` at each.
+  const auto with_range = [&](Remedy r, const auto& to, const auto& from) {
+    std::tie(r.gain_lo, r.gain_hi) = range_of([&](const Model& m) { return to(m) / from(m); });
+    return r;
+  };
+  const auto uncached_at = [&](const Model& m) { return predict_with(m, 0.0, CacheKind::Item); };
+  if (!withheld && !ctx.exec) {
+    const double x = cache_rec.value_or(1.0);
+    candidates.push_back(with_range(
+        {"item cache",
+         cache_rec ? fmt::format("{:.0f}% of the dataset in the item cache (--cache-size)", 100 * *cache_rec)
+                   : std::string("the whole dataset in the item cache (memory reads still limit it)"),
+         predict(0.0, CacheKind::Item), predict(x, CacheKind::Item), Bound::Fetch},
+        [&](const Model& m) { return predict_with(m, x, CacheKind::Item); }, uncached_at));
     if (own_device && !sm) {
       ReadCpu twice = read_cpu;  // the reads' CPU, too, spread over twice the CPUs
       twice.cpus *= 2;
-      candidates.push_back(
+      const auto doubled = [&](const Model& m) {
+        return predicted_speed(0.0, 2 * m.P, m.G, m.C, m.S_model, m.exposed, CacheKind::Item, twice);
+      };
+      candidates.push_back(with_range(
           {"more CPUs",
            fmt::format("{} CPUs instead of {}, prep scaled linearly, no cache", 2 * ctx.cores_now, ctx.cores_now),
-           uncached, predicted_speed(0.0, 2 * P, G, C, S_model, exposed, CacheKind::Item, twice)});
+           predict(0.0, CacheKind::Item), doubled(nominal), Bound::Prep},
+          doubled, uncached_at));
     }
+  }
+  // Under --exec, remedies the script can apply (docs/stall.md, "Advice in your script's terms"):
+  // RAM for the OS page cache, a copy of the dataset on faster storage, more CPUs for the
+  // DataLoader's workers. mlbench's own flags are not the script's.
+  std::vector<std::pair<Bound, std::string>> exec_notes;  // each for a stall of its kind (Compute: any)
+  if (!withheld && ctx.exec) {
+    const double gb = ctx.dataset_bytes / 1e9;
+    if (page_cache_rec && *page_cache_rec > 0) {
+      const double x = *page_cache_rec;
+      const auto page_at = [&](const Model& m) { return predict_with(m, x, CacheKind::Page); };
+      const auto page_cold = [&](const Model& m) { return predict_with(m, 0.0, CacheKind::Page); };
+      candidates.push_back(with_range(
+          {"OS page cache",
+           gb > 0 ? fmt::format("{:.1f} GB of RAM free for the OS page cache, {:.0f}% of the dataset's {:.1f} GB "
+                                "(preload it with `vmtouch -t {}` or `cat` the files once)",
+                                x * gb, 100 * x, gb, ctx.config.data)
+                  : fmt::format("{:.0f}% of the dataset in the OS page cache (RAM)", 100 * x),
+           page_cold(nominal), page_at(nominal), Bound::Fetch},
+          page_at, page_cold));
+    }
+    // Faster storage: the smallest speed-up of S whose uncached speed reaches the plateau's share.
+    const auto storage_speed = [&](const Model& m, double factor) {
+      return m.sm ? serial_speed_storage(*m.sm, factor)
+                  : predicted_speed(0.0, m.P, m.G, m.C, m.S_model * factor, m.exposed / factor, CacheKind::Page,
+                                    read_cpu);
+    };
+    const double best = storage_speed(nominal, 1000.0);
+    if (best > 1.02 * storage_speed(nominal, 1.0)) {
+      double lo = 1.0, hi = 1000.0;
+      for (int i = 0; i < 40; ++i) {
+        const double mid = std::sqrt(lo * hi);
+        (storage_speed(nominal, mid) >= kPlateauShare * best ? hi : lo) = mid;
+      }
+      const double mb_s = S_model * hi * raw.mean_file_bytes / 1e6;
+      candidates.push_back(with_range(
+          {"faster storage",
+           fmt::format("a copy of the dataset on storage serving {:.0f} samples/s{} (now {:.0f}/s)", S_model * hi,
+                       raw.mean_file_bytes > 0 ? fmt::format(", {:.0f} MB/s of random reads of its files", mb_s) : "",
+                       S_model),
+           storage_speed(nominal, 1.0), storage_speed(nominal, hi), Bound::Fetch},
+          [&](const Model& m) { return storage_speed(m, hi); }, [&](const Model& m) { return storage_speed(m, 1.0); }));
+    }
+    // More CPUs: a count the sweep measured whose prep keeps up, with as many workers.
+    const int workers = loader.known ? loader.shape.workers : cached.report.value("workers", 0);
+    if (cores_rec && *cores_rec > ctx.cores_now) {
+      const double p_new = p_for_advice.at(*cores_rec);
+      const auto more = [&](const Model& m) {
+        return predicted_speed(0.0, p_new * m.P / P, m.G, m.C, m.S_model, m.exposed, CacheKind::Page, read_cpu);
+      };
+      candidates.push_back(with_range(
+          {"more CPUs",
+           fmt::format("{} CPUs for the script, DataLoader(num_workers={}) (measured: prep {:.0f} samples/s on {})",
+                       *cores_rec, std::max(workers, *cores_rec), p_new, *cores_rec),
+           uncached_at(nominal), more(nominal), Bound::Prep},
+          more, uncached_at));
+    } else if (workers < ctx.cores_now) {
+      exec_notes.emplace_back(Bound::Prep, fmt::format("DataLoader(num_workers={}) on {} CPUs: num_workers={} uses "
+                                                       "them all (not measured)",
+                                                       workers, ctx.cores_now, ctx.cores_now));
+    }
+    const auto& pl = cached.report.value("pipeline", nlohmann::json());
+    if (cached.report.value("device", "cpu") != "cpu" && pl.is_object() && pl.value("pin_memory", true) == false) {
+      exec_notes.emplace_back(Bound::Compute,
+                              "DataLoader(pin_memory=True): the copies to the GPU then overlap the step (not measured)");
+    }
+    exec_notes.emplace_back(Bound::Compute, fmt::format("an alternative to the script's loader: mlbench's own "
+                                                        "(`mlbench-stall --bench loader --data {}` measures what it "
+                                                        "reaches on this machine)",
+                                                        ctx.config.data));
   }
   // Partitioned cache (issue 18): N nodes like this one (or sharing its CPUs), each caching 1/N
   // (--node-cache), their misses on one storage of rate S, peers at the loopback rate measured.
@@ -640,7 +806,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     prep_rate_from = "peer-local";
   }
   const bool partitioned_known = raw.peer_rate > 0;
-  if (!withheld && partitioned_known) {
+  if (!withheld && partitioned_known && !ctx.exec) {
     PartitionedNodes two = nodes;
     two.nodes = 2;
     if (two.memory_fraction <= 0) two.memory_fraction = 0.5;
@@ -649,19 +815,54 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                           fmt::format("2 nodes{}, each caching {:.0f}% of the dataset, partitioned (--peers), per node",
                                       two.shared_cpus ? " on this machine" : " like this one",
                                       100 * two.memory_fraction),
-                          pp.own, pp.partitioned});
+                          pp.own, pp.partitioned, Bound::Fetch});
   }
-  {
+  if (!ctx.exec) {
     const CoordinatedPrediction cp2 = predict_coordinated(for_jobs(coordinated, 2, sharing));
     candidates.push_back({"coordinated prep", "2 jobs on this machine under --coordinated 2, per job", cp2.uncoordinated,
-                          cp2.coordinated});
+                          cp2.coordinated, Bound::Prep});
   }
-  const std::vector<Remedy> remedies = rank_remedies(std::move(candidates));
-  const std::optional<Remedy> best = best_remedy(remedies);
+  // Which shares are stalls, the bound, the verdict and the remedy: one judgement (stall/decision.h).
+  const StallShare fetch = fetch_share(s, noise, F_obs, S_model);
+  const StallShare prep = prep_share(s, noise, G, P, F_obs);
+  const Decision decision = decide({s, fetch, prep, cache_rec, cores_rec, ctx.cores_now, candidates});
+  Verdict plain{decision.bound, decision.verdict};
+  if (fetch.claimed() && cache_rec && *cache_rec > 0.0 && page_cache_rec && !ctx.exec) {
+    plain.text += fmt::format(" (the cache is mlbench's item cache, --cache-size; in the OS page cache instead: {:.0f}% "
+                              "cached)",
+                              100 * *page_cache_rec);
+  }
+  const Verdict v = checked_verdict(plain, check);
+  const std::vector<Remedy>& remedies = decision.ranked;
+  const std::optional<Remedy>& best = decision.remedy;
+  const auto remedy_json = [](const Remedy& r) {
+    return nlohmann::json{{"name", r.name},
+                          {"detail", r.detail},
+                          {"from", r.from},
+                          {"to", r.to},
+                          {"gain", r.gain()},
+                          {"gain_range", {r.low(), r.high()}},
+                          {"stall", r.stall == Bound::Fetch ? "fetch" : "prep"}};
+  };
   nlohmann::json remedies_json = nlohmann::json::array();
-  for (const Remedy& r : remedies) {
-    remedies_json.push_back({{"name", r.name}, {"detail", r.detail}, {"from", r.from}, {"to", r.to}, {"gain", r.gain()}});
+  for (const Remedy& r : remedies) remedies_json.push_back(remedy_json(r));
+  const auto share_json = [](const StallShare& sh) {
+    return nlohmann::json{{"pct", sh.pct},
+                          {"noise_pp", sh.noise_pp},
+                          {"max_pct", sh.max_pct},
+                          {"effective_pct", sh.effective()},
+                          {"possible", sh.possible()},
+                          {"claimed", sh.claimed()},
+                          {"text", share_text(sh)}};
+  };
+  // What to do, in the user's terms: the remedy named, then notes that need no prediction.
+  nlohmann::json advice = nlohmann::json::array();
+  if (best) advice.push_back(fmt::format("{}: {} ({})", best->name, best->detail, gain_text(*best)));
+  for (const auto& [stall, note] : exec_notes) {
+    const bool any = fetch.claimed() || prep.claimed();
+    if (stall == Bound::Prep ? prep.claimed() : any) advice.push_back(note);
   }
+  const auto rec_range = cache_rec ? range_at(*cache_rec, CacheKind::Item) : std::pair<double, double>{0, 0};
   const double mb = raw.mean_file_bytes / 1e6;
   return {
       // 2: the what-if names its model (serial or overlap) and predicts for the page cache too (issue 14).
@@ -698,17 +899,25 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                      ? disagreement_note(direct_cold, s.prep_pct + s.fetch_pct, std::max(noise.prep_pp, noise.fetch_pp))
                      : std::string()}}},
       {"prep_by_cores", sweep},
+      {"findings", {{"fetch", share_json(fetch)}, {"prep", share_json(prep)}, {"sigmas", kSignificanceSigmas}}},
       {"recommendation",
-       {{"cache_fraction", cache_rec && !withheld ? nlohmann::json(*cache_rec) : nlohmann::json()},
+       {{"cache_fraction", cache_rec && !withheld && fetch.claimed() ? nlohmann::json(*cache_rec) : nlohmann::json()},
+        {"knee_fraction", knee && !withheld ? nlohmann::json(*knee) : nlohmann::json()},
+        {"plateau_share", kPlateauShare},
+        {"predicted", cache_rec && !withheld ? nlohmann::json(predict(*cache_rec, CacheKind::Item)) : nlohmann::json()},
+        {"predicted_range", cache_rec && !withheld ? nlohmann::json{rec_range.first, rec_range.second} : nlohmann::json()},
+        {"advice", advice},
         {"cache", "item cache"},
-        {"page_cache_fraction", page_cache_rec && !withheld ? nlohmann::json(*page_cache_rec) : nlohmann::json()},
+        {"page_cache_fraction",
+         page_cache_rec && !withheld && fetch.claimed() ? nlohmann::json(*page_cache_rec) : nlohmann::json()},
         {"cores", cores_rec && !withheld ? nlohmann::json(*cores_rec) : nlohmann::json()},
         {"withheld", withheld},
         {"bound", to_string(v.bound)},
         {"verdict", v.text},
-        {"remedy", best ? remedies_json.front() : nlohmann::json()},
+        {"remedy", best ? remedy_json(*best) : nlohmann::json()},
         {"remedies", remedies_json},
-        {"remedy_text", remedy_text(remedies)}}},
+        {"not_named", decision.not_named},
+        {"remedy_text", decision.remedy_text}}},
       {"self_check",
        {{"passed", check.ran ? nlohmann::json(check.passed) : nlohmann::json()},
         {"max_error_pct", check.ran ? nlohmann::json(check.max_error_pct) : nlohmann::json()},
@@ -731,7 +940,13 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
          {{"cache", "page cache"},
           {"hit_us", sm ? nlohmann::json(1e6 * sm->page_hit_s) : nlohmann::json(1e6 / C)},
           {"recommended_fraction", page_cache_rec && !withheld ? nlohmann::json(*page_cache_rec) : nlohmann::json()},
-          {"curve", page_curve}}},
+          {"knee_fraction", page_knee && !withheld ? nlohmann::json(*page_knee) : nlohmann::json()},
+          {"curve", page_curve},
+          {"measured", page_measured}}},
+        {"uncertainty",
+         {{"G", u_G}, {"P", u_P}, {"F_obs", u_F}, {"S", u_S}, {"C", u_C},
+          {"from", ctx.round_rates.empty() ? "each run's observations (sd / sqrt(n))"
+                                           : "each run's observations or the spread of its rounds, the larger"}}},
         {"curve", curve},
         {"measured", measured},
         {"exposed_fetch_us", 1e6 * exposed},
@@ -786,6 +1001,12 @@ std::string console_summary(const nlohmann::json& r) {
                      "{:.1f}% (±{:.1f})\n",
                      s["compute_pct"].get<double>(), n["compute"].get<double>(), s["prep_pct"].get<double>(),
                      n["prep"].get<double>(), s["fetch_pct"].get<double>(), n["fetch"].get<double>());
+  // Which shares are stalls (larger than twice their noise, possible at the rates measured).
+  if (const auto& f = r.value("findings", nlohmann::json()); f.is_object()) {
+    for (const char* k : {"fetch", "prep"}) {
+      if (f.contains(k) && !f[k].value("claimed", false)) out += "  " + f[k]["text"].get<std::string>() + "\n";
+    }
+  }
   const auto& d = r["direct"];
   if (d["stall_pct_cold"].is_number()) {
     out += fmt::format("direct instrumentation (cold run): {:.1f}% of iteration time waiting for data; differential: "
@@ -805,10 +1026,25 @@ std::string console_summary(const nlohmann::json& r) {
                        "the what-if charges it to each cache miss\n",
                        e.get<double>(), 1e-4 * e.get<double>() * r["rates"]["F_obs"].get<double>());
   }
-  for (const auto& m : r["whatif"]["measured"]) {
-    out += fmt::format("cache {:>5.1f}%: measured {:.1f}/s, predicted {:.1f}/s ({:.1f}% off)\n",
-                       100 * m["x"].get<double>(), m["measured"].get<double>(), m["predicted"].get<double>(),
+  // A measured point against its prediction and the prediction's range over the rates' noise.
+  const auto point_line = [](const nlohmann::json& m, const char* cache) {
+    const std::string range = m.contains("lo") && m["hi"].get<double>() > m["lo"].get<double>()
+                                  ? fmt::format(" [{:.1f}-{:.1f}]", m["lo"].get<double>(), m["hi"].get<double>())
+                                  : std::string();
+    return fmt::format("{} {:>5.1f}%: measured {:.1f}/s, predicted {:.1f}/s{} ({:.1f}% off)\n", cache,
+                       100 * m["x"].get<double>(), m["measured"].get<double>(), m["predicted"].get<double>(), range,
                        m["error_pct"].get<double>());
+  };
+  for (const auto& m : r["whatif"]["measured"]) out += point_line(m, "cache");
+  if (const auto& pc = r["whatif"].value("page_cache", nlohmann::json()); pc.is_object() && pc.contains("measured")) {
+    for (const auto& m : pc["measured"]) out += point_line(m, "page cache");
+  }
+  if (const auto& u = r["whatif"].value("uncertainty", nlohmann::json()); u.is_object()) {
+    out += fmt::format("ranges: each prediction over its rates' uncertainty (G ±{:.1f}%, P ±{:.1f}%, F ±{:.1f}%, S "
+                       "±{:.1f}%), from {}{}\n",
+                       100 * u["G"].get<double>(), 100 * u["P"].get<double>(), 100 * u["F_obs"].get<double>(),
+                       100 * u["S"].get<double>(), u["from"].get<std::string>(),
+                       r.contains("rounds") ? "" : "; one run per state cannot see drift between runs: --rounds 3 can");
   }
   if (const auto& w = r["whatif"]; w.contains("model")) {
     out += fmt::format("what-if model: {} ({}), for the {}\n", w["model"].get<std::string>(),
@@ -820,7 +1056,10 @@ std::string console_summary(const nlohmann::json& r) {
                        sj["prep_us"].get<double>(), sj["storage_us"].get<double>(), sj["page_hit_us"].get<double>(),
                        sj["predicted_cold"].get<double>(), sj["cold_error_pct"].get<double>());
   }
-  if (const auto& cj = r["whatif"].value("coordinated", nlohmann::json()); cj.is_object()) {
+  // Under --exec, mlbench's own remedies (coordinated prep, a partitioned cache) are not the
+  // script's: stall.json keeps their models, the console does not offer them.
+  const bool exec = r.value("bench", std::string()) == "exec";
+  if (const auto& cj = r["whatif"].value("coordinated", nlohmann::json()); cj.is_object() && !exec) {
     out += "coordinated prep (per job, samples/s):";
     for (const auto& k : cj["predictions"]) {
       out += fmt::format(" {} jobs {:.1f} -> {:.1f} (x{:.2f});", k["jobs"].get<int>(), k["uncoordinated"].get<double>(),
@@ -855,7 +1094,7 @@ std::string console_summary(const nlohmann::json& r) {
     }
     if (!extra.empty()) out += "  the step's CPU with K jobs computing at once, beyond one alone (us a sample):" + extra + "\n";
   }
-  if (const auto& pj = r["whatif"].value("partitioned", nlohmann::json()); pj.is_object()) {
+  if (const auto& pj = r["whatif"].value("partitioned", nlohmann::json()); pj.is_object() && !exec) {
     out += "partitioned cache (per node, samples/s, own -> partitioned):";
     for (const auto& k : pj["predictions"]) {
       const auto& range = k.value("partitioned_range", nlohmann::json());
@@ -915,14 +1154,28 @@ std::string console_summary(const nlohmann::json& r) {
     if (rec.value("page_cache_fraction", nlohmann::json()).is_number()) {
       page = fmt::format(" (item cache; in the OS page cache: {:.0f}%)", 100 * rec["page_cache_fraction"].get<double>());
     }
+    // The recommendation's predicted speed and range, and where the knee is.
+    if (rec.value("cache_fraction", nlohmann::json()).is_number() && rec.value("predicted", nlohmann::json()).is_number()) {
+      const auto& range = rec["predicted_range"];
+      page += fmt::format("; {:.0f}% of the plateau: {:.1f}/s predicted [{:.1f}-{:.1f}]{}",
+                          100 * rec.value("plateau_share", kPlateauShare), rec["predicted"].get<double>(),
+                          range[0].get<double>(), range[1].get<double>(),
+                          rec["knee_fraction"].is_number()
+                              ? fmt::format(", the knee at {:.0f}%", 100 * rec["knee_fraction"].get<double>())
+                              : std::string());
+    }
     out += fmt::format("\nrecommended cache: {}{}\nrecommended CPUs:  {}\nverdict: {}\n",
-                       rec["cache_fraction"].is_number() ? fmt::format("{:.0f}% of the dataset", 100 * rec["cache_fraction"].get<double>())
-                                                         : std::string("none is enough"),
+                       rec["cache_fraction"].is_number()
+                           ? fmt::format("{:.0f}% of the dataset", 100 * rec["cache_fraction"].get<double>())
+                       : r.value("findings", nlohmann::json()).is_object() && !r["findings"]["fetch"].value("claimed", true)
+                           ? std::string("none (no measurable fetch stall)")
+                           : std::string("none is enough"),
                        page,
                        rec["cores"].is_number() ? std::to_string(rec["cores"].get<int>()) : std::string("more than measured"),
                        rec["verdict"].get<std::string>());
   }
   if (rec.contains("remedy_text")) out += "remedy: " + rec["remedy_text"].get<std::string>() + "\n";
+  for (const auto& a : rec.value("advice", nlohmann::json::array())) out += "advice: " + a.get<std::string>() + "\n";
   for (const auto& w : r.value("warnings", nlohmann::json::array())) out += "warning: " + w.get<std::string>() + "\n";
   return out;
 }

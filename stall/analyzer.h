@@ -32,6 +32,11 @@ struct AnalysisContext {
   std::size_t items = 0;
   int batch_size = 0;
   int cores_now = 1;   // CPUs the main runs had
+  bool exec = false;   // --exec: a user's command, advised in its own terms (DataLoader, RAM, storage)
+  double dataset_bytes = 0;  // the dataset's files, for advice in GB (0: not known)
+  // --rounds: every round's rate per run label, in order (empty with one round). Their spread is
+  // the drift between runs that one run's own observations cannot see.
+  std::map<std::string, std::vector<double>> round_rates;
 };
 
 // stall.json's schema: 1 (no field) before issue 14; 2 adds schema_version,
@@ -48,8 +53,12 @@ struct AnalysisContext {
 // fetch's CPU per request (whatif.partitioned.peer_cpu_us becomes peer_request_cpu_us, with
 // batch_items and max_ids_per_request; peer_cpu.{used,nodes,pairs}_us are per request, with
 // peer_cpu.per and requests_per_sample; predictions[].peer_requests_per_sample;
-// storage.peer_ids_per_request). Every other change adds fields: readers of 1 read 2 to 12.
-constexpr int kStallSchemaVersion = 12;
+// storage.peer_ids_per_request); 13 adds findings (each stall share judged), ranges (whatif.curve[].lo/hi,
+// measured[].lo/hi, remedies[].gain_range, recommendation.predicted_range, whatif.uncertainty),
+// recommendation.{knee_fraction, plateau_share, predicted, advice, not_named}, the page-cache check
+// (whatif.page_cache.measured, self_check.points[].cache), and makes recommendation.cache_fraction
+// the plateau's share rather than the knee. Every other change adds fields: readers of 1 read 2 to 13.
+constexpr int kStallSchemaVersion = 13;
 
 // A run's process CPU per sample over its timed observations, all of it or its system part (the
 // report's `process_cpu`); nullopt in reports written before it existed.

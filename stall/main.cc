@@ -221,7 +221,16 @@ int main(int argc, char** argv) {
   std::cout << fmt::format("mlbench-stall: {} on {} ({} files), results in {}\n", config.bench, config.data,
                            files.size(), out.string());
   std::map<std::string, RunOutcome> runs;
-  AnalysisContext ctx{config, files.size(), 0, all_cpus};
+  AnalysisContext ctx;
+  ctx.config = config;
+  ctx.items = files.size();
+  ctx.cores_now = all_cpus;
+  ctx.exec = exec_mode;
+  for (const auto& f : files) {
+    std::error_code ec;
+    const auto size = fs::file_size(f, ec);
+    if (!ec) ctx.dataset_bytes += static_cast<double>(size);
+  }
   try {
     RawRates raw = measure_raw(files, use_drop_caches);
     std::cout << fmt::format("storage: {:.1f} MB/s sequential, {:.1f} MB/s random (cold); memory: {:.1f} MB/s\n",
@@ -396,6 +405,11 @@ int main(int argc, char** argv) {
       const double mb = raw.mean_file_bytes / 1e6;
       runs["fetch-cold"] = direct_read_outcome(raw.rand_cold.mb_per_s / mb, "direct reads, random order, cold");
       runs["fetch-cached"] = direct_read_outcome(raw.cached.mb_per_s / mb, "direct reads, page cache warm");
+    }
+    if (rounds > 1) {
+      for (const auto& [label, made] : by_round) {
+        for (const RunOutcome& r : made) ctx.round_rates[label].push_back(r.rate);
+      }
     }
     nlohmann::json result = analyze(ctx, runs, raw);
     if (rounds > 1) result["rounds"] = rounds_json(by_round, rounds);

@@ -1,0 +1,80 @@
+// What mlbench-stall tells its user to act on, decided in one place (docs/stall.md, "Answers
+// you can act on"): which stall shares are real, the bound, the verdict and the one remedy
+// named. A share is a stall only when it is larger than its noise and possible at the rates
+// measured; a remedy is named only for a stall that is, and only when its gain stays above
+// noise across the rates' uncertainty. The verdict and the remedy come from the same judgement,
+// so they cannot contradict each other. Pure: numbers in, words out.
+#pragma once
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis.h"
+
+namespace mlbench::stall {
+
+// A share is a stall when it exceeds this many times its noise (the split's ±: one standard
+// error of each rate, all signs combined)...
+constexpr double kSignificanceSigmas = 2.0;
+// ...and this many percent of the cold epoch, however quiet the runs.
+constexpr double kMinStallPct = 1.0;
+// A sample as a script reads it (open, the file's metadata, several reads) can take storage
+// longer than one whole-file read of the raw measurement: PIL over fake-imagenet-small, one
+// worker, cold files, 2.7x (docs/stall.md, "Answers you can act on"). The fetch bound allows 4x.
+constexpr double kStorageTimeSlack = 4.0;
+
+struct StallShare {
+  Bound stall = Bound::Fetch;  // Fetch or Prep
+  double pct = 0;              // the split's share of the cold epoch
+  double noise_pp = 0;         // its ± in percentage points
+  double max_pct = 100;        // the largest share the measured rates allow
+  double resource_rate = 0;    // storage S (fetch) or prep P, samples/s
+  double consumer_rate = 0;    // the cold run F_obs (fetch) or compute G (prep), samples/s
+  // The share that counts: no more than the rates allow.
+  double effective() const { return std::min(pct, max_pct); }
+  // A stall: effective() > max(kMinStallPct, kSignificanceSigmas * noise_pp).
+  bool claimed() const;
+  bool possible() const { return pct - kSignificanceSigmas * noise_pp <= max_pct; }
+};
+
+// Waiting on storage takes at most storage's own time per sample (its busy time, 1/S, times
+// kStorageTimeSlack): a fetch share of at most 100 kStorageTimeSlack F_obs / S percent. A cold run
+// at 7/s over storage serving 8,901/s cannot have waited 19% of its time on it.
+StallShare fetch_share(const Split& s, const SplitNoise& n, double F_obs, double S);
+// Prep stalls only where prep is slower than compute: T_P - T_G of the cold run's time.
+StallShare prep_share(const Split& s, const SplitNoise& n, double G, double P, double F_obs);
+
+// One line: "fetch stall 19.1% (±1.2)" or, for a share that is not a stall, why not and what
+// would resolve it: "no measurable fetch stall (19.1% ± 12.4, within 2x its noise; storage
+// serves 8,901 samples/s, 1,236x the consumer: at most 0.1% is possible); more --rounds or
+// --iterations narrow the noise".
+std::string share_text(const StallShare& s);
+
+struct DecisionInputs {
+  Split split;
+  StallShare fetch, prep;
+  std::optional<double> cache_rec;  // the item cache the what-if recommends (nullopt: none is enough)
+  std::optional<int> cores_rec;     // the CPUs it recommends (nullopt: more than measured)
+  int cores_now = 1;
+  std::vector<Remedy> candidates;  // every remedy predicted, any order
+};
+
+struct Decision {
+  Bound bound = Bound::Compute;
+  std::string verdict;                 // one line, before the self-check's words
+  std::vector<Remedy> ranked;          // the candidates with finite speeds, largest gain first
+  std::optional<Remedy> remedy;        // the one named, if any
+  std::vector<std::string> not_named;  // why each other candidate with a gain was not named
+  std::string remedy_text;             // one line
+};
+
+// The bound is the larger claimed stall when the claimed stalls together outweigh compute, else
+// compute. A remedy is eligible when it addresses a claimed stall and its gain's low end
+// (Remedy::low) reaches kMinRemedyGain; the largest eligible gain is named. The verdict names the
+// remedies of claimed stalls only (no "more DRAM helps" without a fetch stall), and a
+// compute-bound verdict with a remedy named says what the remedy buys instead of "neither helps".
+Decision decide(const DecisionInputs& in);
+
+}  // namespace mlbench::stall
