@@ -145,15 +145,26 @@ for i, m in enumerate(w0["measured"]):
 for a, r in enumerate(runs, 1):
     print(f"\nverdict {a}: {r['recommendation']['verdict']}")
 
-def predict(r, x):  # the page-cache curve, linear between its points (every 5%)
+for a, r in enumerate(runs, 1):
+    rec = r["recommendation"]
+    if rec.get("page_cache_fraction") is not None:
+        print(f"recommendation {a}: page cache {100 * rec['page_cache_fraction']:.0f}% (knee "
+              f"{100 * r['whatif']['page_cache'].get('knee_fraction', float('nan')):.0f}%), item cache "
+              f"{100 * rec['cache_fraction']:.0f}%: {rec['predicted']:,.0f}/s predicted "
+              f"[{rec['predicted_range'][0]:,.0f}-{rec['predicted_range'][1]:,.0f}]")
+    else:
+        print(f"recommendation {a}: none ({rec.get('remedy_text', '')})")
+
+def predict(r, x, key="predicted"):  # the page-cache curve, linear between its points (every 5%)
     curve = r["whatif"]["page_cache"]["curve"]
     for a, b in zip(curve, curve[1:]):
         if a["x"] <= x <= b["x"]:
-            return a["predicted"] + (x - a["x"]) / (b["x"] - a["x"]) * (b["predicted"] - a["predicted"])
-    return curve[-1]["predicted"]
+            return a.get(key, a["predicted"]) + (x - a["x"]) / (b["x"] - a["x"]) * (
+                b.get(key, b["predicted"]) - a.get(key, a["predicted"]))
+    return curve[-1].get(key, curve[-1]["predicted"])
 rows = [json.loads(l) for l in open(f"{out}/page_cache.jsonl")]
-print("\n| disk | page cache (fincore, before / after) | measured img/s | page-cache what-if | error of the medians "
-      "| errors, per round (against its analysis) |\n|---|---|---|---|---|---|")
+print("\n| disk | page cache (fincore, before / after) | measured img/s | page-cache what-if | range stated "
+      "(median analysis) | error of the medians | errors, per round (against its analysis) |\n|---|---|---|---|---|---|---|")
 for f in sorted({r["frac"] for r in rows}):
     rs = [r for r in rows if r["frac"] == f]
     x = statistics.median(r["before"] for r in rs)
@@ -163,6 +174,10 @@ for f in sorted({r["frac"] for r in rows}):
     # Each round against the analysis run just before it (same number): the pair shares the host's speed.
     paired = ", ".join(f"{err(predict(runs[r['round'] - 1], r['before']), r['measured']):+.1f}%"
                        for r in rs if "round" in r and r["round"] <= len(runs)) or "-"
-    print(f"| {mbps} MB/s | {res} | {mm(meas)} | {mm(pred)} | {err(statistics.median(pred), statistics.median(meas)):+.1f}% "
-          f"| {paired} |")
+    mid = sorted(runs, key=lambda r: predict(r, x))[(len(runs) - 1) // 2]
+    lo, hi = predict(mid, x, "lo"), predict(mid, x, "hi")
+    inside = "inside" if lo <= statistics.median(meas) <= hi else "outside"
+    print(f"| {mbps} MB/s | {res} | {mm(meas)} | {mm(pred)} | {lo:,.0f}-{hi:,.0f} "
+          f"({100 * (hi - lo) / 2 / predict(mid, x):.1f}%; the measured median {inside}) "
+          f"| {err(statistics.median(pred), statistics.median(meas)):+.1f}% | {paired} |")
 EOF

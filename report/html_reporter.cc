@@ -192,6 +192,16 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
     if (const auto& c = b.analysis->self_check; c.is_object() && c.contains("text") && c["text"].is_string()) {
       out << "<p class=\"note\">" << core::html_escape(c["text"].get<std::string>()) << "</p>";
     }
+    // What the analysis told its user to act on, as the console said it.
+    if (!b.analysis->verdict.empty() || !b.analysis->remedy_text.empty()) {
+      out << "<ul class=\"advice\">";
+      if (!b.analysis->verdict.empty()) out << "<li>verdict: " << core::html_escape(b.analysis->verdict) << "</li>";
+      if (!b.analysis->remedy_text.empty()) {
+        out << "<li>remedy: " << core::html_escape(b.analysis->remedy_text) << "</li>";
+      }
+      for (const std::string& a : b.analysis->advice) out << "<li>advice: " << core::html_escape(a) << "</li>";
+      out << "</ul>";
+    }
     out << "<div class=\"stall-charts\">";
     for (const auto& [svg, what] : {std::pair{&b.analysis->split_svg, "split"}, {&b.analysis->whatif_svg, "what-if"}}) {
       if (svg->empty()) continue;

@@ -33,6 +33,9 @@ nlohmann::json bench_json(const BenchResult& b) {
                 {"fetch_pct", number_or_null(b.analysis->fetch_pct)},
                 {"rates", b.analysis->rates},
                 {"self_check", b.analysis->self_check},
+                {"verdict", b.analysis->verdict},
+                {"remedy_text", b.analysis->remedy_text},
+                {"advice", b.analysis->advice},
                 {"has_split_svg", !b.analysis->split_svg.empty()},
                 {"has_whatif_svg", !b.analysis->whatif_svg.empty()}};
   }

@@ -39,6 +39,10 @@ struct StallAnalysis {
   double fetch_pct = kNaN;    // (T_cold - T_P) / T_cold
   nlohmann::json rates;       // {"G","P","F_obs","C","S"} as written
   nlohmann::json self_check;  // the what-if's self-check as written; null in results older than issue 14
+  // What the analysis told its user to act on: the verdict, the remedy named (or why none) and the
+  // advice lines (stall.json schema 13; older ones have the first two only).
+  std::string verdict, remedy_text;
+  std::vector<std::string> advice;
   std::string split_svg;      // contents of split.svg ("" when absent)
   std::string whatif_svg;     // contents of whatif.svg ("" when absent)
 };

@@ -41,6 +41,13 @@ StallAnalysis parse_stall_json(const nlohmann::json& j, const std::string& sourc
   a.fetch_pct = pct(j["split"], "fetch_pct", source);
   if (j.contains("rates")) a.rates = j["rates"];
   if (j.contains("self_check") && j["self_check"].is_object()) a.self_check = j["self_check"];
+  if (const auto& rec = j.value("recommendation", nlohmann::json()); rec.is_object()) {
+    if (rec.value("verdict", nlohmann::json()).is_string()) a.verdict = rec["verdict"].get<std::string>();
+    if (rec.value("remedy_text", nlohmann::json()).is_string()) a.remedy_text = rec["remedy_text"].get<std::string>();
+    for (const auto& line : rec.value("advice", nlohmann::json::array())) {
+      if (line.is_string()) a.advice.push_back(line.get<std::string>());
+    }
+  }
   return a;
 }
 

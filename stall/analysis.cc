@@ -107,8 +107,8 @@ double cache_for_share(const std::function<double(double)>& speed, double share)
   const double target = share * speed(1.0);
   if (speed(0.0) >= target) return 0.0;
   double lo = 0.0, hi = 1.0;
-  for (int i = 1; i <= 100; ++i) {
-    const double x = i / 100.0;
+  for (int i = 1; i <= 20; ++i) {
+    const double x = i / 20.0;
     if (speed(x) >= target) {
       hi = x;
       break;

@@ -82,7 +82,7 @@ std::optional<double> recommended_cache(double P, double G, double C, double S, 
 // rests on both rates and moves most with either; a little below it, on fetch alone.
 constexpr double kPlateauShare = 0.95;
 
-// Smallest x in [0, 1] with speed(x) >= share * speed(1): a scan in steps of 1%, then bisection
+// Smallest x in [0, 1] with speed(x) >= share * speed(1): a scan in steps of 5%, then bisection
 // between the last step below and the first at or above (speed rising with x, as every what-if
 // curve does up to a simulation's noise).
 double cache_for_share(const std::function<double(double)>& speed, double share = kPlateauShare);

@@ -17,6 +17,7 @@
 #include "decision.h"
 #include "coordinated_model.h"
 #include "partitioned_model.h"
+#include "readahead_model.h"
 #include "serial_model.h"
 
 namespace mlbench::stall {
@@ -108,6 +109,7 @@ double item_cache_fraction(const RunOutcome& r, std::size_t items) {
 struct MeasuredLoader {
   bool known = false;  // the report says how many workers built batches
   int io_depth = 0;
+  int window = 1;      // reads each worker keeps ahead (pipeline.read_ahead.window_per_worker)
   LoaderShape shape;
   std::optional<double> prep_busy_s;
 };
@@ -120,6 +122,10 @@ MeasuredLoader measured_loader(const RunOutcome& cached, int batch_size, int cor
   if (!p.contains("workers") || !p["workers"].is_number_integer() || p["workers"].get<int>() < 1) return l;
   l.known = true;
   l.shape.workers = p["workers"].get<int>();
+  l.window = std::max(1, l.io_depth / l.shape.workers);
+  if (const auto& ra = p.value("read_ahead", nlohmann::json()); ra.is_object() && ra.value("window_per_worker", 0) > 0) {
+    l.window = ra["window_per_worker"].get<int>();
+  }
   l.shape.batch_size = std::max(1, batch_size);
   l.shape.prefetch = std::max(l.shape.workers, p.value("prefetch", 2 * l.shape.workers));
   int cpus = std::min(l.shape.workers, std::max(1, cores_now));
@@ -340,6 +346,25 @@ std::string whatif_formula(bool serial, double exposed, bool read_cpu) {
          cpu;
 }
 
+std::string readahead_formula(int window) {
+  return fmt::format("read-ahead: a simulation of the workers, each keeping {} read(s) issued ahead of the sample it "
+                     "preps, across its batches (a miss queued on storage at S, a hit at once), prep on the first "
+                     "free CPU, the consumer at G behind the prefetch queue",
+                     window);
+}
+
+nlohmann::json readahead_json(const ReadAheadModel& m, double F_obs) {
+  const double cold = readahead_speed_storage(m, 1.0);
+  return {{"window", m.window},
+          {"prep_us", 1e6 * m.prep_s},
+          {"storage_us", 1e6 * m.storage_s},
+          {"miss_us", 1e6 * m.miss_s},
+          {"page_hit_us", 1e6 * m.page_hit_s},
+          {"prep_hidden", m.prep_hidden},
+          {"predicted_cold", cold},
+          {"cold_error_pct", 100 * relative_error(cold, F_obs)}};
+}
+
 nlohmann::json serial_json(const SerialModel& m, double F_obs) {
   const double cold = serial_speed_storage(m, 1.0);
   return {{"prep_us", 1e6 * m.prep_s},
@@ -393,7 +418,9 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   const auto se = [&](const RunOutcome& r) {
     double u = r.cv / std::sqrt(static_cast<double>(std::max(1, r.observations)));
     for (const auto& [label, rates] : ctx.round_rates) {
-      if (&need(runs, label) == &r) u = std::max(u, rounds_uncertainty(rates));
+      if (rates.size() < 2 || !runs.count(label) || &runs.at(label) != &r) continue;
+      // The median of k rounds: one run's noise over sqrt(k), or the rounds' own spread if larger.
+      u = std::max(u / std::sqrt(static_cast<double>(rates.size())), rounds_uncertainty(rates));
     }
     return u;
   };
@@ -419,6 +446,10 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   // that does not say how many workers built batches gets the overlap model.
   const MeasuredLoader loader = measured_loader(cached, ctx.batch_size, ctx.cores_now);
   const bool serial = loader.known && loader.io_depth == 0;
+  // Reads issued ahead of decode: simulated too (stall/readahead_model.h); the overlap model's
+  // min(F(x), P) is optimistic where fetch and prep are close.
+  const bool reads_ahead = loader.known && loader.io_depth > 0;
+  const bool simulated = serial || reads_ahead;
   // The overlap model's storage rate. The cold run read every item from
   // storage at F_obs, so storage sustains at least that with the reads the
   // pipeline keeps in flight; a fetch-only run that measured less kept fewer
@@ -445,18 +476,23 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   struct Model {
     double G, P, F_obs, S, C, S_model = 0, exposed = 0;
     std::optional<SerialModel> sm;
+    std::optional<ReadAheadModel> ra;
   };
-  const auto build = [&](double g, double p, double f, double st, double c) {
-    Model m{g, p, f, st, c, 0, 0, std::nullopt};
+  const auto build = [&](double g, double p, double f, double st, double c, int samples = 20000) {
+    Model m{g, p, f, st, c, 0, 0, std::nullopt, std::nullopt};
     m.S_model = storage_for_model(st, f, p, g);
     // Fetch time the cold run's pipeline did not hide (workers that fetch and prep in turn);
     // the what-if charges it to every cache miss. The cold run's prep ran at P(0): every read
     // from storage.
     m.exposed = exposed_fetch_s(g, prep_rate(0.0, p, CacheKind::Page, read_cpu), m.S_model, f);
     if (serial) m.sm = calibrate_serial(loader.shape, g, p, st, c, loader.prep_busy_s, f);
+    if (reads_ahead) {
+      m.ra = calibrate_readahead(loader.shape, loader.window, g, p, m.S_model, c, loader.prep_busy_s, read_cpu, samples);
+    }
     return m;
   };
   const auto predict_with = [&](const Model& m, double x, CacheKind cache) {
+    if (m.ra) return readahead_speed(*m.ra, x, cache);
     return m.sm ? serial_speed(*m.sm, x, cache)
                 : predicted_speed(x, m.P, m.G, m.C, m.S_model, m.exposed, cache, read_cpu);
   };
@@ -471,7 +507,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   {
     // Rates G, P, F_obs, S, C; only those with an uncertainty move.
     const std::array<double, 5> at{G, P, F_obs, S, C};
-    const std::array<double, 5> rel{serial ? 0.0 : u_G, u_P, u_F, u_S, serial ? 0.0 : u_C};
+    const std::array<double, 5> rel{simulated ? 0.0 : u_G, u_P, u_F, u_S, simulated ? 0.0 : u_C};
     std::vector<std::size_t> axes;
     for (std::size_t i = 0; i < at.size(); ++i) {
       if (rel[i] > 0 && rel[i] < 1) axes.push_back(i);
@@ -479,7 +515,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     for (unsigned mask = 0; !axes.empty() && mask < (1u << axes.size()); ++mask) {
       std::array<double, 5> v = at;
       for (std::size_t k = 0; k < axes.size(); ++k) v[axes[k]] *= 1 + ((mask >> k) & 1u ? rel[axes[k]] : -rel[axes[k]]);
-      corners.push_back(build(v[0], v[1], v[2], v[3], v[4]));
+      corners.push_back(build(v[0], v[1], v[2], v[3], v[4], 5000));
     }
   }
   // The range of a prediction over the corners (the measured rates' own value included).
@@ -495,6 +531,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   // reaches kPlateauShare of the plateau. At the knee a prediction rests on F and P at once and
   // moves most with either; below it, on fetch alone (docs/stall.md, "The recommendation").
   const auto knee_of = [&](CacheKind cache) {
+    if (nominal.ra) return std::optional<double>(cache_for_share([&](double x) { return predict(x, cache); }, 0.98));
     return sm ? std::optional<double>(serial_recommended_cache(*sm, cache))
               : recommended_cache(P, G, C, S_model, exposed, cache, read_cpu);
   };
@@ -573,7 +610,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     check_points.push_back(c);
   }
   const SelfCheck check =
-      self_check(check_points, P, G, kSelfCheckThresholdPct, serial, loader.known && loader.io_depth > 0);
+      self_check(check_points, P, G, kSelfCheckThresholdPct, simulated, reads_ahead);
   // A curve that misses the measured speed beyond its range recommends nothing: the cache
   // fraction comes from it, and the CPU count from the speed it promises.
   const bool withheld = !check.passed;
@@ -598,7 +635,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     storage_whatif.push_back({{"S_factor", factor},
                               {"S", S_model * factor},
                               // Faster storage also shortens the exposed fetch time.
-                              {"speed_uncached", sm ? serial_speed_storage(*sm, factor)
+                              {"speed_uncached", nominal.ra ? readahead_speed_storage(*nominal.ra, factor)
+                                                 : sm         ? serial_speed_storage(*sm, factor)
                                                     : predicted_speed(0.0, P, G, C, S_model * factor, exposed / factor,
                                                                       CacheKind::Item, read_cpu)}});
   }
@@ -686,7 +724,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                    : std::string("the whole dataset in the item cache (memory reads still limit it)"),
          predict(0.0, CacheKind::Item), predict(x, CacheKind::Item), Bound::Fetch},
         [&](const Model& m) { return predict_with(m, x, CacheKind::Item); }, uncached_at));
-    if (own_device && !sm) {
+    if (own_device && !simulated) {
       ReadCpu twice = read_cpu;  // the reads' CPU, too, spread over twice the CPUs
       twice.cpus *= 2;
       const auto doubled = [&](const Model& m) {
@@ -720,6 +758,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     }
     // Faster storage: the smallest speed-up of S whose uncached speed reaches the plateau's share.
     const auto storage_speed = [&](const Model& m, double factor) {
+      if (m.ra) return readahead_speed_storage(*m.ra, factor);
       return m.sm ? serial_speed_storage(*m.sm, factor)
                   : predicted_speed(0.0, m.P, m.G, m.C, m.S_model * factor, m.exposed / factor, CacheKind::Page,
                                     read_cpu);
@@ -855,9 +894,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                           {"claimed", sh.claimed()},
                           {"text", share_text(sh)}};
   };
-  // What to do, in the user's terms: the remedy named, then notes that need no prediction.
+  // Beyond the remedy named, what the user can do that needs no prediction (under --exec).
   nlohmann::json advice = nlohmann::json::array();
-  if (best) advice.push_back(fmt::format("{}: {} ({})", best->name, best->detail, gain_text(*best)));
   for (const auto& [stall, note] : exec_notes) {
     const bool any = fetch.claimed() || prep.claimed();
     if (stall == Bound::Prep ? prep.claimed() : any) advice.push_back(note);
@@ -926,8 +964,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         {"cause", check.cause.empty() ? nlohmann::json() : nlohmann::json(check.cause)},
         {"text", check.text}}},
       {"whatif",
-       {{"model", serial ? "serial" : "overlap"},
-        {"model_formula", whatif_formula(serial, exposed, read_cpu.active())},
+       {{"model", serial ? "serial" : reads_ahead ? "read-ahead" : "overlap"},
+        {"model_formula", reads_ahead ? readahead_formula(loader.window) : whatif_formula(serial, exposed, read_cpu.active())},
         {"cache", "item cache"},
         {"io_depth", loader.io_depth},
         {"loader", loader.known ? nlohmann::json{{"workers", loader.shape.workers},
@@ -936,9 +974,12 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                                                  {"prefetch", loader.shape.prefetch}}
                                 : nlohmann::json()},
         {"serial", sm ? serial_json(*sm, F_obs) : nlohmann::json()},
+        {"read_ahead", nominal.ra ? readahead_json(*nominal.ra, F_obs) : nlohmann::json()},
         {"page_cache",
          {{"cache", "page cache"},
-          {"hit_us", sm ? nlohmann::json(1e6 * sm->page_hit_s) : nlohmann::json(1e6 / C)},
+          {"hit_us", sm ? nlohmann::json(1e6 * sm->page_hit_s)
+                     : nominal.ra ? nlohmann::json(1e6 * nominal.ra->page_hit_s)
+                                  : nlohmann::json(1e6 / C)},
           {"recommended_fraction", page_cache_rec && !withheld ? nlohmann::json(*page_cache_rec) : nlohmann::json()},
           {"knee_fraction", page_knee && !withheld ? nlohmann::json(*page_knee) : nlohmann::json()},
           {"curve", page_curve},
@@ -1049,6 +1090,13 @@ std::string console_summary(const nlohmann::json& r) {
   if (const auto& w = r["whatif"]; w.contains("model")) {
     out += fmt::format("what-if model: {} ({}), for the {}\n", w["model"].get<std::string>(),
                        w.value("model_formula", std::string()), w.value("cache", std::string()));
+  }
+  if (const auto& rj = r["whatif"].value("read_ahead", nlohmann::json()); rj.is_object()) {
+    out += fmt::format("read-ahead model: {} read(s) ahead per worker, prep {:.0f} us per sample, storage {:.0f} us, "
+                       "a miss's CPU {:.0f} us; predicts the cold run at {:.1f}/s ({:.1f}% off)\n",
+                       rj["window"].get<int>(), rj["prep_us"].get<double>(), rj["storage_us"].get<double>(),
+                       rj["miss_us"].get<double>(), rj["predicted_cold"].get<double>(),
+                       rj["cold_error_pct"].get<double>());
   }
   if (const auto& sj = r["whatif"].value("serial", nlohmann::json()); sj.is_object()) {
     out += fmt::format("serial model: prep {:.0f} us per sample, storage {:.0f} us, page-cache hit {:.0f} us; "

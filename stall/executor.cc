@@ -13,7 +13,9 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <numeric>
 #include <optional>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -72,6 +74,23 @@ void ProcessExecutor::prepare_cache(const RunSpec& spec) {
       throw RunFailed(fmt::format("run {}: could not make the dataset resident in the page cache ({:.1f}% of its "
                                   "pages after reading it; not enough free memory?)",
                                   spec.label, 100 * f));
+    }
+  } else if (spec.cache == CacheState::Partial) {
+    // A fixed subset (every file whose index falls in the fraction's share of a seeded order), so
+    // that rounds measure the same state.
+    evict(dataset_);
+    std::vector<std::size_t> order(dataset_.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(0x9a9e));
+    const auto n = static_cast<std::size_t>(std::lround(spec.cache_frac * static_cast<double>(dataset_.size())));
+    std::vector<fs::path> part;
+    for (std::size_t i = 0; i < n && i < order.size(); ++i) part.push_back(dataset_[order[i]]);
+    warm(part);
+    const double f = residency(dataset_).fraction();
+    if (std::abs(f - spec.cache_frac) > 0.1) {
+      throw RunFailed(fmt::format("run {}: could not make {:.0f}% of the dataset resident in the page cache ({:.1f}% "
+                                  "of its pages after reading that share)",
+                                  spec.label, 100 * spec.cache_frac, 100 * f));
     }
   } else if (spec.cache == CacheState::Cold) {
     if (drop_caches_ && !drop_caches()) {

@@ -88,6 +88,13 @@ int main(int argc, char** argv) {
           ->delimiter(',')
           ->check(core::number_in(0.0, 1.0))
           ->capture_default_str();
+  auto* page_fracs =
+      app.add_option("--page-fracs", config.page_fracs,
+                     "Page-cache fractions, each made resident and held with --hold-page-cache, to check the "
+                     "page-cache what-if against (0 < x < 1; 0: no such run)")
+          ->delimiter(',')
+          ->check(core::number_in(0.0, 1.0))
+          ->capture_default_str();
   app.add_option("--iterations", config.iterations, "Timed iterations per run")
       ->check(core::integer_in(1, 1 << 24))
       ->capture_default_str();
@@ -159,7 +166,13 @@ int main(int argc, char** argv) {
                    "--exec has none to size, so its what-if is predicted, not measured\n";
       return 2;
     }
+    if (page_fracs->count() > 0) {
+      std::cerr << "mlbench-stall: error: --page-fracs needs a benchmark that holds the page cache "
+                   "(--hold-page-cache, --bench); a command run with --exec cannot be made to\n";
+      return 2;
+    }
     config.cache_fracs.clear();
+    config.page_fracs.clear();
     const std::string found = find_executable(exec.command.front(), core::getenv_or("PATH", "/usr/bin:/bin"));
     const std::string problem = found.empty() ? "not found on PATH" : executable_problem(found);
     if (!problem.empty()) {

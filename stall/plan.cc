@@ -14,6 +14,7 @@ const char* to_string(CacheState s) {
   switch (s) {
     case CacheState::Warm: return "warm";
     case CacheState::Cold: return "cold";
+    case CacheState::Partial: return "partial";
     case CacheState::Any: break;
   }
   return "any";
@@ -105,6 +106,15 @@ std::vector<RunSpec> plan_runs(const StallConfig& c, std::size_t items, int batc
                      depth_warmup);
     r->cache_frac = x;
     // Replace the default iteration flags (they follow --data in every run).
+    const auto iters = epoch_iteration_args(c, items, batch_size, pipeline_depth);
+    std::copy(iters.begin(), iters.end(), r->args.begin() + 2);
+  }
+  // The page-cache what-if's self-check: fraction x of the files resident, and held so (a read
+  // that brought a file in drops it again), whole epochs as the cache runs.
+  for (double x : c.page_fracs) {
+    if (!(x > 0 && x < 1)) continue;
+    RunSpec* r = add(fmt::format("page-{:.2f}", x), "page", {"--hold-page-cache"}, CacheState::Partial, depth_warmup);
+    r->cache_frac = x;
     const auto iters = epoch_iteration_args(c, items, batch_size, pipeline_depth);
     std::copy(iters.begin(), iters.end(), r->args.begin() + 2);
   }

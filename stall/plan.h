@@ -9,7 +9,9 @@
 
 namespace mlbench::stall {
 
-enum class CacheState { Any, Warm, Cold };
+// Partial: the dataset evicted, then a fraction of its files (RunSpec::cache_frac) read back into
+// the page cache; the run holds it so (--hold-page-cache), checking the page-cache what-if.
+enum class CacheState { Any, Warm, Cold, Partial };
 const char* to_string(CacheState s);
 
 struct StallConfig {
@@ -17,6 +19,7 @@ struct StallConfig {
   std::string data;                  // dataset root passed as --data
   std::vector<int> cpus;             // CPU sweep; empty = none
   std::vector<double> cache_fracs;   // measured what-if points
+  std::vector<double> page_fracs{0.5};  // page-cache fractions held with --hold-page-cache: its self-check
   int iterations = 100;              // timed iterations per run
   std::vector<std::string> extra;    // passed through to every run
   // The partitioned-cache what-if (issue 18): each node's cache as a fraction of the dataset
@@ -35,7 +38,7 @@ struct RunSpec {
   std::vector<std::string> args;
   CacheState cache = CacheState::Any;
   int cpus = 0;            // 0: every CPU of the analyzer; else the first `cpus` of its affinity
-  double cache_frac = -1;  // for "cache" runs
+  double cache_frac = -1;  // for "cache" runs, and the page-cache fraction of "page" runs
   // Runs of several benchmark processes at once ("peer" runs, issue 18): `nodes` processes
   // (0: one) on the analyzer's CPUs, each with `args`; with `peers`, a partitioned cache
   // across them on loopback (the executor adds --peers 127.0.0.1:PORT,... --rank R).
@@ -52,7 +55,7 @@ struct RunSpec {
 std::vector<std::string> iteration_args(int iterations, int warmup_observations);
 
 // Every run, in order: synthetic, cached, cold, fetch-cold, fetch-cached, the
-// CPU sweep, the cache fractions. `items`: samples in the dataset;
+// CPU sweep, the cache fractions, the page-cache fractions (0 < x < 1; "page-0.50"). `items`: samples in the dataset;
 // `batch_size`: as the benchmark reported it; `pipeline_depth`: batches the
 // pipeline can have ready before the timed loop starts (prefetch + workers).
 // Warm-up covers that depth (the first batches would come for free), and for

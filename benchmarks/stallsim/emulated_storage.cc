@@ -34,7 +34,10 @@ void EmulatedStorage::fetch(std::size_t index, pipeline::Bytes& out) const {
   const auto size = static_cast<std::size_t>(st.st_size);
   const bool cached = pipeline::file_resident(fd, size);
   const auto device_done = cached ? std::chrono::steady_clock::time_point{} : reserve(size);
-  if (!cached && bytes_per_s_ > 0 && files_->drop_after_read()) {
+  // --hold-page-cache: a read that brought the file in drops it again, as the real reader does,
+  // so that a run keeps the page cache as it found it (mlbench-stall's page-cache check).
+  const bool drop = files_->drop_after_read() || (files_->hold_page_cache() && !cached);
+  if (!cached && bytes_per_s_ > 0 && drop) {
     // A read that goes to the emulated device and leaves nothing in the page
     // cache never touches the real one: its content does not matter (stallsim's
     // prep does not look at it), and a real read may take longer than the
@@ -62,7 +65,7 @@ void EmulatedStorage::fetch(std::size_t index, pipeline::Bytes& out) const {
     }
     done += static_cast<std::size_t>(n);
   }
-  if (files_->drop_after_read()) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  if (drop) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   ::close(fd);
   if (!cached) std::this_thread::sleep_until(device_done);
   std::lock_guard<std::mutex> lock(mu_);

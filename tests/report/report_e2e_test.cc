@@ -264,6 +264,36 @@ TEST(ReportE2E, StallAnalysisAddsFetchPrepColumnsAndCharts) {
       << missing.output;
 }
 
+// What mlbench-stall told its user (stall.json schema 13: the verdict, the remedy or why none, the
+// advice) reaches the HTML and JSON reports as the console said it.
+TEST(ReportE2E, TheStallAnalysisAdviceReachesTheHtmlAndJson) {
+  TempDir tmp;
+  const fs::path tree = tmp.path() / "out";
+  build_tree(tree);
+  write(tree / "stall" / "loader" / "stall.json",
+        R"json({"schema_version": 13, "bench": "loader", "split": {"compute_pct": 25.0, "prep_pct": 25.0, "fetch_pct": 50.0},
+            "recommendation": {"verdict": "fetch-bound: more DRAM helps up to 53% cached, more CPUs do not help",
+                               "remedy_text": "OS page cache helps most: x1.90 (3.1 GB of RAM <free> ...)",
+                               "advice": ["OS page cache: 3.1 GB of RAM free for the OS page cache (x1.90)",
+                                          "an alternative to the script's loader: mlbench's own"]}})json");
+  write(tree / "stall" / "loader" / "split.svg",
+        R"(<svg xmlns="http://www.w3.org/2000/svg"><rect width="5" height="5"/></svg>)");
+  const CommandResult r = report("--reports " + tree.string() + " --name fast --min-runs 3 --html " +
+                                 (tmp.path() / "r.html").string() + " --json " + (tmp.path() / "r.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(read_text(tmp.path() / "r.json"));
+  const auto& a = j["benchmarks"][0]["stall_analysis"];
+  EXPECT_EQ(a["verdict"], "fetch-bound: more DRAM helps up to 53% cached, more CPUs do not help");
+  EXPECT_EQ(a["advice"].size(), 2u);
+  const std::string html = read_text(tmp.path() / "r.html");
+  EXPECT_NE(html.find("<li>verdict: fetch-bound: more DRAM helps up to 53% cached"), std::string::npos);
+  EXPECT_NE(html.find("<li>remedy: OS page cache helps most: x1.90 (3.1 GB of RAM &lt;free&gt; ...)</li>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<li>advice: an alternative to the script&#39;s loader: mlbench&#39;s own</li>"),
+            std::string::npos)
+      << html.substr(html.find("advice"), 300);
+}
+
 TEST(ReportE2E, CompareFlagsChangesBeyondTheCombinedSd) {
   TempDir tmp;
   build_tree(tmp.path() / "a", 1.2);

@@ -113,11 +113,17 @@ TEST_P(GroundTruth, SplitAndWhatIfMatchTheInjectedCosts) {
     EXPECT_LT(m["error_pct"].get<double>(), 5.0) << "cache " << m["x"] << ": predicted " << m["predicted"]
                                                   << ", measured " << m["measured"] << "\n" << r.output;
   }
-  std::cout << fmt::format("[{}] split measured {:.1f}/{:.1f}/{:.1f} truth {:.1f}/{:.1f}/{:.1f}; what-if max error {:.1f}%, mean {:.1f}%\n",
+  // The page-cache what-if at 50% resident, held there (--hold-page-cache).
+  const auto& page = result["whatif"]["page_cache"]["measured"];
+  ASSERT_EQ(page.size(), 1u) << r.output;
+  EXPECT_LT(page[0]["error_pct"].get<double>(), 5.0) << "page cache 50%: predicted " << page[0]["predicted"]
+                                                      << ", measured " << page[0]["measured"] << "\n" << r.output;
+  std::cout << fmt::format("[{}] split measured {:.1f}/{:.1f}/{:.1f} truth {:.1f}/{:.1f}/{:.1f}; what-if max error {:.1f}%, "
+                           "mean {:.1f}%; page cache 50%: {:.1f}%\n",
                            c.name, s["compute_pct"].get<double>(), s["prep_pct"].get<double>(),
                            s["fetch_pct"].get<double>(), t.compute_pct, t.prep_pct, t.fetch_pct,
                            result["whatif"]["max_error_pct"].get<double>(),
-                           result["whatif"]["mean_error_pct"].get<double>());
+                           result["whatif"]["mean_error_pct"].get<double>(), page[0]["error_pct"].get<double>());
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, GroundTruth,
@@ -145,7 +151,12 @@ INSTANTIATE_TEST_SUITE_P(Grid, GroundTruth,
                                          // ahead of its decode, across its batches, so fetch and prep
                                          // overlap and the pipelined min() holds.
                                          Config{"readahead_prep_fetch", 1000, 500, 180, 4, 4},
-                                         Config{"readahead_even", 500, 125, 125, 2, 4}),
+                                         Config{"readahead_even", 500, 125, 125, 2, 4},
+                                         // At the knee, where the recommendation used to be: F(x) =
+                                         // min(P, G) at x = 0.50 (S 250, P 500) and at x = 0.75 (S
+                                         // 62.5, P 250), both measured there, with read-ahead.
+                                         Config{"readahead_knee_50", 1000, 500, 250, 4, 4},
+                                         Config{"readahead_knee_75", 500, 250, 62.5, 4, 4}),
                          [](const testing::TestParamInfo<Config>& info) { return std::string(info.param.name); });
 
 }  // namespace

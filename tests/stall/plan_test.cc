@@ -33,7 +33,7 @@ TEST(Plan, RunsInOrderWithTheirFlagsAndCacheStates) {
   std::vector<std::string> labels;
   for (const auto& r : runs) labels.push_back(r.label);
   EXPECT_EQ(labels, (std::vector<std::string>{"synthetic", "cached", "cold", "fetch-cold", "fetch-cached", "cpus-1",
-                                              "cpus-2", "cache-0.00", "cache-0.50"}));
+                                              "cpus-2", "cache-0.00", "cache-0.50", "page-0.50"}));
   EXPECT_TRUE(has(runs[0].args, "--synthetic"));
   EXPECT_EQ(runs[1].cache, CacheState::Warm);
   EXPECT_EQ(runs[2].cache, CacheState::Cold);
@@ -57,6 +57,15 @@ TEST(Plan, RunsInOrderWithTheirFlagsAndCacheStates) {
   EXPECT_EQ(value_of(runs[8].args, "--warmup"), "1");
   EXPECT_EQ(value_of(runs[8].args, "--repeat"), "4");
   EXPECT_EQ(std::count(runs[8].args.begin(), runs[8].args.end(), "--repeat"), 1);
+  // The page-cache check: half the files resident, held there, whole epochs as the cache runs.
+  EXPECT_EQ(runs[9].cache, CacheState::Partial);
+  EXPECT_DOUBLE_EQ(runs[9].cache_frac, 0.5);
+  EXPECT_TRUE(has(runs[9].args, "--hold-page-cache"));
+  EXPECT_FALSE(has(runs[9].args, "--drop-after-read"));
+  EXPECT_EQ(value_of(runs[9].args, "--repeat"), "4");
+  // None asked for (0, or only the ends): no such run.
+  c.page_fracs = {0, 1};
+  EXPECT_EQ(plan_runs(c, 1000, 50).size(), 9u);
 }
 
 TEST(Plan, WarmupCoversThePipelineDepth) {

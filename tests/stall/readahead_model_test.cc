@@ -1,0 +1,72 @@
+// The read-ahead what-if model (stall/readahead_model.h): workers with a window of reads issued
+// ahead, simulated. Its reason to exist is the knee, where min(F(x), P) was optimistic.
+#include "stall/readahead_model.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace mlbench::stall {
+namespace {
+
+// stallsim's read-ahead grid shape: 4 workers on 2 CPUs, batches of 4, prefetch 16, io depth 4.
+const LoaderShape kShape{4, 2, 4, 16};
+
+TEST(ReadAheadModel, AtTheKneeItFallsBelowMinOfFetchAndPrepAsTheLoaderDid) {
+  // G 500, P 250, S 62.5: fetch meets prep at 75% cached, where stallsim's loader measured
+  // 226.1/s (the overlap model said 249, 10.2% high).
+  const ReadAheadModel m = calibrate_readahead(kShape, 1, 500, 250, 62.5, 40000);
+  const double at_knee = readahead_speed(m, 0.75, CacheKind::Item);
+  EXPECT_NEAR(at_knee, 226.1, 0.03 * 226.1);
+  EXPECT_LT(at_knee, 0.95 * 250);
+  // G 1000, P 500, S 250: the knee at 50%, measured 471.0/s (the overlap model 497, 5.5% high).
+  const ReadAheadModel half = calibrate_readahead(kShape, 1, 1000, 500, 250, 40000);
+  EXPECT_NEAR(readahead_speed(half, 0.5, CacheKind::Item), 471.0, 0.03 * 471.0);
+}
+
+TEST(ReadAheadModel, AwayFromTheKneeItIsTheSlowerStage) {
+  const ReadAheadModel m = calibrate_readahead(kShape, 1, 500, 250, 62.5, 40000);
+  EXPECT_NEAR(readahead_speed(m, 0.0, CacheKind::Item), 62.5, 0.01 * 62.5);  // storage
+  EXPECT_NEAR(readahead_speed(m, 1.0, CacheKind::Page), 250, 0.01 * 250);    // the cached run, as calibrated
+  EXPECT_NEAR(readahead_speed(m, 0.25, CacheKind::Item), 1 / (0.75 / 62.5), 0.02 * 83.3);  // fetch alone
+  EXPECT_NEAR(readahead_speed_storage(m, 2.0), 125, 0.02 * 125);
+}
+
+TEST(ReadAheadModel, AWiderWindowSmoothsTheMissesOut) {
+  const ReadAheadModel narrow = calibrate_readahead(kShape, 1, 500, 250, 62.5, 40000);
+  const ReadAheadModel wide = calibrate_readahead(kShape, 8, 500, 250, 62.5, 40000);
+  EXPECT_GT(readahead_speed(wide, 0.75, CacheKind::Item), readahead_speed(narrow, 0.75, CacheKind::Item) * 1.02);
+  EXPECT_LE(readahead_speed(wide, 0.75, CacheKind::Item), 250 * 1.01);
+}
+
+TEST(ReadAheadModel, SameSeedSameSpeedAndMoreCacheIsNotSlower) {
+  const SampleCosts c{1 / 62.5, 0, 0, 8e-3, 4 / 500.0};
+  EXPECT_EQ(simulate_readahead(kShape, 1, c, 0.5), simulate_readahead(kShape, 1, c, 0.5));
+  double last = 0;
+  for (double x = 0; x <= 1.0001; x += 0.125) {
+    const double v = simulate_readahead(kShape, 1, c, x);
+    EXPECT_GE(v, last * 0.99) << x;
+    last = v;
+  }
+}
+
+TEST(ReadAheadModel, AReadsCpuSlowsPrepAndAnItemHitSavesIt) {
+  // Prep-bound on 2 CPUs: 50 us more per miss and 20 us saved per item-cache hit move the ends.
+  ReadCpu cpu{50e-6, 20e-6, 2};
+  const ReadAheadModel m = calibrate_readahead(kShape, 2, 1e6, 4000, 1e5, 1e6, std::nullopt, cpu);
+  EXPECT_NEAR(m.miss_s, 50e-6, 1e-12);
+  const double cached = readahead_speed(m, 1.0, CacheKind::Page);
+  EXPECT_NEAR(cached, 4000, 40);
+  EXPECT_LT(readahead_speed(m, 0.0, CacheKind::Page), cached * 0.92);  // 500 -> 550 us a sample
+  EXPECT_GT(readahead_speed(m, 1.0, CacheKind::Item), cached * 1.03);  // 500 -> 480 us
+}
+
+TEST(ReadAheadModel, BadShapeOrRateIsRejected) {
+  EXPECT_THROW(simulate_readahead({0, 1, 1, 1}, 1, {}, 0.5), std::invalid_argument);
+  EXPECT_THROW(simulate_readahead(kShape, 0, {}, 0.5), std::invalid_argument);
+  EXPECT_THROW(simulate_readahead(kShape, 1, {}, 1.5), std::invalid_argument);
+  EXPECT_THROW(calibrate_readahead(kShape, 1, 0, 250, 62.5, 40000), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace mlbench::stall
