@@ -21,11 +21,14 @@
 # Usage: bench/whatif_tables.sh --data DIR --mbps N [--fracs 0.3,0.6] [--rounds 3]
 #        [--analyses 3] [--epochs 3] [--iterations 100] [--out DIR] [--io-depth N] [--stall-rounds 1]
 # --stall-rounds N: each analysis is mlbench-stall --rounds N (every run N times, its median).
+# --reanalyze (with --out DIR of an earlier run, --analyses and --mbps as then): measure nothing;
+#   model each analysis of DIR again with today's mlbench-stall (--reanalyze) and print the tables.
 # Env: MLBENCH_BUILD_DIR (default build): needs bin/mlbench-stall and benchmarks/loader.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MLBENCH_BUILD_DIR:-$root/build}"
 data=""; mbps=""; fracs="0.3,0.6"; rounds=3; analyses=3; epochs=3; out=""; iterations=100; io_depth=""; stall_rounds=1
+reanalyze=0
 while (($#)); do
   case "$1" in
     --data) data="$2"; shift 2 ;;
@@ -38,11 +41,20 @@ while (($#)); do
     --iterations) iterations="$2"; shift 2 ;;
     --io-depth) io_depth="$2"; shift 2 ;;
     --stall-rounds) stall_rounds="$2"; shift 2 ;;
+    --reanalyze) reanalyze=1; shift ;;
     -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "whatif_tables.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-[[ -n "$data" && -d "$data" ]] || { echo "whatif_tables.sh: error: --data DIR (an ImageFolder) is required" >&2; exit 2; }
+if ((reanalyze)); then
+  [[ -n "$out" && -f "$out/page_cache.jsonl" ]] || { echo "whatif_tables.sh: error: --reanalyze needs --out DIR of an earlier run (with page_cache.jsonl)" >&2; exit 2; }
+  [[ "$mbps" =~ ^[0-9]+$ ]] || { echo "whatif_tables.sh: error: --mbps N (as the run had) is required" >&2; exit 2; }
+  for ((i = 1; i <= analyses; ++i)); do
+    "$build/bin/mlbench-stall" --reanalyze "$out/stall-$i" > "$out/stall-$i.reanalysis.log" 2>&1 ||
+      { echo "whatif_tables.sh: error: mlbench-stall --reanalyze failed (see $out/stall-$i.reanalysis.log)" >&2; exit 1; }
+  done
+fi
+[[ -n "$data" && -d "$data" ]] || ((reanalyze)) || { echo "whatif_tables.sh: error: --data DIR (an ImageFolder) is required" >&2; exit 2; }
 [[ "$mbps" =~ ^[0-9]+$ ]] || { echo "whatif_tables.sh: error: --mbps N (MB/s, an integer) is required" >&2; exit 2; }
 for n in "$rounds" "$analyses" "$epochs" "$iterations" "$stall_rounds"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "whatif_tables.sh: error: --rounds, --analyses, --epochs, --iterations and --stall-rounds take a positive integer, got '$n'" >&2; exit 2; }
@@ -51,6 +63,7 @@ done
 for exe in "$build/bin/mlbench-stall" "$build/benchmarks/loader"; do
   [[ -x "$exe" ]] || { echo "whatif_tables.sh: error: $exe is missing (build it, or set MLBENCH_BUILD_DIR)" >&2; exit 2; }
 done
+if ((reanalyze)); then :; else
 out="${out:-/tmp/whatif-tables-$(basename "$(dirname "$data")")-${mbps}}"
 mkdir -p "$out"
 source "$root/bench/lib/blkio.sh"
@@ -124,6 +137,7 @@ for ((i = 1; i <= analyses || i <= rounds; ++i)); do
   fi
   if ((i <= rounds)); then page_cache_round "$i"; fi
 done
+fi
 
 python3 - "$out" "$analyses" "$mbps" <<'EOF'
 import json, statistics, sys

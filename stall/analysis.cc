@@ -154,9 +154,12 @@ double prep_rate_at(const std::map<int, double>& P_by_cores, double cores) {
 
 const char* to_string(Bound b) {
   switch (b) {
-    case Bound::Compute: return "compute-bound";
-    case Bound::Prep: return "prep-bound";
-    case Bound::Fetch: return "fetch-bound";
+    case Bound::Compute:
+      return "compute-bound";
+    case Bound::Prep:
+      return "prep-bound";
+    case Bound::Fetch:
+      return "fetch-bound";
   }
   return "?";
 }
@@ -188,12 +191,17 @@ Verdict verdict(const Split& s, std::optional<double> cache_rec, std::optional<i
   }
   std::string text;
   switch (b) {
-    case Bound::Fetch: text = fmt::format("fetch-bound: {}, {}", dram, cpus); break;
-    case Bound::Prep: text = fmt::format("prep-bound: {}; {}", cpus, cache_rec && *cache_rec > 0.0 ? dram : "more DRAM does not help"); break;
+    case Bound::Fetch:
+      text = fmt::format("fetch-bound: {}, {}", dram, cpus);
+      break;
+    case Bound::Prep:
+      text = fmt::format("prep-bound: {}; {}", cpus, cache_rec && *cache_rec > 0.0 ? dram : "more DRAM does not help");
+      break;
     case Bound::Compute:
-      text = fmt::format("compute-bound: the accelerator is the limit ({:.0f}% of the time computing); "
-                         "neither DRAM nor CPUs help",
-                         s.compute_pct);
+      text = fmt::format(
+          "compute-bound: the accelerator is the limit ({:.0f}% of the time computing); "
+          "neither DRAM nor CPUs help",
+          s.compute_pct);
       break;
   }
   return Verdict{b, text};
@@ -215,13 +223,14 @@ std::optional<Remedy> best_remedy(const std::vector<Remedy>& ranked) {
 
 std::string gain_text(const Remedy& r) {
   const bool ranged = r.gain_lo > 0 && r.gain_hi > 0 && (r.low() < r.gain() - 0.005 || r.high() > r.gain() + 0.005);
-  return ranged ? fmt::format("x{:.2f} [{:.2f}-{:.2f}]", r.gain(), r.low(), r.high()) : fmt::format("x{:.2f}", r.gain());
+  return ranged ? fmt::format("x{:.2f} [{:.2f}-{:.2f}]", r.gain(), r.low(), r.high())
+                : fmt::format("x{:.2f}", r.gain());
 }
 
 std::string remedy_text(const std::vector<Remedy>& ranked) {
   if (const auto best = best_remedy(ranked)) {
-    return fmt::format("{} helps most: {} ({}: {:.1f} -> {:.1f} samples/s)", best->name, gain_text(*best),
-                       best->detail, best->from, best->to);
+    return fmt::format("{} helps most: {} ({}: {:.1f} -> {:.1f} samples/s)", best->name, gain_text(*best), best->detail,
+                       best->from, best->to);
   }
   if (ranked.empty()) return "no remedy predicted";
   std::string names;
@@ -232,15 +241,17 @@ std::string remedy_text(const std::vector<Remedy>& ranked) {
 std::string disagreement_note(double direct_pct, double differential_pct, double noise_pp) {
   const double margin = std::max(5.0, 2.0 * noise_pp);
   if (direct_pct < differential_pct - margin) {
-    return fmt::format("the loop waited for data {:.1f}% of the time, less than the {:.1f}% stall of the split: prep "
-                       "slowed compute without making it wait (prep and compute share the CPUs, as without an "
-                       "accelerator), so part of the stall share is CPU contention",
-                       direct_pct, differential_pct);
+    return fmt::format(
+        "the loop waited for data {:.1f}% of the time, less than the {:.1f}% stall of the split: prep "
+        "slowed compute without making it wait (prep and compute share the CPUs, as without an "
+        "accelerator), so part of the stall share is CPU contention",
+        direct_pct, differential_pct);
   }
   if (direct_pct > differential_pct + margin) {
-    return fmt::format("the loop waited for data {:.1f}% of the time, more than the {:.1f}% stall of the split: batches "
-                       "arrive in bursts that the average rates hide (a deeper --prefetch may help)",
-                       direct_pct, differential_pct);
+    return fmt::format(
+        "the loop waited for data {:.1f}% of the time, more than the {:.1f}% stall of the split: batches "
+        "arrive in bursts that the average rates hide (a deeper --prefetch may help)",
+        direct_pct, differential_pct);
   }
   return "";
 }
@@ -248,15 +259,17 @@ std::string disagreement_note(double direct_pct, double differential_pct, double
 std::vector<std::string> consistency_warnings(double P, double F_obs, double cache_full, double tolerance) {
   std::vector<std::string> out;
   if (F_obs > P * (1 + tolerance)) {
-    out.push_back(fmt::format("the cold run ({:.1f}/s) was {:.0f}% faster than the cached run ({:.1f}/s): the machine's "
-                              "speed changed between runs; rerun, with more --rounds or --iterations",
-                              F_obs, 100 * (F_obs / P - 1), P));
+    out.push_back(
+        fmt::format("the cold run ({:.1f}/s) was {:.0f}% faster than the cached run ({:.1f}/s): the machine's "
+                    "speed changed between runs; rerun, with more --rounds or --iterations",
+                    F_obs, 100 * (F_obs / P - 1), P));
   }
   if (std::isfinite(cache_full) && std::abs(cache_full - P) > tolerance * std::max(P, cache_full)) {
-    out.push_back(fmt::format("the cached run ({:.1f}/s) and the run with the whole dataset in the cache ({:.1f}/s) "
-                              "measure the same rate but differ by {:.0f}%: the machine's speed changed between runs; "
-                              "rerun, with more --rounds or --iterations",
-                              P, cache_full, 100 * std::abs(cache_full - P) / std::max(P, cache_full)));
+    out.push_back(
+        fmt::format("the cached run ({:.1f}/s) and the run with the whole dataset in the cache ({:.1f}/s) "
+                    "measure the same rate but differ by {:.0f}%: the machine's speed changed between runs; "
+                    "rerun, with more --rounds or --iterations",
+                    P, cache_full, 100 * std::abs(cache_full - P) / std::max(P, cache_full)));
   }
   return out;
 }
@@ -309,7 +322,8 @@ std::string pct_list(const std::vector<CheckPoint>& points) {
 }
 
 Cause cause_of(const CheckPoint& p, double need, bool serial_model, bool reads_ahead) {
-  if (p.cached_fraction >= 0 && std::abs(p.cached_fraction - p.x) > kCachedFractionTolerance) return Cause::CachedFraction;
+  if (p.cached_fraction >= 0 && std::abs(p.cached_fraction - p.x) > kCachedFractionTolerance)
+    return Cause::CachedFraction;
   if (p.page_cache_fraction > kPageCacheTolerance) return Cause::PageCache;
   const double ratio = std::max(p.fetch, need) / std::min(p.fetch, need);
   if (!serial_model && p.measured < p.predicted && ratio <= kComparableRates) {
@@ -327,17 +341,19 @@ std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double ne
         values += fmt::format("{}{:.0f}% of the dataset in the run at {:.0f}%", values.empty() ? "" : ", ",
                               100 * p.cached_fraction, 100 * p.x);
       }
-      return fmt::format("the item cache held {}, not the fraction the what-if assumes: those runs did not measure "
-                         "the cache the model is about",
-                         values);
+      return fmt::format(
+          "the item cache held {}, not the fraction the what-if assumes: those runs did not measure "
+          "the cache the model is about",
+          values);
     case Cause::PageCache:
       for (const auto& p : points) {
         values += fmt::format("{}{:.0f}% after the run at {:.0f}%", values.empty() ? "" : ", ",
                               100 * p.page_cache_fraction, 100 * p.x);
       }
-      return fmt::format("the OS page cache held part of the dataset ({}): misses were partly read from memory, not "
-                         "storage, while the model sends every miss to storage at S and every hit to the item cache",
-                         values);
+      return fmt::format(
+          "the OS page cache held part of the dataset ({}): misses were partly read from memory, not "
+          "storage, while the model sends every miss to storage at S and every hit to the item cache",
+          values);
     case Cause::Serial:
     case Cause::ExposedReads: {
       for (const auto& p : points) {
@@ -351,37 +367,43 @@ std::string cause_text(Cause c, const std::vector<CheckPoint>& points, double ne
                 "bursts (a throttle releases them per timer tick; a shared disk) still leaves workers waiting for "
                 "reads (the run's stages.fetch), so the overlap model is optimistic where the two rates are this "
                 "close (a read's own CPU is charged to prep where the runs recorded it: whatif.read_cpu)";
-      return fmt::format("fetch and prep are comparable ({} against min(P, G) = {:.0f}/s, within a factor of {:.0f}) "
-                         "and the speed is below the prediction: the model takes the smaller rate as if {}",
-                         values, need, kComparableRates, why);
+      return fmt::format(
+          "fetch and prep are comparable ({} against min(P, G) = {:.0f}/s, within a factor of {:.0f}) "
+          "and the speed is below the prediction: the model takes the smaller rate as if {}",
+          values, need, kComparableRates, why);
     }
     case Cause::SparseMisses:
-      return fmt::format("faster than the serial model at {}: it queues every miss on one storage device at S, but "
-                         "storage that serves sparse requests faster than its average rate (a throttle with a "
-                         "burst allowance, such as cgroup blkio, or a device with parallel queues) lets a worker's "
-                         "miss cost less than 1/S when the cache thins the misses out",
-                         pct_list(points));
-    case Cause::Unknown: break;
+      return fmt::format(
+          "faster than the serial model at {}: it queues every miss on one storage device at S, but "
+          "storage that serves sparse requests faster than its average rate (a throttle with a "
+          "burst allowance, such as cgroup blkio, or a device with parallel queues) lets a worker's "
+          "miss cost less than 1/S when the cache thins the misses out",
+          pct_list(points));
+    case Cause::Unknown:
+      break;
   }
-  return fmt::format("none the analyzer can tell at {} (the item cache and the page cache held what they should, "
-                     "intended, and {}): the machine's speed may have changed between runs; rerun, with more "
-                     "--rounds or --iterations",
-                     pct_list(points),
-                     serial_model ? "the serial model already simulates workers that fetch and then prep"
-                                  : "fetch and prep are not comparable");
+  return fmt::format(
+      "none the analyzer can tell at {} (the item cache and the page cache held what they should, "
+      "intended, and {}): the machine's speed may have changed between runs; rerun, with more "
+      "--rounds or --iterations",
+      pct_list(points),
+      serial_model ? "the serial model already simulates workers that fetch and then prep"
+                   : "fetch and prep are not comparable");
 }
 
 }  // namespace
 
-double CheckPoint::error_pct() const { return 100 * relative_error(predicted, measured); }
+double CheckPoint::error_pct() const {
+  return 100 * relative_error(predicted, measured);
+}
 
 bool CheckPoint::off(double threshold_pct) const {
   const bool ranged = hi > 0 && lo <= predicted && predicted <= hi;
   return error_pct() > threshold_pct && !(ranged && lo <= measured && measured <= hi);
 }
 
-SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G, double threshold_pct,
-                     bool serial_model, bool reads_ahead) {
+SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G, double threshold_pct, bool serial_model,
+                     bool reads_ahead) {
   SelfCheck c;
   c.threshold_pct = threshold_pct;
   for (const CheckPoint& p : points) {
@@ -401,9 +423,10 @@ SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G, 
   c.max_error_pct = worst->error_pct();
   c.passed = c.off.empty();
   if (c.passed) {
-    c.text = fmt::format("self-check passed: the what-if is within {:.0f}% of every measured cache fraction "
-                         "(largest error {:.1f}%, at {:.0f}%)",
-                         threshold_pct, c.max_error_pct, 100 * worst->x);
+    c.text = fmt::format(
+        "self-check passed: the what-if is within {:.0f}% of every measured cache fraction "
+        "(largest error {:.1f}%, at {:.0f}%)",
+        threshold_pct, c.max_error_pct, 100 * worst->x);
     return c;
   }
   const double need = std::min(P, G);
@@ -414,8 +437,10 @@ SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G, 
   }
   std::string listed;
   for (const CheckPoint& p : c.off) {
-    listed += fmt::format("{}{:.0f}% cached: measured {:.0f}/s, predicted {:.0f}/s, {:.1f}% off",
-                          listed.empty() ? "" : "; ", 100 * p.x, p.measured, p.predicted, p.error_pct());
+    listed +=
+        fmt::format("{}{:.0f}% {}: measured {:.0f}/s, predicted {:.0f}/s{}, {:.1f}% off", listed.empty() ? "" : "; ",
+                    100 * p.x, p.cache == CacheKind::Page ? "in the page cache" : "cached", p.measured, p.predicted,
+                    p.hi > 0 ? fmt::format(" [{:.0f}-{:.0f}]", p.lo, p.hi) : std::string(), p.error_pct());
   }
   c.text = fmt::format("self-check failed: the what-if is more than {:.0f}% off at {} ({}); likely cause: {}",
                        threshold_pct, pct_list(c.off), listed, c.cause);

@@ -14,8 +14,8 @@
 #include <fmt/format.h>
 
 #include "analysis.h"
-#include "decision.h"
 #include "coordinated_model.h"
+#include "decision.h"
 #include "partitioned_model.h"
 #include "readahead_model.h"
 #include "serial_model.h"
@@ -59,7 +59,9 @@ const RunOutcome& need(const std::map<std::string, RunOutcome>& runs, const std:
   return it->second;
 }
 
-nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+nlohmann::json num(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
 
 nlohmann::json residency_json(const Residency& r) {
   return {{"fraction", r.fraction()}, {"pages", r.pages}, {"resident_pages", r.resident_pages}, {"files", r.files}};
@@ -109,7 +111,7 @@ double item_cache_fraction(const RunOutcome& r, std::size_t items) {
 struct MeasuredLoader {
   bool known = false;  // the report says how many workers built batches
   int io_depth = 0;
-  int window = 1;      // reads each worker keeps ahead (pipeline.read_ahead.window_per_worker)
+  int window = 1;  // reads each worker keeps ahead (pipeline.read_ahead.window_per_worker)
   LoaderShape shape;
   std::optional<double> prep_busy_s;
 };
@@ -123,7 +125,8 @@ MeasuredLoader measured_loader(const RunOutcome& cached, int batch_size, int cor
   l.known = true;
   l.shape.workers = p["workers"].get<int>();
   l.window = std::max(1, l.io_depth / l.shape.workers);
-  if (const auto& ra = p.value("read_ahead", nlohmann::json()); ra.is_object() && ra.value("window_per_worker", 0) > 0) {
+  if (const auto& ra = p.value("read_ahead", nlohmann::json());
+      ra.is_object() && ra.value("window_per_worker", 0) > 0) {
     l.window = ra["window_per_worker"].get<int>();
   }
   l.shape.batch_size = std::max(1, batch_size);
@@ -150,8 +153,8 @@ struct PeerCpu {
   std::optional<double> requests_per_sample;               // the peer-N runs' requests to peers a sample
   double batch_items = 1;                                  // B for the model: a batch where requests were batched
   int max_ids_per_request = PartitionedNodes{}.max_ids_per_request;  // M: the peer runs' --peer-batch
-  std::vector<double> pairs_s;                             // k from each pair of peer runs (made in turn), in order
-  std::vector<double> pairs_local_s;                       // each pair's peer-local CPU per sample (its p), in order
+  std::vector<double> pairs_s;        // k from each pair of peer runs (made in turn), in order
+  std::vector<double> pairs_local_s;  // each pair's peer-local CPU per sample (its p), in order
   std::string note;
 };
 
@@ -347,15 +350,17 @@ std::string whatif_formula(bool serial, double exposed, bool read_cpu) {
 }
 
 std::string readahead_formula(int window) {
-  return fmt::format("read-ahead: a simulation of the workers, each keeping {} read(s) issued ahead of the sample it "
-                     "preps, across its batches (a miss queued on storage at S, a hit at once), prep on the first "
-                     "free CPU, the consumer at G behind the prefetch queue",
-                     window);
+  return fmt::format(
+      "read-ahead: a simulation of the workers, each keeping {} read(s) issued ahead of the sample it "
+      "preps, across its batches (a miss queued on storage at S, a hit at once), prep on the first "
+      "free CPU, the consumer at G behind the prefetch queue",
+      window);
 }
 
 nlohmann::json readahead_json(const ReadAheadModel& m, double F_obs) {
   const double cold = readahead_speed_storage(m, 1.0);
   return {{"window", m.window},
+          {"storage_burst", m.burst},
           {"prep_us", 1e6 * m.prep_s},
           {"storage_us", 1e6 * m.storage_s},
           {"miss_us", 1e6 * m.miss_s},
@@ -471,6 +476,11 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   // The CPU a read takes from prep: P(x) = 1 / (1/P + (reads' CPU beyond the cached run's) / prep's CPUs),
   // for a loader whose report says how many workers prepped.
   const ReadCpu read_cpu = serial || !loader.known ? ReadCpu{} : read_cpu_of(runs, loader.shape.cpus);
+  // Storage's queue: a real device serves the reads in flight at once (S in aggregate), so a miss
+  // after an idle spell does not wait 1/S; stallsim's emulated device serves one at a time.
+  const nlohmann::json& cached_pipeline = cached.report.value("pipeline", nlohmann::json());
+  const double storage_burst =
+      cached_pipeline.is_object() && cached_pipeline.contains("emulated_storage") ? 0.0 : loader.io_depth;
   // The model at a set of rates: the measured ones, and each corner of their uncertainty, from
   // which every prediction gets its range (docs/stall.md, "How sure").
   struct Model {
@@ -487,7 +497,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     m.exposed = exposed_fetch_s(g, prep_rate(0.0, p, CacheKind::Page, read_cpu), m.S_model, f);
     if (serial) m.sm = calibrate_serial(loader.shape, g, p, st, c, loader.prep_busy_s, f);
     if (reads_ahead) {
-      m.ra = calibrate_readahead(loader.shape, loader.window, g, p, m.S_model, c, loader.prep_busy_s, read_cpu, samples);
+      m.ra = calibrate_readahead(loader.shape, loader.window, g, p, m.S_model, c, loader.prep_busy_s, read_cpu, samples,
+                                 storage_burst);
     }
     return m;
   };
@@ -602,32 +613,35 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     } else {
       page_measured.push_back(point);
     }
-    CheckPoint c{x, r.rate, pred, fetch_rate(x, C, S_model), item ? item_cache_fraction(r, ctx.items) : -1.0,
+    CheckPoint c{x,
+                 r.rate,
+                 pred,
+                 fetch_rate(x, C, S_model),
+                 item ? item_cache_fraction(r, ctx.items) : -1.0,
                  item && r.after.pages ? r.after.fraction() : -1.0};
     c.lo = lo;
     c.hi = hi;
     c.cache = cache;
     check_points.push_back(c);
   }
-  const SelfCheck check =
-      self_check(check_points, P, G, kSelfCheckThresholdPct, simulated, reads_ahead);
+  const SelfCheck check = self_check(check_points, P, G, kSelfCheckThresholdPct, simulated, reads_ahead);
   // A curve that misses the measured speed beyond its range recommends nothing: the cache
   // fraction comes from it, and the CPU count from the speed it promises.
   const bool withheld = !check.passed;
   nlohmann::json check_json = nlohmann::json::array();
   for (const CheckPoint& p : check.points) {
-    check_json.push_back({{"x", p.x},
-                          {"cache", to_string(p.cache)},
-                          {"measured", p.measured},
-                          {"predicted", p.predicted},
-                          {"lo", p.lo},
-                          {"hi", p.hi},
-                          {"error_pct", p.error_pct()},
-                          {"off", p.off(check.threshold_pct)},
-                          {"item_cache_fraction",
-                           p.cached_fraction >= 0 ? nlohmann::json(p.cached_fraction) : nlohmann::json()},
-                          {"page_cache_fraction_after",
-                           p.page_cache_fraction >= 0 ? nlohmann::json(p.page_cache_fraction) : nlohmann::json()}});
+    check_json.push_back(
+        {{"x", p.x},
+         {"cache", to_string(p.cache)},
+         {"measured", p.measured},
+         {"predicted", p.predicted},
+         {"lo", p.lo},
+         {"hi", p.hi},
+         {"error_pct", p.error_pct()},
+         {"off", p.off(check.threshold_pct)},
+         {"item_cache_fraction", p.cached_fraction >= 0 ? nlohmann::json(p.cached_fraction) : nlohmann::json()},
+         {"page_cache_fraction_after",
+          p.page_cache_fraction >= 0 ? nlohmann::json(p.page_cache_fraction) : nlohmann::json()}});
   }
 
   nlohmann::json storage_whatif = nlohmann::json::array();
@@ -636,9 +650,9 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                               {"S", S_model * factor},
                               // Faster storage also shortens the exposed fetch time.
                               {"speed_uncached", nominal.ra ? readahead_speed_storage(*nominal.ra, factor)
-                                                 : sm         ? serial_speed_storage(*sm, factor)
-                                                    : predicted_speed(0.0, P, G, C, S_model * factor, exposed / factor,
-                                                                      CacheKind::Item, read_cpu)}});
+                                                 : sm       ? serial_speed_storage(*sm, factor)
+                                                            : predicted_speed(0.0, P, G, C, S_model * factor,
+                                                                              exposed / factor, CacheKind::Item, read_cpu)}});
   }
 
   const double direct_cold = stall_pct_of(cold);
@@ -799,13 +813,27 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     }
     const auto& pl = cached.report.value("pipeline", nlohmann::json());
     if (cached.report.value("device", "cpu") != "cpu" && pl.is_object() && pl.value("pin_memory", true) == false) {
-      exec_notes.emplace_back(Bound::Compute,
-                              "DataLoader(pin_memory=True): the copies to the GPU then overlap the step (not measured)");
+      exec_notes.emplace_back(
+          Bound::Compute, "DataLoader(pin_memory=True): the copies to the GPU then overlap the step (not measured)");
     }
-    exec_notes.emplace_back(Bound::Compute, fmt::format("an alternative to the script's loader: mlbench's own "
-                                                        "(`mlbench-stall --bench loader --data {}` measures what it "
-                                                        "reaches on this machine)",
-                                                        ctx.config.data));
+    if (const auto it = runs.find("mlbench-loader"); it != runs.end() && it->second.rate > 0) {
+      const auto& lp = it->second.report.value("pipeline", nlohmann::json());
+      exec_notes.emplace_back(
+          Bound::Compute,
+          fmt::format("an alternative to the script's loader: mlbench's own prepared {:.0f} samples/s from these files "
+                      "on this machine ({} workers{}), against the script's {:.0f} with the data cached (measured: "
+                      "run mlbench-loader)",
+                      it->second.rate, lp.is_object() ? lp.value("workers", 0) : 0,
+                      lp.is_object() && lp.value("image_size", 0) > 0
+                          ? fmt::format(", {} px crops", lp["image_size"].get<int>())
+                          : std::string(),
+                      P));
+    } else {
+      exec_notes.emplace_back(Bound::Compute, fmt::format("an alternative to the script's loader: mlbench's own "
+                                                          "(`mlbench-stall --bench loader --data {}` measures what it "
+                                                          "reaches on this machine)",
+                                                          ctx.config.data));
+    }
   }
   // Partitioned cache (issue 18): N nodes like this one (or sharing its CPUs), each caching 1/N
   // (--node-cache), their misses on one storage of rate S, peers at the loopback rate measured.
@@ -850,16 +878,16 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     two.nodes = 2;
     if (two.memory_fraction <= 0) two.memory_fraction = 0.5;
     const PartitionedPrediction pp = predict_partitioned(two);
-    candidates.push_back({"partitioned cache",
-                          fmt::format("2 nodes{}, each caching {:.0f}% of the dataset, partitioned (--peers), per node",
-                                      two.shared_cpus ? " on this machine" : " like this one",
-                                      100 * two.memory_fraction),
-                          pp.own, pp.partitioned, Bound::Fetch});
+    candidates.push_back(
+        {"partitioned cache",
+         fmt::format("2 nodes{}, each caching {:.0f}% of the dataset, partitioned (--peers), per node",
+                     two.shared_cpus ? " on this machine" : " like this one", 100 * two.memory_fraction),
+         pp.own, pp.partitioned, Bound::Fetch});
   }
   if (!ctx.exec) {
     const CoordinatedPrediction cp2 = predict_coordinated(for_jobs(coordinated, 2, sharing));
-    candidates.push_back({"coordinated prep", "2 jobs on this machine under --coordinated 2, per job", cp2.uncoordinated,
-                          cp2.coordinated, Bound::Prep});
+    candidates.push_back({"coordinated prep", "2 jobs on this machine under --coordinated 2, per job",
+                          cp2.uncoordinated, cp2.coordinated, Bound::Prep});
   }
   // Which shares are stalls, the bound, the verdict and the remedy: one judgement (stall/decision.h).
   const StallShare fetch = fetch_share(s, noise, F_obs, S_model);
@@ -867,9 +895,10 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   const Decision decision = decide({s, fetch, prep, cache_rec, cores_rec, ctx.cores_now, candidates});
   Verdict plain{decision.bound, decision.verdict};
   if (fetch.claimed() && cache_rec && *cache_rec > 0.0 && page_cache_rec && !ctx.exec) {
-    plain.text += fmt::format(" (the cache is mlbench's item cache, --cache-size; in the OS page cache instead: {:.0f}% "
-                              "cached)",
-                              100 * *page_cache_rec);
+    plain.text += fmt::format(
+        " (the cache is mlbench's item cache, --cache-size; in the OS page cache instead: {:.0f}% "
+        "cached)",
+        100 * *page_cache_rec);
   }
   const Verdict v = checked_verdict(plain, check);
   const std::vector<Remedy>& remedies = decision.ranked;
@@ -943,7 +972,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         {"knee_fraction", knee && !withheld ? nlohmann::json(*knee) : nlohmann::json()},
         {"plateau_share", kPlateauShare},
         {"predicted", cache_rec && !withheld ? nlohmann::json(predict(*cache_rec, CacheKind::Item)) : nlohmann::json()},
-        {"predicted_range", cache_rec && !withheld ? nlohmann::json{rec_range.first, rec_range.second} : nlohmann::json()},
+        {"predicted_range",
+         cache_rec && !withheld ? nlohmann::json{rec_range.first, rec_range.second} : nlohmann::json()},
         {"advice", advice},
         {"cache", "item cache"},
         {"page_cache_fraction",
@@ -964,8 +994,11 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         {"cause", check.cause.empty() ? nlohmann::json() : nlohmann::json(check.cause)},
         {"text", check.text}}},
       {"whatif",
-       {{"model", serial ? "serial" : reads_ahead ? "read-ahead" : "overlap"},
-        {"model_formula", reads_ahead ? readahead_formula(loader.window) : whatif_formula(serial, exposed, read_cpu.active())},
+       {{"model", serial        ? "serial"
+                  : reads_ahead ? "read-ahead"
+                                : "overlap"},
+        {"model_formula",
+         reads_ahead ? readahead_formula(loader.window) : whatif_formula(serial, exposed, read_cpu.active())},
         {"cache", "item cache"},
         {"io_depth", loader.io_depth},
         {"loader", loader.known ? nlohmann::json{{"workers", loader.shape.workers},
@@ -977,7 +1010,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         {"read_ahead", nominal.ra ? readahead_json(*nominal.ra, F_obs) : nlohmann::json()},
         {"page_cache",
          {{"cache", "page cache"},
-          {"hit_us", sm ? nlohmann::json(1e6 * sm->page_hit_s)
+          {"hit_us", sm           ? nlohmann::json(1e6 * sm->page_hit_s)
                      : nominal.ra ? nlohmann::json(1e6 * nominal.ra->page_hit_s)
                                   : nlohmann::json(1e6 / C)},
           {"recommended_fraction", page_cache_rec && !withheld ? nlohmann::json(*page_cache_rec) : nlohmann::json()},
@@ -985,7 +1018,11 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
           {"curve", page_curve},
           {"measured", page_measured}}},
         {"uncertainty",
-         {{"G", u_G}, {"P", u_P}, {"F_obs", u_F}, {"S", u_S}, {"C", u_C},
+         {{"G", u_G},
+          {"P", u_P},
+          {"F_obs", u_F},
+          {"S", u_S},
+          {"C", u_C},
           {"from", ctx.round_rates.empty() ? "each run's observations (sd / sqrt(n))"
                                            : "each run's observations or the spread of its rounds, the larger"}}},
         {"curve", curve},
@@ -1032,16 +1069,18 @@ std::string console_summary(const nlohmann::json& r) {
       }
     }
     const std::string p_spread =
-        runs.contains("cached") ? fmt::format("P's runs spread {:.1f}%; ", runs["cached"]["spread_pct"].get<double>()) : "";
+        runs.contains("cached") ? fmt::format("P's runs spread {:.1f}%; ", runs["cached"]["spread_pct"].get<double>())
+                                : "";
     out += fmt::format("rounds: {} (each rate from the median of its run's rounds; {}widest spread {:.1f}%, {})\n",
                        r["rounds"]["count"].get<int>(), p_spread, spread, widest);
   }
   const auto& s = r["split"];
   const auto& n = r["noise_pp"];
-  out += fmt::format("\nsplit of cold epoch time: compute {:.1f}% (±{:.1f}), prep stall {:.1f}% (±{:.1f}), fetch stall "
-                     "{:.1f}% (±{:.1f})\n",
-                     s["compute_pct"].get<double>(), n["compute"].get<double>(), s["prep_pct"].get<double>(),
-                     n["prep"].get<double>(), s["fetch_pct"].get<double>(), n["fetch"].get<double>());
+  out += fmt::format(
+      "\nsplit of cold epoch time: compute {:.1f}% (±{:.1f}), prep stall {:.1f}% (±{:.1f}), fetch stall "
+      "{:.1f}% (±{:.1f})\n",
+      s["compute_pct"].get<double>(), n["compute"].get<double>(), s["prep_pct"].get<double>(), n["prep"].get<double>(),
+      s["fetch_pct"].get<double>(), n["fetch"].get<double>());
   // Which shares are stalls (larger than twice their noise, possible at the rates measured).
   if (const auto& f = r.value("findings", nlohmann::json()); f.is_object()) {
     for (const char* k : {"fetch", "prep"}) {
@@ -1050,10 +1089,11 @@ std::string console_summary(const nlohmann::json& r) {
   }
   const auto& d = r["direct"];
   if (d["stall_pct_cold"].is_number()) {
-    out += fmt::format("direct instrumentation (cold run): {:.1f}% of iteration time waiting for data; differential: "
-                       "{:.1f}% (disagreement {:.1f} pp)\n",
-                       d["stall_pct_cold"].get<double>(), d["differential_stall_pct"].get<double>(),
-                       d["disagreement_pp"].get<double>());
+    out += fmt::format(
+        "direct instrumentation (cold run): {:.1f}% of iteration time waiting for data; differential: "
+        "{:.1f}% (disagreement {:.1f} pp)\n",
+        d["stall_pct_cold"].get<double>(), d["differential_stall_pct"].get<double>(),
+        d["disagreement_pp"].get<double>());
     if (const std::string note = d.value("note", std::string()); !note.empty()) out += "  " + note + "\n";
   }
   if (!r["prep_by_cores"].empty()) {
@@ -1063,9 +1103,10 @@ std::string console_summary(const nlohmann::json& r) {
   }
   if (const auto& e = r["whatif"]["exposed_fetch_us"];
       r["whatif"].value("model", std::string("overlap")) == "overlap" && e.is_number() && e.get<double>() > 0) {
-    out += fmt::format("fetch not hidden by the pipeline (cold run): {:.1f} us per sample, {:.0f}% of its time; "
-                       "the what-if charges it to each cache miss\n",
-                       e.get<double>(), 1e-4 * e.get<double>() * r["rates"]["F_obs"].get<double>());
+    out += fmt::format(
+        "fetch not hidden by the pipeline (cold run): {:.1f} us per sample, {:.0f}% of its time; "
+        "the what-if charges it to each cache miss\n",
+        e.get<double>(), 1e-4 * e.get<double>() * r["rates"]["F_obs"].get<double>());
   }
   // A measured point against its prediction and the prediction's range over the rates' noise.
   const auto point_line = [](const nlohmann::json& m, const char* cache) {
@@ -1081,28 +1122,30 @@ std::string console_summary(const nlohmann::json& r) {
     for (const auto& m : pc["measured"]) out += point_line(m, "page cache");
   }
   if (const auto& u = r["whatif"].value("uncertainty", nlohmann::json()); u.is_object()) {
-    out += fmt::format("ranges: each prediction over its rates' uncertainty (G ±{:.1f}%, P ±{:.1f}%, F ±{:.1f}%, S "
-                       "±{:.1f}%), from {}{}\n",
-                       100 * u["G"].get<double>(), 100 * u["P"].get<double>(), 100 * u["F_obs"].get<double>(),
-                       100 * u["S"].get<double>(), u["from"].get<std::string>(),
-                       r.contains("rounds") ? "" : "; one run per state cannot see drift between runs: --rounds 3 can");
+    out += fmt::format(
+        "ranges: each prediction over its rates' uncertainty (G ±{:.1f}%, P ±{:.1f}%, F ±{:.1f}%, S "
+        "±{:.1f}%), from {}{}\n",
+        100 * u["G"].get<double>(), 100 * u["P"].get<double>(), 100 * u["F_obs"].get<double>(),
+        100 * u["S"].get<double>(), u["from"].get<std::string>(),
+        r.contains("rounds") ? "" : "; one run per state cannot see drift between runs: --rounds 3 can");
   }
   if (const auto& w = r["whatif"]; w.contains("model")) {
     out += fmt::format("what-if model: {} ({}), for the {}\n", w["model"].get<std::string>(),
                        w.value("model_formula", std::string()), w.value("cache", std::string()));
   }
   if (const auto& rj = r["whatif"].value("read_ahead", nlohmann::json()); rj.is_object()) {
-    out += fmt::format("read-ahead model: {} read(s) ahead per worker, prep {:.0f} us per sample, storage {:.0f} us, "
-                       "a miss's CPU {:.0f} us; predicts the cold run at {:.1f}/s ({:.1f}% off)\n",
-                       rj["window"].get<int>(), rj["prep_us"].get<double>(), rj["storage_us"].get<double>(),
-                       rj["miss_us"].get<double>(), rj["predicted_cold"].get<double>(),
-                       rj["cold_error_pct"].get<double>());
+    out += fmt::format(
+        "read-ahead model: {} read(s) ahead per worker, prep {:.0f} us per sample, storage {:.0f} us, "
+        "a miss's CPU {:.0f} us; predicts the cold run at {:.1f}/s ({:.1f}% off)\n",
+        rj["window"].get<int>(), rj["prep_us"].get<double>(), rj["storage_us"].get<double>(),
+        rj["miss_us"].get<double>(), rj["predicted_cold"].get<double>(), rj["cold_error_pct"].get<double>());
   }
   if (const auto& sj = r["whatif"].value("serial", nlohmann::json()); sj.is_object()) {
-    out += fmt::format("serial model: prep {:.0f} us per sample, storage {:.0f} us, page-cache hit {:.0f} us; "
-                       "predicts the cold run at {:.1f}/s ({:.1f}% off)\n",
-                       sj["prep_us"].get<double>(), sj["storage_us"].get<double>(), sj["page_hit_us"].get<double>(),
-                       sj["predicted_cold"].get<double>(), sj["cold_error_pct"].get<double>());
+    out += fmt::format(
+        "serial model: prep {:.0f} us per sample, storage {:.0f} us, page-cache hit {:.0f} us; "
+        "predicts the cold run at {:.1f}/s ({:.1f}% off)\n",
+        sj["prep_us"].get<double>(), sj["storage_us"].get<double>(), sj["page_hit_us"].get<double>(),
+        sj["predicted_cold"].get<double>(), sj["cold_error_pct"].get<double>());
   }
   // Under --exec, mlbench's own remedies (coordinated prep, a partitioned cache) are not the
   // script's: stall.json keeps their models, the console does not offer them.
@@ -1125,7 +1168,8 @@ std::string console_summary(const nlohmann::json& r) {
                     cj["host_compute_cpu_us"].get<double>());
     if (cj.value("devices", 0) > 0) {
       // What each job gets of the device(s) they share: measured (K synthetic jobs at once) or G x D / K.
-      out += fmt::format("  the jobs share {} device(s); a job's device ceiling (samples/s):", cj["devices"].get<int>());
+      out +=
+          fmt::format("  the jobs share {} device(s); a job's device ceiling (samples/s):", cj["devices"].get<int>());
       for (const auto& k : cj["predictions"]) {
         if (!k.value("device_per_job", nlohmann::json()).is_number()) continue;
         out += fmt::format(" {} jobs {:.1f} ({});", k["jobs"].get<int>(), k["device_per_job"].get<double>(),
@@ -1140,7 +1184,8 @@ std::string console_summary(const nlohmann::json& r) {
       extra += fmt::format(" {} jobs +{:.0f} ({});", k["jobs"].get<int>(), k["step_cpu_extra_us"].get<double>(),
                            k["step_cpu_extra_from"].get<std::string>());
     }
-    if (!extra.empty()) out += "  the step's CPU with K jobs computing at once, beyond one alone (us a sample):" + extra + "\n";
+    if (!extra.empty())
+      out += "  the step's CPU with K jobs computing at once, beyond one alone (us a sample):" + extra + "\n";
   }
   if (const auto& pj = r["whatif"].value("partitioned", nlohmann::json()); pj.is_object() && !exec) {
     out += "partitioned cache (per node, samples/s, own -> partitioned):";
@@ -1194,16 +1239,19 @@ std::string console_summary(const nlohmann::json& r) {
   }
   const auto& rec = r["recommendation"];
   if (rec.value("withheld", false)) {
-    out += fmt::format("\nrecommended cache: none (the what-if failed its self-check)\nrecommended CPUs:  none (from the same curve)\n"
-                       "verdict: {}\n",
-                       rec["verdict"].get<std::string>());
+    out += fmt::format(
+        "\nrecommended cache: none (the what-if failed its self-check)\nrecommended CPUs:  none (from the same curve)\n"
+        "verdict: {}\n",
+        rec["verdict"].get<std::string>());
   } else {
     std::string page;
     if (rec.value("page_cache_fraction", nlohmann::json()).is_number()) {
-      page = fmt::format(" (item cache; in the OS page cache: {:.0f}%)", 100 * rec["page_cache_fraction"].get<double>());
+      page =
+          fmt::format(" (item cache; in the OS page cache: {:.0f}%)", 100 * rec["page_cache_fraction"].get<double>());
     }
     // The recommendation's predicted speed and range, and where the knee is.
-    if (rec.value("cache_fraction", nlohmann::json()).is_number() && rec.value("predicted", nlohmann::json()).is_number()) {
+    if (rec.value("cache_fraction", nlohmann::json()).is_number() &&
+        rec.value("predicted", nlohmann::json()).is_number()) {
       const auto& range = rec["predicted_range"];
       page += fmt::format("; {:.0f}% of the plateau: {:.1f}/s predicted [{:.1f}-{:.1f}]{}",
                           100 * rec.value("plateau_share", kPlateauShare), rec["predicted"].get<double>(),
@@ -1212,15 +1260,15 @@ std::string console_summary(const nlohmann::json& r) {
                               ? fmt::format(", the knee at {:.0f}%", 100 * rec["knee_fraction"].get<double>())
                               : std::string());
     }
-    out += fmt::format("\nrecommended cache: {}{}\nrecommended CPUs:  {}\nverdict: {}\n",
-                       rec["cache_fraction"].is_number()
-                           ? fmt::format("{:.0f}% of the dataset", 100 * rec["cache_fraction"].get<double>())
-                       : r.value("findings", nlohmann::json()).is_object() && !r["findings"]["fetch"].value("claimed", true)
-                           ? std::string("none (no measurable fetch stall)")
-                           : std::string("none is enough"),
-                       page,
-                       rec["cores"].is_number() ? std::to_string(rec["cores"].get<int>()) : std::string("more than measured"),
-                       rec["verdict"].get<std::string>());
+    out += fmt::format(
+        "\nrecommended cache: {}{}\nrecommended CPUs:  {}\nverdict: {}\n",
+        rec["cache_fraction"].is_number()
+            ? fmt::format("{:.0f}% of the dataset", 100 * rec["cache_fraction"].get<double>())
+        : r.value("findings", nlohmann::json()).is_object() && !r["findings"]["fetch"].value("claimed", true)
+            ? std::string("none (no measurable fetch stall)")
+            : std::string("none is enough"),
+        page, rec["cores"].is_number() ? std::to_string(rec["cores"].get<int>()) : std::string("more than measured"),
+        rec["verdict"].get<std::string>());
   }
   if (rec.contains("remedy_text")) out += "remedy: " + rec["remedy_text"].get<std::string>() + "\n";
   for (const auto& a : rec.value("advice", nlohmann::json::array())) out += "advice: " + a.get<std::string>() + "\n";

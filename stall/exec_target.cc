@@ -43,6 +43,24 @@ std::vector<RunSpec> plan_exec_runs(const StallConfig& c, const ExecConfig& exec
   return runs;
 }
 
+RunSpec plan_exec_loader_run(const StallConfig& c, int workers, int batch_size) {
+  const int number = std::max(1, (c.iterations + kObservations - 1) / kObservations);
+  RunSpec r;
+  r.label = "mlbench-loader";
+  r.kind = "mlbench-loader";
+  r.cache = CacheState::Warm;
+  r.args = {"--data", c.data};
+  for (auto& a : iteration_args(c.iterations, std::max(kWarmupObservations, 2 * workers / number + 1))) {
+    r.args.push_back(std::move(a));
+  }
+  for (const std::string& a :
+       {std::string("--workers"), std::to_string(std::max(1, workers)), std::string("--batch-size"),
+        std::to_string(std::max(1, batch_size)), std::string("--no-cuda")}) {
+    r.args.push_back(a);
+  }
+  return r;
+}
+
 core::Environment exec_environment(const RunSpec& spec, const ExecConfig& exec, const fs::path& report_dir,
                                    core::Environment env) {
   for (const auto& [k, v] : spec.env) env[k] = v;

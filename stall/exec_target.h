@@ -27,6 +27,11 @@ struct ExecConfig {
 // probe evicts each file of the dataset before Python opens it), then the CPU sweep (warm, first N
 // CPUs). `pipeline_depth`: batches the loader can hold ahead (its workers' prefetch), covered by
 // warm-up. Cache fractions are not run: a user's loader has no item cache to size.
+// The named alternative to the command's loader (docs/stall.md, "Advice in your script's terms"):
+// mlbench's own loader over the same files, `workers` workers, the command's batch size, the
+// dataset in the page cache, timed as the command's runs ("mlbench-loader").
+RunSpec plan_exec_loader_run(const StallConfig& c, int workers, int batch_size);
+
 std::vector<RunSpec> plan_exec_runs(const StallConfig& config, const ExecConfig& exec, int pipeline_depth = 0);
 
 // The probe's variables of one run (MLBENCH_PROBE_*, PYTHONPATH with python/autoprobe first)

@@ -27,12 +27,14 @@ enum class Event { Take, Done, Consume };
 
 class Simulation {
  public:
-  Simulation(const LoaderShape& s, int window, const SampleCosts& c, double x, double hit_cpu_s, std::uint64_t seed)
+  Simulation(const LoaderShape& s, int window, const SampleCosts& c, double x, double hit_cpu_s, double burst,
+             std::uint64_t seed)
       : shape_(s),
         window_(std::max(1, window)),
         costs_(c),
         x_(x),
         hit_cpu_s_(hit_cpu_s),
+        burst_(std::max(0.0, burst)),
         rng_(seed),
         cpu_free_(static_cast<std::size_t>(s.cpus), 0.0),
         workers_(static_cast<std::size_t>(s.workers)) {}
@@ -104,8 +106,9 @@ class Simulation {
       const bool hit = uniform_(rng_) < x_;
       double ready = t + costs_.hit_s;
       if (!hit) {
-        storage_free_ = std::max(t, storage_free_) + costs_.storage_s;
-        ready = storage_free_;
+        // S in aggregate; after an idle spell up to `burst` requests go ahead of the rate.
+        storage_free_ = std::max(t - burst_ * costs_.storage_s, storage_free_) + costs_.storage_s;
+        ready = std::max(t, storage_free_);
       }
       w.issued.push_back({w.batches.back(), ready, hit});
       ++w.issued_of_last;
@@ -182,6 +185,7 @@ class Simulation {
   SampleCosts costs_;
   double x_;
   double hit_cpu_s_;
+  double burst_;
   std::mt19937_64 rng_;
   std::uniform_real_distribution<double> uniform_{0.0, 1.0};
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> events_;
@@ -198,7 +202,7 @@ class Simulation {
 }  // namespace
 
 double simulate_readahead(const LoaderShape& shape, int window, const SampleCosts& costs, double hit_fraction,
-                          double hit_cpu_s, std::uint64_t seed, int samples) {
+                          double hit_cpu_s, double burst, std::uint64_t seed, int samples) {
   if (shape.workers < 1 || shape.cpus < 1 || shape.batch_size < 1 || shape.prefetch < 1 || window < 1) {
     throw std::invalid_argument(
         fmt::format("read-ahead model: workers {}, cpus {}, batch size {}, prefetch {}, window {} must be >= 1",
@@ -207,11 +211,12 @@ double simulate_readahead(const LoaderShape& shape, int window, const SampleCost
   if (!(hit_fraction >= 0.0 && hit_fraction <= 1.0)) {
     throw std::invalid_argument(fmt::format("cache fraction must be in [0, 1], got {}", hit_fraction));
   }
-  return Simulation(shape, window, costs, hit_fraction, hit_cpu_s, seed).run(samples);
+  return Simulation(shape, window, costs, hit_fraction, hit_cpu_s, burst, seed).run(samples);
 }
 
 ReadAheadModel calibrate_readahead(const LoaderShape& shape, int window, double G, double P, double S, double C,
-                                   std::optional<double> prep_busy_s, const ReadCpu& read_cpu, int samples) {
+                                   std::optional<double> prep_busy_s, const ReadCpu& read_cpu, int samples,
+                                   double burst) {
   require_positive(G, "G");
   require_positive(P, "P");
   require_positive(S, "S");
@@ -223,11 +228,12 @@ ReadAheadModel calibrate_readahead(const LoaderShape& shape, int window, double 
   m.storage_s = 1.0 / S;
   m.page_hit_s = shape.workers / C;
   m.samples = samples;
+  m.burst = burst;
   m.miss_s = read_cpu.storage_extra_s;
   m.item_saved_s = read_cpu.page_read_s;
   const double batch_s = shape.batch_size / G;
   const auto cached = [&](double prep_s) {
-    return simulate_readahead(shape, m.window, {m.storage_s, 0, m.page_hit_s, prep_s, batch_s}, 1.0, 0, 1,
+    return simulate_readahead(shape, m.window, {m.storage_s, 0, m.page_hit_s, prep_s, batch_s}, 1.0, 0, burst, 1,
                               std::min(8000, samples));
   };
   double lo = 0, hi = shape.cpus / P;
@@ -247,13 +253,13 @@ double readahead_speed(const ReadAheadModel& m, double x, CacheKind cache) {
   return simulate_readahead(
       m.shape, m.window,
       {m.storage_s, m.miss_s, item ? m.item_hit_s : m.page_hit_s, m.prep_s, m.shape.batch_size / m.G}, x,
-      item ? -m.item_saved_s : 0.0, 1, m.samples);
+      item ? -m.item_saved_s : 0.0, m.burst, 1, m.samples);
 }
 
 double readahead_speed_storage(const ReadAheadModel& m, double factor) {
   return simulate_readahead(m.shape, m.window,
                             {m.storage_s / factor, m.miss_s, m.page_hit_s, m.prep_s, m.shape.batch_size / m.G}, 0.0,
-                            0.0, 1, m.samples);
+                            0.0, m.burst, 1, m.samples);
 }
 
 }  // namespace mlbench::stall

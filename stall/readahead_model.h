@@ -22,9 +22,11 @@ namespace mlbench::stall {
 // `cpus` CPUs. A worker starts its next batch's reads once its current batch's are all issued,
 // if fewer than `prefetch` batches are claimed and not yet taken.
 // `hit_cpu_s`: a hit's CPU beyond a page-cache read's, on its worker's path (an item-cache hit
-// saves the read: negative).
+// saves the read: negative). `burst`: requests storage serves ahead of its rate after an idle
+// spell (its queue: a real device serves the requests in flight at once, S in aggregate; 0: one
+// at a time, first come first served, as stallsim's emulated device).
 double simulate_readahead(const LoaderShape& shape, int window, const SampleCosts& costs, double hit_fraction,
-                          double hit_cpu_s = 0, std::uint64_t seed = 1, int samples = 20000);
+                          double hit_cpu_s = 0, double burst = 0, std::uint64_t seed = 1, int samples = 20000);
 
 // The model calibrated on the analyzer's measured rates: storage 1/S (S: the rate storage
 // sustained with the loader's reads in flight, at least the cold run's), a page-cache read
@@ -43,11 +45,12 @@ struct ReadAheadModel {
   double prep_s = 0;
   bool prep_hidden = false;
   int samples = 20000;  // simulated per prediction (fewer: faster, noisier; a range's corners use fewer)
+  double burst = 0;     // simulate_readahead's `burst`
 };
 
 ReadAheadModel calibrate_readahead(const LoaderShape& shape, int window, double G, double P, double S, double C,
                                    std::optional<double> prep_busy_s = std::nullopt, const ReadCpu& read_cpu = {},
-                                   int samples = 20000);
+                                   int samples = 20000, double burst = 0);
 
 // Predicted samples/s with fraction x of the dataset in the given cache.
 double readahead_speed(const ReadAheadModel& m, double x, CacheKind cache);

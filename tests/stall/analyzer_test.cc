@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 #include <tuple>
 
 #include "stall/charts.h"
+#include "stall/exec_target.h"
 #include "stall/executor.h"
 
 namespace mlbench::stall {
@@ -478,9 +481,9 @@ TEST(Analyzer, ASweepRunWithMoreComputeCpusDoesNotLiftG) {
     o.report["cpu_cores"] = cpu_cores;
     return o;
   };
-  std::map<std::string, RunOutcome> runs{{"synthetic", on_cpus(222.8, 1)},   {"cached", on_cpus(170.4, 1)},
-                                         {"cold", on_cpus(168.9, 1)},        {"fetch-cold", outcome(1e4)},
-                                         {"fetch-cached", outcome(1e5)},     {"cpus-1", on_cpus(184.7, 1)},
+  std::map<std::string, RunOutcome> runs{{"synthetic", on_cpus(222.8, 1)}, {"cached", on_cpus(170.4, 1)},
+                                         {"cold", on_cpus(168.9, 1)},      {"fetch-cold", outcome(1e4)},
+                                         {"fetch-cached", outcome(1e5)},   {"cpus-1", on_cpus(184.7, 1)},
                                          {"cpus-2", on_cpus(264.7, 2)}};
   const auto r = analyze(context(), runs, RawRates{});
   EXPECT_NEAR(r["rates"]["G"].get<double>(), 222.8, 1e-9);
@@ -500,10 +503,9 @@ TEST(Analyzer, MoreCpusIsARemedyOnlyWithComputeOnADeviceOfItsOwn) {
     o.report["device"] = "cuda";
     return o;
   };
-  std::map<std::string, RunOutcome> runs{{"synthetic", on_gpu(1000)},   {"cached", on_gpu(200)},
-                                         {"cold", on_gpu(198)},         {"fetch-cold", outcome(5000)},
-                                         {"fetch-cached", outcome(9000)}, {"cpus-1", on_gpu(100)},
-                                         {"cpus-2", on_gpu(200)}};
+  std::map<std::string, RunOutcome> runs{
+      {"synthetic", on_gpu(1000)},     {"cached", on_gpu(200)}, {"cold", on_gpu(198)},  {"fetch-cold", outcome(5000)},
+      {"fetch-cached", outcome(9000)}, {"cpus-1", on_gpu(100)}, {"cpus-2", on_gpu(200)}};
   const auto r = analyze(context(), runs, RawRates{});
   const auto& rec = r["recommendation"];
   ASSERT_TRUE(rec["remedy"].is_object()) << rec;
@@ -550,9 +552,9 @@ TEST(Analyzer, StorageRatesThatAgreeArePooledByTheirNoise) {
 
 TEST(Analyzer, StorageRateIsAtLeastWhatTheColdRunRead) {
   std::map<std::string, RunOutcome> runs{
-      {"synthetic", outcome(5.1e6)},    {"cached", outcome(48210)},        {"cold", outcome(123.1, 99)},
-      {"fetch-cold", outcome(118.4)},   {"fetch-cached", outcome(124963)}, {"cpus-2", outcome(43707)},
-      {"cache-0.25", outcome(164.5)},   {"cache-0.50", outcome(240.1)},    {"cache-0.75", outcome(500.9)}};
+      {"synthetic", outcome(5.1e6)},  {"cached", outcome(48210)},        {"cold", outcome(123.1, 99)},
+      {"fetch-cold", outcome(118.4)}, {"fetch-cached", outcome(124963)}, {"cpus-2", outcome(43707)},
+      {"cache-0.25", outcome(164.5)}, {"cache-0.50", outcome(240.1)},    {"cache-0.75", outcome(500.9)}};
   const auto r = analyze(context(), runs, RawRates{});
   EXPECT_EQ(r["rates"]["S"], 118.4);
   EXPECT_EQ(r["rates"]["S_model"], 123.1);
@@ -574,10 +576,10 @@ double issue14_storage() {
 }
 
 std::map<std::string, RunOutcome> issue14_runs(double at_50, double at_75) {
-  return {{"synthetic", outcome(1e6)},      {"cached", outcome(4328)},       {"cold", outcome(1905, 56)},
-          {"fetch-cold", outcome(1919)},    {"fetch-cached", outcome(118700)}, {"cpus-1", outcome(2164)},
-          {"cpus-2", outcome(4328)},        {"cache-0.00", outcome(1905)},   {"cache-0.25", outcome(2522)},
-          {"cache-0.50", outcome(at_50)},   {"cache-0.75", outcome(at_75)},  {"cache-1.00", outcome(4104)}};
+  return {{"synthetic", outcome(1e6)},    {"cached", outcome(4328)},         {"cold", outcome(1905, 56)},
+          {"fetch-cold", outcome(1919)},  {"fetch-cached", outcome(118700)}, {"cpus-1", outcome(2164)},
+          {"cpus-2", outcome(4328)},      {"cache-0.00", outcome(1905)},     {"cache-0.25", outcome(2522)},
+          {"cache-0.50", outcome(at_50)}, {"cache-0.75", outcome(at_75)},    {"cache-1.00", outcome(4104)}};
 }
 
 TEST(Analyzer, SelfCheckOffByEighteenPercentWithholdsTheRecommendation) {
@@ -586,7 +588,8 @@ TEST(Analyzer, SelfCheckOffByEighteenPercentWithholdsTheRecommendation) {
   const std::string verdict = rec["verdict"];
   EXPECT_EQ(verdict.find("more DRAM helps"), std::string::npos) << verdict;
   EXPECT_NE(verdict.find("self-check failed"), std::string::npos) << verdict;
-  EXPECT_NE(verdict.find("50% cached: measured 3187/s, predicted 3763/s, 18.1% off"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("50% cached: measured 3187/s, predicted 3763/s ["), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("], 18.1% off"), std::string::npos) << verdict;
   EXPECT_TRUE(rec["cache_fraction"].is_null());
   EXPECT_TRUE(rec["cores"].is_null());
   EXPECT_EQ(rec["bound"], "fetch-bound");
@@ -672,9 +675,8 @@ TEST(Analyzer, TheReadAheadModelChargesAReadsCpuToPrep) {
   // Each curve rises with x, and the recommendation is where it reaches 95% of its plateau, below
   // the knee (98%).
   const auto& rec = r["recommendation"];
-  for (const auto& [key, knee, curve] :
-       {std::tuple{"cache_fraction", rec["knee_fraction"], w["curve"]},
-        {"page_cache_fraction", w["page_cache"]["knee_fraction"], page}}) {
+  for (const auto& [key, knee, curve] : {std::tuple{"cache_fraction", rec["knee_fraction"], w["curve"]},
+                                         {"page_cache_fraction", w["page_cache"]["knee_fraction"], page}}) {
     const double x = rec[key].get<double>();
     EXPECT_LT(x, knee.get<double>()) << key;
     const auto i = static_cast<std::size_t>(x * 20);  // the curve's points around x, 5% apart
@@ -721,8 +723,9 @@ TEST(Analyzer, SelfCheckReadsWhatTheRunsCachesHeld) {
   EXPECT_DOUBLE_EQ(p[1]["item_cache_fraction"].get<double>(), 0.3);
   EXPECT_DOUBLE_EQ(p[1]["page_cache_fraction_after"].get<double>(), 0.05);
   EXPECT_DOUBLE_EQ(p[2]["item_cache_fraction"].get<double>(), 0.75);
-  EXPECT_NE(r["self_check"]["cause"].get<std::string>().find("the item cache held 30% of the dataset in the run at 50%"),
-            std::string::npos)
+  EXPECT_NE(
+      r["self_check"]["cause"].get<std::string>().find("the item cache held 30% of the dataset in the run at 50%"),
+      std::string::npos)
       << r["self_check"]["cause"];
 }
 
@@ -781,10 +784,11 @@ TEST(Analyzer, ReadAheadGetsTheReadAheadModel) {
   EXPECT_EQ(r["whatif"]["io_depth"], 8);
   EXPECT_EQ(r["whatif"]["read_ahead"]["window"], 4);
   EXPECT_TRUE(r["whatif"]["serial"].is_null());
-  // At 50% cached: no faster than min(F(0.5), P) = 3763, and within 5% of it (fetch is the bound there).
+  // At 50% cached: within 5% of min(F(0.5), P) = 3763 (fetch is the bound there; hits that do not
+  // queue behind misses can take it a little beyond F(x), whose x/C term queues them).
   const double at_50 = r["self_check"]["points"][1]["predicted"].get<double>();
-  EXPECT_LE(at_50, 3763 * 1.005);
-  EXPECT_GT(at_50, 3763 * 0.95);
+  EXPECT_NEAR(at_50, 3763, 0.05 * 3763);
+  EXPECT_EQ(r["whatif"]["read_ahead"]["storage_burst"], 8);  // a real disk's queue: the io depth
 }
 
 TEST(Analyzer, MissingRunIsNamed) {
@@ -822,9 +826,9 @@ TEST(Charts, WhatIfHasCurvesAndMeasuredPoints) {
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
 }
 
-// A public training script (docs/stall.md, "Answers you can act on") through the whole analyzer: the fetch share is the difference of two
-// noisy runs over storage 1,369x the consumer. Before, the analyzer said "compute-bound ...
-// neither DRAM nor CPUs help" and then "remedy: item cache helps most: x1.21".
+// A public training script (docs/stall.md, "Answers you can act on") through the whole analyzer: the fetch share is the
+// difference of two noisy runs over storage 1,369x the consumer. Before, the analyzer said "compute-bound ... neither
+// DRAM nor CPUs help" and then "remedy: item cache helps most: x1.21".
 TEST(Analyzer, NamesNoCacheForAFetchShareThatStorageCannotHaveCaused) {
   const auto outcome = [](double rate) {
     RunOutcome r;
@@ -839,9 +843,12 @@ TEST(Analyzer, NamesNoCacheForAFetchShareThatStorageCannotHaveCaused) {
   ctx.items = 256;
   ctx.batch_size = 32;
   ctx.cores_now = 2;
-  const std::map<std::string, RunOutcome> runs = {{"synthetic", outcome((6.5 / 0.777))},     {"cached", outcome((1.0 / (0.777 / 6.5 + 0.032 / 6.5)))},
-                                                  {"cold", outcome(6.5)},          {"fetch-cold", outcome(8901.0)},
-                                                  {"fetch-cached", outcome(4e4)}, {"cpus-1", outcome(4.1)},
+  const std::map<std::string, RunOutcome> runs = {{"synthetic", outcome((6.5 / 0.777))},
+                                                  {"cached", outcome((1.0 / (0.777 / 6.5 + 0.032 / 6.5)))},
+                                                  {"cold", outcome(6.5)},
+                                                  {"fetch-cold", outcome(8901.0)},
+                                                  {"fetch-cached", outcome(4e4)},
+                                                  {"cpus-1", outcome(4.1)},
                                                   {"cpus-2", outcome((1.0 / (0.777 / 6.5 + 0.032 / 6.5)))}};
   const auto r = analyze(ctx, runs, RawRates{});
   const auto& rec = r["recommendation"];
@@ -852,6 +859,66 @@ TEST(Analyzer, NamesNoCacheForAFetchShareThatStorageCannotHaveCaused) {
   EXPECT_EQ(text.find("helps most"), std::string::npos) << text;
   EXPECT_NE(text.find("no measurable fetch stall"), std::string::npos) << text;
   EXPECT_NE(text.find("recommended cache: none (no measurable fetch stall)"), std::string::npos) << text;
+}
+
+// Under --exec the remedies are the script's: RAM for the OS page cache in GB, faster storage, and
+// mlbench's own loader as a measured alternative; none of mlbench's flags.
+TEST(Analyzer, UnderExecTheRemediesAreTheScriptsOwn) {
+  AnalysisContext ctx = context();
+  ctx.config.bench = "exec";
+  ctx.exec = true;
+  ctx.dataset_bytes = 2e9;
+  auto runs = fetch_bound_runs(200);  // G 400, P 200, cold 100 over storage 100/s: fetch-bound
+  runs.erase("cache-0.50");           // --exec measures no cache fraction
+  RunOutcome loader = outcome(900);
+  loader.report["pipeline"] = {{"workers", 2}, {"image_size", 224}};
+  runs["mlbench-loader"] = loader;
+  const auto r = analyze(ctx, runs, RawRates{});
+  const auto& rec = r["recommendation"];
+  ASSERT_TRUE(rec["remedy"].is_object()) << rec.dump(1);
+  EXPECT_EQ(rec["remedy"]["stall"], "fetch");
+  std::set<std::string> names;
+  for (const auto& m : rec["remedies"]) {
+    names.insert(m["name"].get<std::string>());
+    EXPECT_EQ(m["detail"].get<std::string>().find("--"), std::string::npos) << m;
+  }
+  EXPECT_TRUE(names.count("OS page cache")) << rec.dump(1);
+  EXPECT_TRUE(names.count("faster storage")) << rec.dump(1);
+  EXPECT_FALSE(names.count("item cache")) << rec.dump(1);
+  EXPECT_FALSE(names.count("coordinated prep")) << rec.dump(1);
+  for (const auto& m : rec["remedies"]) {
+    if (m["name"] == "OS page cache") {
+      EXPECT_NE(m["detail"].get<std::string>().find(" GB of RAM free for the OS page cache"), std::string::npos) << m;
+      EXPECT_NE(m["detail"].get<std::string>().find("vmtouch -t /d"), std::string::npos) << m;
+    }
+    // Storage fast enough for 95% of the plateau (P 200/s): 190/s, against today's 100.
+    if (m["name"] == "faster storage") {
+      EXPECT_NE(m["detail"].get<std::string>().find("serving 190 samples/s"), std::string::npos) << m;
+    }
+  }
+  bool alternative = false;
+  for (const auto& a : rec["advice"]) {
+    if (a.get<std::string>().find("mlbench's own prepared 900 samples/s") != std::string::npos) alternative = true;
+  }
+  EXPECT_TRUE(alternative) << rec["advice"];
+  EXPECT_EQ(console_summary(r).find("--cache-size"), std::string::npos) << console_summary(r);
+}
+
+TEST(ExecTarget, TheLoaderAlternativeRunsOnTheSameFilesWithTheCommandsBatch) {
+  StallConfig c;
+  c.data = "/d";
+  c.iterations = 20;
+  const RunSpec r = plan_exec_loader_run(c, 2, 16);
+  EXPECT_EQ(r.label, "mlbench-loader");
+  EXPECT_EQ(r.cache, CacheState::Warm);
+  EXPECT_TRUE(r.command.empty());  // the loader benchmark, not the command
+  const auto at = [&](const std::string& flag) {
+    const auto it = std::find(r.args.begin(), r.args.end(), flag);
+    return it == r.args.end() || it + 1 == r.args.end() ? std::string() : *(it + 1);
+  };
+  EXPECT_EQ(at("--data"), "/d");
+  EXPECT_EQ(at("--workers"), "2");
+  EXPECT_EQ(at("--batch-size"), "16");
 }
 
 }  // namespace

@@ -156,7 +156,7 @@ TEST_F(StallCli, RoundsMakeEveryRunNTimesAndTheModelReadsTheMedianRound) {
       << r.output;
   const auto j = stall_json();
   ASSERT_FALSE(j.is_null()) << r.output;
-  EXPECT_EQ(j["schema_version"], 12);
+  EXPECT_EQ(j["schema_version"], 13);
   ASSERT_TRUE(j.contains("rounds")) << j.dump(2);
   EXPECT_EQ(j["rounds"]["count"], 2);
   for (const char* label : {"synthetic", "cached", "cold", "fetch-cold", "fetch-cached", "cpus-1", "cache-0.50"}) {
