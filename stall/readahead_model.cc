@@ -40,10 +40,7 @@ class Simulation {
         workers_(static_cast<std::size_t>(s.workers)) {}
 
   double run(int samples) {
-    const long w = shape_.workers;
-    const auto rounds = [w](long batches) { return (batches + w - 1) / w * w; };
-    warm_batches_ = rounds(std::max(2, shape_.prefetch));
-    timed_batches_ = rounds(std::max(20L, static_cast<long>((samples + shape_.batch_size - 1) / shape_.batch_size)));
+    consumer_.emplace(shape_, samples, costs_.batch_s);
     for (int i = 0; i < shape_.workers; ++i) {
       if (claim(i)) refill(i, 0.0);
       push(0.0, Event::Take, i);
@@ -86,7 +83,7 @@ class Simulation {
 
   // Claims the next batch for worker i when fewer than `prefetch` are claimed and not taken.
   bool claim(int i) {
-    if (next_batch_ >= taken_ + shape_.prefetch) return false;
+    if (next_batch_ >= consumer_->taken() + shape_.prefetch) return false;
     Worker& w = workers_[static_cast<std::size_t>(i)];
     w.batches.push_back(next_batch_++);
     w.issued_of_last = 0;
@@ -149,7 +146,7 @@ class Simulation {
       push(t, Event::Take, i);
       return -1;
     }
-    ready_.insert(w.batches.front());
+    consumer_->finished(w.batches.front());
     w.batches.pop_front();
     w.done_in_front = 0;
     push(t, Event::Take, i);
@@ -158,15 +155,9 @@ class Simulation {
 
   // The consumer takes the next batch in order when free and ready, then computes for batch_s.
   double take_batch(double t) {
-    if (t < consumer_free_ || ready_.empty() || *ready_.begin() != taken_) return -1;
-    ready_.erase(ready_.begin());
-    ++taken_;
-    if (taken_ == warm_batches_) warm_at_ = t;
-    if (taken_ == warm_batches_ + timed_batches_) {
-      return static_cast<double>(timed_batches_ * shape_.batch_size) / (t - warm_at_);
-    }
-    consumer_free_ = t + costs_.batch_s;
-    push(consumer_free_, Event::Consume, -1);
+    if (!consumer_->take(t)) return -1;
+    if (consumer_->done()) return consumer_->speed();
+    push(consumer_->free_at(), Event::Consume, -1);
     for (int i = 0; i < shape_.workers; ++i) {
       Worker& w = workers_[static_cast<std::size_t>(i)];
       if (w.waiting && claim(i)) {
@@ -193,10 +184,8 @@ class Simulation {
   double storage_free_ = 0;
   std::vector<double> cpu_free_;
   std::vector<Worker> workers_;
-  std::set<long> ready_;
-  long next_batch_ = 0, taken_ = 0;
-  long warm_batches_ = 0, timed_batches_ = 0;
-  double warm_at_ = 0, consumer_free_ = 0;
+  long next_batch_ = 0;
+  std::optional<InOrderConsumer> consumer_;
 };
 
 }  // namespace

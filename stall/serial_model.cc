@@ -32,13 +32,7 @@ class Simulation {
         batch_of_(static_cast<std::size_t>(s.workers), -1), done_in_batch_(static_cast<std::size_t>(s.workers), 0) {}
 
   double run(int samples) {
-    // Whole rounds of `workers` batches: workers that start together finish
-    // batches in bursts, and a window cut inside a burst would count a batch
-    // too many or too few.
-    const long w = shape_.workers;
-    const auto rounds = [w](long batches) { return (batches + w - 1) / w * w; };
-    warm_batches_ = rounds(std::max(2, shape_.prefetch));
-    timed_batches_ = rounds(std::max(20L, static_cast<long>((samples + shape_.batch_size - 1) / shape_.batch_size)));
+    consumer_.emplace(shape_, samples, costs_.batch_s);
     for (int w = 0; w < shape_.workers; ++w) claim(w, 0.0);
     while (!events_.empty()) {
       const auto [t, order, kind, w] = events_.top();
@@ -66,7 +60,7 @@ class Simulation {
             push(t, Event::Fetch, w);
             break;
           }
-          ready_.insert(batch_of_[i]);
+          consumer_->finished(batch_of_[i]);
           claim(w, t);
           if (const double end = take(t); end >= 0) return end;
           break;
@@ -88,16 +82,10 @@ class Simulation {
   // is ready, then computes for batch_s. Returns the speed once the timed
   // batches are taken, else -1.
   double take(double t) {
-    if (t < consumer_free_ || ready_.empty() || *ready_.begin() != taken_) return -1;
-    ready_.erase(ready_.begin());
-    ++taken_;
-    if (taken_ == warm_batches_) warm_at_ = t;
-    if (taken_ == warm_batches_ + timed_batches_) {
-      return static_cast<double>(timed_batches_ * shape_.batch_size) / (t - warm_at_);
-    }
-    consumer_free_ = t + costs_.batch_s;
-    push(consumer_free_, Event::Consume, -1);
-    while (!waiting_.empty() && next_batch_ < taken_ + shape_.prefetch) {
+    if (!consumer_->take(t)) return -1;
+    if (consumer_->done()) return consumer_->speed();
+    push(consumer_->free_at(), Event::Consume, -1);
+    while (!waiting_.empty() && next_batch_ < consumer_->taken() + shape_.prefetch) {
       const int v = waiting_.front();
       waiting_.pop_front();
       claim(v, t);
@@ -108,7 +96,7 @@ class Simulation {
   // A worker claims the next batch when fewer than `prefetch` are claimed and
   // not yet taken (pipeline/queue.h); else it waits for the consumer.
   void claim(int w, double t) {
-    if (next_batch_ < taken_ + shape_.prefetch) {
+    if (next_batch_ < consumer_->taken() + shape_.prefetch) {
       batch_of_[static_cast<std::size_t>(w)] = next_batch_++;
       done_in_batch_[static_cast<std::size_t>(w)] = 0;
       push(t, Event::Fetch, w);
@@ -129,11 +117,35 @@ class Simulation {
   std::vector<long> batch_of_;
   std::vector<int> done_in_batch_;
   std::deque<int> waiting_;
-  std::set<long> ready_;  // finished batches not yet taken
-  long next_batch_ = 0, taken_ = 0;
-  long warm_batches_ = 0, timed_batches_ = 0;
-  double warm_at_ = 0, consumer_free_ = 0;
+  long next_batch_ = 0;
+  std::optional<InOrderConsumer> consumer_;
 };
+
+}  // namespace
+
+InOrderConsumer::InOrderConsumer(const LoaderShape& shape, int samples, double batch_s)
+    : batch_size_(shape.batch_size), batch_s_(batch_s) {
+  const long w = shape.workers;
+  const auto rounds = [w](long batches) { return (batches + w - 1) / w * w; };
+  warm_ = rounds(std::max(2, shape.prefetch));
+  timed_ = rounds(std::max(20L, static_cast<long>((samples + shape.batch_size - 1) / shape.batch_size)));
+}
+
+bool InOrderConsumer::take(double t) {
+  if (t < free_at_ || ready_.empty() || *ready_.begin() != taken_) return false;
+  ready_.erase(ready_.begin());
+  ++taken_;
+  if (taken_ == warm_) warm_at_ = t;
+  if (done()) done_at_ = t;
+  free_at_ = t + batch_s_;
+  return true;
+}
+
+double InOrderConsumer::speed() const {
+  return static_cast<double>(timed_ * batch_size_) / (done_at_ - warm_at_);
+}
+
+namespace {
 
 void check_shape(const LoaderShape& s) {
   if (s.workers < 1 || s.cpus < 1 || s.batch_size < 1 || s.prefetch < 1) {

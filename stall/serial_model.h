@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "analysis.h"  // CacheKind
@@ -32,6 +33,30 @@ struct SampleCosts {
   double hit_s = 0;      // a cache hit: time in its worker (no shared resource)
   double prep_s = 0;     // on the first free of `cpus` CPUs, first come, first served
   double batch_s = 0;    // the consumer's time per batch (compute), after it takes one
+};
+
+// The consumer both simulations share (this one and stall/readahead_model.h): it takes finished
+// batches in order, computes batch_s on each, and times the batches after a warm-up of whole
+// rounds of `workers` batches (workers that start together finish batches in bursts, and a
+// window cut inside a burst would count a batch too many or too few).
+class InOrderConsumer {
+ public:
+  InOrderConsumer(const LoaderShape& shape, int samples, double batch_s);
+  void finished(long batch) { ready_.insert(batch); }
+  // Takes the next batch at time t when free and that batch is finished; then busy until free_at().
+  bool take(double t);
+  bool done() const { return taken_ == warm_ + timed_; }
+  double speed() const;  // samples/s over the timed batches, once done()
+  long taken() const { return taken_; }
+  double free_at() const { return free_at_; }
+
+ private:
+  long warm_ = 0, timed_ = 0;
+  int batch_size_ = 1;
+  double batch_s_ = 0;
+  std::set<long> ready_;  // finished batches not yet taken
+  long taken_ = 0;
+  double warm_at_ = 0, free_at_ = 0, done_at_ = 0;
 };
 
 // Samples per second the consumer takes when a fraction `hit_fraction` of

@@ -171,6 +171,33 @@ TEST_F(StallCli, RoundsMakeEveryRunNTimesAndTheModelReadsTheMedianRound) {
   EXPECT_EQ(j["rates"]["G"].get<double>(), j["rounds"]["runs"]["synthetic"]["chosen"].get<double>());
 }
 
+// --reanalyze: the runs of a finished analysis through the model again, nothing measured. The
+// same runs give the same split and curve; the old stall.json is kept beside the new one; a folder
+// without one is one line and exit 1.
+TEST_F(StallCli, ReanalyzeModelsTheSameRunsAgainAndKeepsTheOldResult) {
+  const auto r = run_command(stallsim("--iterations 4", "--batch-size 2 --workers 1 --compute-ms 0.1 --prep-ms 0.1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto before = stall_json();
+  const auto again = run_command(fmt::format("{} --reanalyze {} 2>&1", MLBENCH_STALL_BIN, (dir_ / "out").string()));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("modelled again"), std::string::npos) << again.output;
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "stall.v13.json"));
+  const auto after = stall_json();
+  EXPECT_EQ(after["reanalysis"]["schema_version"], 13);
+  EXPECT_EQ(after["split"], before["split"]);
+  EXPECT_EQ(after["rates"], before["rates"]);
+  ASSERT_EQ(after["whatif"]["measured"].size(), before["whatif"]["measured"].size());
+  for (std::size_t i = 0; i < after["whatif"]["measured"].size(); ++i) {
+    EXPECT_NEAR(after["whatif"]["measured"][i]["predicted"].get<double>(),
+                before["whatif"]["measured"][i]["predicted"].get<double>(), 1e-6);
+  }
+  const auto none = run_command(fmt::format("{} --reanalyze {} 2>&1", MLBENCH_STALL_BIN, (dir_ / "data").string()));
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+  EXPECT_NE(error_line(none.output).find("--reanalyze: " + (dir_ / "data" / "stall.json").string() + ": cannot read it"),
+            std::string::npos)
+      << none.output;
+}
+
 // On a device, mlbench-stall runs K synthetic jobs at once (K = 2, 4, 8) and the coordinated
 // what-if takes what each got as its device ceiling. stallsim's emulated accelerator, named a
 // device, takes that path on a machine without a GPU (each process sleeps on its own, so each job
