@@ -87,6 +87,14 @@ Remedy cache_remedy(double from, double to, double lo = 0, double hi = 0) {
   return r;
 }
 
+// decide() over a split whose fetch share rests on storage S against the cold run F_obs and
+// whose prep share on P against G; 2 CPUs now and recommended.
+Decision decide_for(const Split& s, const SplitNoise& n, double S, double F_obs, double G, double P, double cache_rec,
+                    std::vector<Remedy> candidates) {
+  return decide(
+      {s, fetch_share(s, n, F_obs, S), prep_share(s, n, G, P, F_obs), cache_rec, 2, 2, std::move(candidates)});
+}
+
 TEST(Decision, NoRemedyForAStallThatIsNotMeasurableAndTheVerdictSaysSo) {
   Split s{77.7, 3.2, 19.1};
   SplitNoise n{8.7, 12.0, 12.4};
@@ -103,13 +111,7 @@ TEST(Decision, NoRemedyForAStallThatIsNotMeasurableAndTheVerdictSaysSo) {
 TEST(Decision, ARealFetchStallNamesItsRemedyAndTheVerdictAgrees) {
   Split s{25, 25, 50};
   SplitNoise n{0.5, 1, 1};
-  const Decision d = decide({s,
-                             fetch_share(s, n, 100, 100),
-                             prep_share(s, n, 400, 200, 100),
-                             0.53,
-                             2,
-                             2,
-                             {cache_remedy(100, 190, 1.85, 1.95)}});
+  const Decision d = decide_for(s, n, 100, 100, 400, 200, 0.53, {cache_remedy(100, 190, 1.85, 1.95)});
   EXPECT_EQ(d.bound, Bound::Fetch);
   ASSERT_TRUE(d.remedy.has_value());
   EXPECT_EQ(d.remedy->name, "item cache");
@@ -120,13 +122,7 @@ TEST(Decision, ARealFetchStallNamesItsRemedyAndTheVerdictAgrees) {
 TEST(Decision, ARemedyWhoseGainIsWithinTheNoiseIsNotNamed) {
   Split s{25, 25, 50};
   SplitNoise n{0.5, 1, 1};
-  const Decision d = decide({s,
-                             fetch_share(s, n, 100, 100),
-                             prep_share(s, n, 400, 200, 100),
-                             0.53,
-                             2,
-                             2,
-                             {cache_remedy(100, 108, 0.97, 1.20)}});
+  const Decision d = decide_for(s, n, 100, 100, 400, 200, 0.53, {cache_remedy(100, 108, 0.97, 1.20)});
   EXPECT_FALSE(d.remedy.has_value());
   ASSERT_EQ(d.not_named.size(), 1u);
   EXPECT_NE(d.not_named[0].find("within the rates' noise"), std::string::npos) << d.not_named[0];
@@ -136,13 +132,7 @@ TEST(Decision, AComputeBoundVerdictWithARemedyNamedSaysWhatItBuysNotThatNothingH
   // Compute 60%, a real fetch stall of 25%: compute-bound, and the cache still buys x1.3.
   Split s{60, 15, 25};
   SplitNoise n{1, 1, 1};
-  const Decision d = decide({s,
-                             fetch_share(s, n, 100, 100),
-                             prep_share(s, n, 166.7, 125, 100),
-                             0.4,
-                             2,
-                             2,
-                             {cache_remedy(100, 130, 1.25, 1.35)}});
+  const Decision d = decide_for(s, n, 100, 100, 166.7, 125, 0.4, {cache_remedy(100, 130, 1.25, 1.35)});
   EXPECT_EQ(d.bound, Bound::Compute);
   ASSERT_TRUE(d.remedy.has_value());
   EXPECT_EQ(d.verdict.find("neither"), std::string::npos) << d.verdict;
