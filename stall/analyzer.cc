@@ -352,7 +352,7 @@ std::string whatif_formula(bool serial, double exposed, bool read_cpu) {
 std::string readahead_formula(int window) {
   return fmt::format(
       "read-ahead: a simulation of the workers, each keeping {} read(s) issued ahead of the sample it "
-      "preps, across its batches (a miss queued on storage at S, a hit at once), prep on the first "
+      "preps, across its batches (a miss served by storage at S in aggregate, a hit at once), prep on the first "
       "free CPU, the consumer at G behind the prefetch queue",
       window);
 }
@@ -420,17 +420,16 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   const Split s = split(G, P, F_obs);
   // The noise of a rate, relative: that of the mean over its observations (sd / sqrt(n)), or with
   // --rounds the spread of its rounds where that is larger (docs/stall.md, "How sure").
-  const auto se = [&](const RunOutcome& r) {
-    double u = r.cv / std::sqrt(static_cast<double>(std::max(1, r.observations)));
-    for (const auto& [label, rates] : ctx.round_rates) {
-      if (rates.size() < 2 || !runs.count(label) || &runs.at(label) != &r) continue;
-      // The median of k rounds: one run's noise over sqrt(k), or the rounds' own spread if larger.
-      u = std::max(u / std::sqrt(static_cast<double>(rates.size())), rounds_uncertainty(rates));
-    }
-    return u;
+  const auto se = [&](const std::string& label) {
+    const RunOutcome& r = need(runs, label);
+    const double u = r.cv / std::sqrt(static_cast<double>(std::max(1, r.observations)));
+    const auto rounds = ctx.round_rates.find(label);
+    if (rounds == ctx.round_rates.end() || rounds->second.size() < 2) return u;
+    // The median of k rounds: one run's noise over sqrt(k), or the rounds' own spread if larger.
+    const auto& rates = rounds->second;
+    return std::max(u / std::sqrt(static_cast<double>(rates.size())), rounds_uncertainty(rates));
   };
-  const double u_G = se(need(runs, G_from)), u_P = se(cached), u_F = se(cold), u_S = se(fetch_cold),
-               u_C = se(fetch_cached);
+  const double u_G = se(G_from), u_P = se("cached"), u_F = se("cold"), u_S = se("fetch-cold"), u_C = se("fetch-cached");
   const SplitNoise noise = split_noise(G, P, F_obs, u_G, u_P, u_F);
 
   std::map<int, double> p_by_cores;
@@ -512,6 +511,13 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   const double exposed = nominal.exposed;
   const std::optional<SerialModel>& sm = nominal.sm;
   const auto predict = [&](double x, CacheKind cache) { return predict_with(nominal, x, cache); };
+  // Uncached, with storage `factor` times faster (faster storage also shortens the exposed fetch).
+  const auto storage_speed = [&](const Model& m, double factor) {
+    if (m.ra) return readahead_speed_storage(*m.ra, factor);
+    return m.sm
+               ? serial_speed_storage(*m.sm, factor)
+               : predicted_speed(0.0, m.P, m.G, m.C, m.S_model * factor, m.exposed / factor, CacheKind::Item, read_cpu);
+  };
   // The corners: every rate at its measured value times (1 +- u). The serial model, a simulation
   // calibrated anew at each corner, takes the three rates it is calibrated on (P, S, F_obs).
   std::vector<Model> corners;
@@ -646,13 +652,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
 
   nlohmann::json storage_whatif = nlohmann::json::array();
   for (double factor : {0.5, 2.0, 4.0, 10.0}) {
-    storage_whatif.push_back({{"S_factor", factor},
-                              {"S", S_model * factor},
-                              // Faster storage also shortens the exposed fetch time.
-                              {"speed_uncached", nominal.ra ? readahead_speed_storage(*nominal.ra, factor)
-                                                 : sm       ? serial_speed_storage(*sm, factor)
-                                                            : predicted_speed(0.0, P, G, C, S_model * factor,
-                                                                              exposed / factor, CacheKind::Item, read_cpu)}});
+    storage_whatif.push_back(
+        {{"S_factor", factor}, {"S", S_model * factor}, {"speed_uncached", storage_speed(nominal, factor)}});
   }
 
   const double direct_cold = stall_pct_of(cold);
@@ -738,10 +739,18 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
                    : std::string("the whole dataset in the item cache (memory reads still limit it)"),
          predict(0.0, CacheKind::Item), predict(x, CacheKind::Item), Bound::Fetch},
         [&](const Model& m) { return predict_with(m, x, CacheKind::Item); }, uncached_at));
-    if (own_device && !simulated) {
+    if (own_device && !sm) {
       ReadCpu twice = read_cpu;  // the reads' CPU, too, spread over twice the CPUs
       twice.cpus *= 2;
+      // Prep scaled linearly: the read-ahead loader with twice the workers on twice the CPUs.
       const auto doubled = [&](const Model& m) {
+        if (m.ra) {
+          ReadAheadModel more = *m.ra;
+          more.shape.workers *= 2;
+          more.shape.cpus *= 2;
+          more.shape.prefetch *= 2;  // the loader's default prefetch grows with its workers
+          return readahead_speed(more, 0.0, CacheKind::Item);
+        }
         return predicted_speed(0.0, 2 * m.P, m.G, m.C, m.S_model, m.exposed, CacheKind::Item, twice);
       };
       candidates.push_back(with_range(
@@ -771,12 +780,6 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
           page_at, page_cold));
     }
     // Faster storage: the smallest speed-up of S whose uncached speed reaches the plateau's share.
-    const auto storage_speed = [&](const Model& m, double factor) {
-      if (m.ra) return readahead_speed_storage(*m.ra, factor);
-      return m.sm ? serial_speed_storage(*m.sm, factor)
-                  : predicted_speed(0.0, m.P, m.G, m.C, m.S_model * factor, m.exposed / factor, CacheKind::Page,
-                                    read_cpu);
-    };
     const double best = storage_speed(nominal, 1000.0);
     if (best > 1.02 * storage_speed(nominal, 1.0)) {
       double lo = 1.0, hi = 1000.0;

@@ -519,6 +519,31 @@ TEST(Analyzer, MoreCpusIsARemedyOnlyWithComputeOnADeviceOfItsOwn) {
   EXPECT_TRUE(found) << rec;
 }
 
+// The same with the loader reading ahead (its report gives workers and io depth, so the read-ahead
+// model): twice the workers on twice the CPUs. The remedy was dropped for every read-ahead loader
+// when that model came in.
+TEST(Analyzer, MoreCpusIsARemedyForAReadAheadLoaderOnADeviceToo) {
+  auto on_gpu = [](double rate) {
+    RunOutcome o = outcome(rate);
+    o.report["device"] = "cuda";
+    o.report["pipeline"] = {{"workers", 2}, {"io_depth", 4}};
+    return o;
+  };
+  std::map<std::string, RunOutcome> runs{
+      {"synthetic", on_gpu(1000)},    {"cached", on_gpu(200)}, {"cold", on_gpu(198)},  {"fetch-cold", on_gpu(5000)},
+      {"fetch-cached", on_gpu(9000)}, {"cpus-1", on_gpu(100)}, {"cpus-2", on_gpu(200)}};
+  const auto r = analyze(context(), runs, RawRates{});
+  ASSERT_EQ(r["whatif"]["model"], "read-ahead");
+  bool found = false;
+  for (const auto& m : r["recommendation"]["remedies"]) {
+    if (m["name"] != "more CPUs") continue;
+    found = true;
+    EXPECT_NEAR(m["to"].get<double>(), 400.0, 0.03 * 400) << m;
+    EXPECT_EQ(m["stall"], "prep");
+  }
+  EXPECT_TRUE(found) << r["recommendation"].dump(1);
+}
+
 // A blkio-throttled disk (0.5 MB/s, 4 KB JPEGs, read-ahead on): the fetch-only
 // run kept fewer reads in flight than the pipeline and measured storage at
 // 118.4/s, but the cold run read every item from storage at 123.1/s. The
