@@ -270,13 +270,9 @@ int main(int argc, char** argv) {
   ctx.items = files.size();
   ctx.cores_now = all_cpus;
   ctx.exec = exec_mode;
-  for (const auto& f : files) {
-    std::error_code ec;
-    const auto size = fs::file_size(f, ec);
-    if (!ec) ctx.dataset_bytes += static_cast<double>(size);
-  }
   try {
     RawRates raw = measure_raw(files, use_drop_caches);
+    ctx.dataset_bytes = raw.mean_file_bytes * static_cast<double>(files.size());
     std::cout << fmt::format("storage: {:.1f} MB/s sequential, {:.1f} MB/s random (cold); memory: {:.1f} MB/s\n",
                              raw.seq_cold.mb_per_s, raw.rand_cold.mb_per_s, raw.cached.mb_per_s);
     // The network rate between nodes for the partitioned-cache what-if: a peer on loopback,
