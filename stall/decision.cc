@@ -99,8 +99,7 @@ Decision decide(const DecisionInputs& in) {
     }
   }
   if (d.remedy) {
-    d.remedy_text = fmt::format("{} helps most: {} ({}: {:.1f} -> {:.1f} samples/s)", d.remedy->name,
-                                gain_text(*d.remedy), d.remedy->detail, d.remedy->from, d.remedy->to);
+    d.remedy_text = remedy_text({*d.remedy});  // its "helps most" line: the remedy passed best_remedy's bar
   } else if (!d.not_named.empty()) {
     std::string why;
     for (const std::string& n : d.not_named) why += (why.empty() ? "" : "; ") + n;
