@@ -63,7 +63,7 @@ done
 for exe in "$build/bin/mlbench-stall" "$build/benchmarks/loader"; do
   [[ -x "$exe" ]] || { echo "whatif_tables.sh: error: $exe is missing (build it, or set MLBENCH_BUILD_DIR)" >&2; exit 2; }
 done
-if ((reanalyze)); then :; else
+if ! ((reanalyze)); then
 out="${out:-/tmp/whatif-tables-$(basename "$(dirname "$data")")-${mbps}}"
 mkdir -p "$out"
 source "$root/bench/lib/blkio.sh"
