@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "blas.h"
+#include "instance_report.h"
 #include "progress.h"
 #include "report.h"
 #include "stability.h"
@@ -58,7 +59,8 @@ nlohmann::json BenchmarkRun::base_report() const {
   machine["framework"] = runtime_.framework;
   machine["framework_version"] = runtime_.framework_version;
   machine["cuda_available"] = runtime_.cuda_available;
-  return {{"name", o.name},
+  return {{"schema_version", kInstanceReportSchema},
+          {"name", o.name},
           {"suite", o.suite},
           {"run_id", o.run_id},
           {"vcd", o.vcd},

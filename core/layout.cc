@@ -51,10 +51,11 @@ fs::path configs_dir() {
   return fs::path(MLBENCH_SOURCE_DIR) / "configs";
 }
 
-fs::path python_dir() {
-  if (const char* v = env("MLBENCH_PYTHON_DIR")) return v;
-  if (installed()) return prefix() / "share" / "mlbench" / "python";
-  return fs::path(MLBENCH_SOURCE_DIR) / "python";
+fs::path probe_dir() {
+  if (const char* v = env("MLBENCH_PROBE_DIR")) return v;
+  if (const char* v = env("MLBENCH_PYTHON_DIR")) return v;  // the variable's name before probe/
+  if (installed()) return prefix() / "share" / "mlbench" / "probe";
+  return fs::path(MLBENCH_SOURCE_DIR) / "probe";
 }
 
 std::string version_line(const std::string& command) {

@@ -1,5 +1,5 @@
 // Whether a batch size fits in memory, decided before a benchmark allocates it
-// (issue 16, fault 11): a huge --batch-size used to allocate until the kernel's
+// (docs/reliability.md, fault 11): a huge --batch-size used to allocate until the kernel's
 // OOM killer struck, with no message and no report. The growth of resident memory
 // of one training step at two small batch sizes is extrapolated linearly to the
 // requested one and compared with the memory this process may use.

@@ -1,5 +1,5 @@
 // Where the calling thread's last fetch came from, for the trace's span names: a
-// partitioned source (pipeline/peer_cache.h) sets it on every fetch; the worker
+// partitioned source (pipeline/remedies/peer_cache.h) sets it on every fetch; the worker
 // and I/O threads reset it before a fetch and read it after.
 #pragma once
 

@@ -39,7 +39,7 @@ class ItemCache {
   std::shared_ptr<const Bytes> get(std::size_t index);
   // Admits the item when it fits and is not cached yet; never evicts. Returns whether admitted.
   bool put(std::size_t index, std::shared_ptr<const Bytes> bytes);
-  // The cached bytes, or nullptr, counting neither (answers to peers: pipeline/peer_cache.h).
+  // The cached bytes, or nullptr, counting neither (answers to peers: pipeline/remedies/peer_cache.h).
   std::shared_ptr<const Bytes> peek(std::size_t index) const;
   // From now on only items with admit(index) true are admitted (a partitioned cache keeps its
   // node's partition). Set it before the cache is shared between threads.

@@ -36,7 +36,7 @@ struct CropBox {
 // The pixel layout a decode writes: RGB, or RGBX (4 bytes a pixel, the 4th
 // unused). RGBX costs the decoder nothing (libjpeg-turbo's SIMD colour
 // conversion writes either) and makes OpenCV's resize and flip faster: they
-// have SIMD paths for 4-byte pixels and not for 3-byte ones (docs/performance.md).
+// have SIMD paths for 4-byte pixels and not for 3-byte ones (studies/results/2026-11-23-loader-real-photos.md).
 enum class PixelFormat { Rgb, Rgbx };
 
 // An interleaved image of `channels` bytes a pixel (3: RGB, 4: RGBX).
@@ -107,7 +107,7 @@ class JpegDecoder {
   static const std::vector<ScalingFactor>& scaling_factors();
   // Those of them whose IDCT libjpeg-turbo runs with SIMD on x86 (1/1, 1/2, 1/4, 1/8: the 8x8,
   // 4x4, 2x2 and 1x1 IDCTs). The others (7/8, 3/4, 5/8, 3/8 ...) use scalar C IDCTs, and measured
-  // no faster than a 1/1 region decode (docs/performance.md), so the loader picks from these.
+  // no faster than a 1/1 region decode (studies/results/2026-11-23-loader-real-photos.md), so the loader picks from these.
   static const std::vector<ScalingFactor>& fast_scaling_factors();
 
  private:

@@ -15,11 +15,11 @@
 
 #include "pipeline/batch.h"
 #include "pipeline/buffer_pool.h"
-#include "pipeline/coordinated.h"
+#include "pipeline/remedies/coordinated.h"
 #include "pipeline/data_loader.h"
 #include "pipeline/image_dataset.h"
 #include "pipeline/item_cache.h"
-#include "pipeline/peer_cache.h"
+#include "pipeline/remedies/peer_cache.h"
 #include "pipeline/source.h"
 #include "pipeline/stats.h"
 #include "pipeline/read_ahead.h"
@@ -29,7 +29,7 @@
 namespace mlbench::pipeline {
 
 // --io-depth's default: reads in flight ahead of decoding (docs/pipeline.md,
-// docs/performance.md "Issue 14: read-ahead" for the measurements behind it).
+// "Read-ahead"; docs/performance.md, "Read-ahead and io_uring", for the depth sweep behind 8).
 inline constexpr int kDefaultIoDepth = 8;
 
 struct LoaderConfig {
@@ -65,9 +65,9 @@ struct LoaderConfig {
   // simulators with a known prep cost (benchmarks/stallsim).
   std::function<void(const Bytes& data, std::size_t index)> prep;
   std::ostream* warnings = nullptr;  // where "skipping ..." lines go (default std::cerr)
-  // --coordinated K --group NAME: K processes share the prep (pipeline/coordinated.h).
+  // --coordinated K --group NAME: K processes share the prep (pipeline/remedies/coordinated.h).
   CoordinatedConfig coordinated;
-  // --peers host:port,... --rank R: a cache partitioned across nodes (pipeline/peer_cache.h).
+  // --peers host:port,... --rank R: a cache partitioned across nodes (pipeline/remedies/peer_cache.h).
   PartitionConfig partition;
 };
 

@@ -29,8 +29,8 @@ struct ImageLoaderFacts {
   long reads_issued = 0;               // read-ahead: reads handed to the I/O threads
   long inline_reads = 0;               // read-ahead: page-cache hits read by the worker when issued
   int max_outstanding = 0;             // read-ahead: most reads issued and not yet taken at once
-  nlohmann::json coordinated;          // --coordinated: the group's block (pipeline/coordinated.h); null: off
-  nlohmann::json partitioned;          // --peers: partitioned_cache_report (pipeline/peer_cache.h); null: off
+  nlohmann::json coordinated;          // --coordinated: the group's block (pipeline/remedies/coordinated.h); null: off
+  nlohmann::json partitioned;          // --peers: partitioned_cache_report (pipeline/remedies/peer_cache.h); null: off
 };
 nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineStats& stats,
                                    const ImageLoaderFacts& facts);

@@ -23,7 +23,7 @@ struct PipelineOptions {
   bool drop_after_read = false;     // --drop-after-read (every read from storage)
   bool hold_page_cache = false;     // --hold-page-cache (drop only what a read brought in)
   bool fetch_only = false;          // --fetch-only (fetch stage alone, no model step)
-  int coordinated = 0;              // --coordinated K (0: off; pipeline/coordinated.h)
+  int coordinated = 0;              // --coordinated K (0: off; pipeline/remedies/coordinated.h)
   std::string group;                // --group NAME
   double coordinated_timeout = 10;  // --coordinated-timeout S
   double coordinated_join_timeout = 60;  // --coordinated-join-timeout S

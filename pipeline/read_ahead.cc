@@ -25,7 +25,7 @@ using Clock = std::chrono::steady_clock;
 // worker that submitted it; IORING_SETUP_COOP_TASKRUN would defer it to that worker's
 // next system call instead of interrupting it, but then a worker asleep (waiting for a
 // batch to build) would not run it, and a read withdrawn by another thread at the
-// loader's end could wait for it forever. It measured no faster here (docs/performance.md).
+// loader's end could wait for it forever, and it is no faster (docs/pipeline.md, "Read-ahead").
 int init_ring(unsigned entries, io_uring* ring) { return io_uring_queue_init(entries, ring, 0); }
 #endif
 }  // namespace

@@ -80,8 +80,10 @@ window.addEventListener('error', function (e) {
 )";
 }  // namespace
 
-void HtmlReporter::write(const Report& report, std::ostream& out) const {
-  const SuiteStatistics& s = report.stats;
+namespace {
+
+// The page's head, title and the line naming the runs and targets; the report's notes.
+void write_head(const Report& report, std::ostream& out) {
   std::string runs;
   for (const std::string& r : report.runs) runs += (runs.empty() ? "" : " ") + r;
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
@@ -100,6 +102,10 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
   for (const std::string& line : report.info) {
     out << "<p class=\"note info\">Note: " << core::html_escape(line) << "</p>\n";
   }
+}
+
+// The results table, one row a benchmark.
+void write_results(const Report& report, std::ostream& out) {
   out << "<h2>Results</h2>\n<p class=\"note\">items/s; result = mean of the run values without the min and max run; "
          "sd = sample sd over runs; sd% = sd/result; spread = lowest – highest run value; diff = result/target - 1; "
          "stability: a highlighted row fails the sd% rule, with its likely cause as measured. Click a header to "
@@ -122,6 +128,10 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
         << "</tr>\n";
   }
   out << "</tbody></table>\n<p class=\"note\">sd% and diff in this table are in percent.</p>\n";
+}
+
+// The unstable benchmarks and the passes left out or outside the spread.
+void write_unstable_and_named(const Report& report, std::ostream& out) {
   bool unstable_header = false;
   for (const BenchResult& b : report.benches) {
     if (!b.instability) continue;
@@ -147,7 +157,11 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
     out << "</li>\n";
   }
   if (named_header) out << "</ul>\n";
+}
 
+// The Mila statistics, the score and the problems.
+void write_statistics(const Report& report, std::ostream& out) {
+  const SuiteStatistics& s = report.stats;
   auto pct = [](double x) { return std::isfinite(x) ? fmt::format("{:+.4f} %", x) : std::string("n/a"); };
   out << "<h2>Statistics</h2>\n<table id=\"statistics\"><thead><tr><th>Statistic</th><th>Value</th><th>Pass</th></tr>"
          "</thead><tbody>\n"
@@ -173,7 +187,10 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
     }
     out << "</ul>\n";
   }
+}
 
+// The charts of the whole suite.
+void write_charts(const Report& report, std::ostream& out) {
   out << "<h2>Where the time went</h2>\n<p class=\"note\">One bar per benchmark: compute / fetch stall / prep stall "
          "from mlbench-stall where an analysis exists, otherwise compute / copy / data wait measured per iteration "
          "in the reports.</p>\n"
@@ -182,15 +199,18 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
       << result_svg(report.benches) << "\n"
       << "<h2>Per-run items/s</h2>\n"
       << drift_svg(report.benches, report.runs) << "\n";
+}
 
+// Each mlbench-stall analysis: its self-check, what it told its user, its charts.
+void write_stall_analyses(const Report& report, std::ostream& out) {
   bool any = false;
   for (const BenchResult& b : report.benches) {
     if (!b.analysis || (b.analysis->split_svg.empty() && b.analysis->whatif_svg.empty())) continue;
     if (!any) out << "<h2>Stall analyses (mlbench-stall)</h2>\n";
     any = true;
     out << "<h3>" << core::html_escape(b.name) << "</h3>";
-    if (const auto& c = b.analysis->self_check; c.is_object() && c.contains("text") && c["text"].is_string()) {
-      out << "<p class=\"note\">" << core::html_escape(c["text"].get<std::string>()) << "</p>";
+    if (!b.analysis->self_check_text.empty()) {
+      out << "<p class=\"note\">" << core::html_escape(b.analysis->self_check_text) << "</p>";
     }
     // What the analysis told its user to act on, as the console said it.
     if (!b.analysis->verdict.empty() || !b.analysis->remedy_text.empty()) {
@@ -210,7 +230,10 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
     }
     out << "</div>\n";
   }
+}
 
+// --compare's table.
+void write_comparison(const Report& report, std::ostream& out) {
   if (report.comparison) {
     out << "<h2>Compared with " << core::html_escape(report.comparison->other_dir) << "</h2>\n"
         << fmt::format(
@@ -230,6 +253,18 @@ void HtmlReporter::write(const Report& report, std::ostream& out) const {
     }
     out << "</tbody></table>\n";
   }
+}
+
+}  // namespace
+
+void HtmlReporter::write(const Report& report, std::ostream& out) const {
+  write_head(report, out);
+  write_results(report, out);
+  write_unstable_and_named(report, out);
+  write_statistics(report, out);
+  write_charts(report, out);
+  write_stall_analyses(report, out);
+  write_comparison(report, out);
   out << "<script>" << kScript << "</script>\n</body></html>\n";
 }
 

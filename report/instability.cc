@@ -75,13 +75,9 @@ const Interference* interference_at(const BenchInput& input, const std::string& 
   const Instance* i = instance_at(input, at);
   return i && i->interference ? &*i->interference : nullptr;
 }
-}  // namespace
 
-Instability explain_instability(const BenchInput& input, double sd_pct, double limit_pct) {
-  Instability r;
-  r.sd_pct = sd_pct;
-  r.limit_pct = limit_pct;
-  int instances = 0, with_stability = 0, with_interference = 0;
+// Short observations: a timed observation under the benchmark's minimum.
+bool short_observations(const BenchInput& input, Instability& r) {
   // Short observations: the benchmark's own verdict when recorded, else train.avg against
   // kMinObservationS (so reports older than `stability` still get this cause).
   std::string short_at;
@@ -90,9 +86,6 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
   for (const RunInstances& run : input.runs) {
     for (const Instance& i : run.instances) {
       if (i.failed) continue;
-      ++instances;
-      if (i.stability) ++with_stability;
-      if (i.interference) ++with_interference;
       const double s = i.stability && std::isfinite(i.stability->median_s) ? i.stability->median_s : i.observation_s;
       const bool is_short = i.stability ? i.stability->short_observations : std::isfinite(s) && s < kMinObservationS;
       if (is_short && (short_at.empty() || (std::isfinite(s) && !(s >= short_s)))) {
@@ -111,9 +104,14 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
                            seconds(short_s), short_at, short_recorded ? "stability.median_s" : "train.avg",
                            short_recorded ? "benchmark's" : seconds(kMinObservationS))
                      : fmt::format("short observations: flagged by the benchmark in {}", short_at);
-    return r;
+    return true;
   }
+  return false;
 
+}
+
+// Other processes on the slot's CPUs, or time stolen from them.
+bool other_load(const BenchInput& input, Instability& r) {
   std::string at;
   double v = 0.0;
   if (largest(
@@ -121,15 +119,22 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
       v > kOtherLoadPct) {
     r.cause = "other load";
     r.evidence = fmt::format("other load: {:.0f}% of the slot's CPU time went to other processes in {}", v, at);
-    return r;
+    return true;
   }
   if (largest(
           input, [](const Instance& i) { return i.interference ? i.interference->steal_pct : kNaN; }, at, v) &&
       v > kStealPct) {
     r.cause = "other load";
     r.evidence = fmt::format("other load: {:.0f}% of the wall time was stolen from the slot's CPUs in {}", v, at);
-    return r;
+    return true;
   }
+  return false;
+}
+
+// The fixed CPU probe moved during a job, or between passes: the machine itself got slower or faster.
+bool probe_drift(const BenchInput& input, Instability& r) {
+  std::string at;
+  double v = 0.0;
   if (largest(
           input, [](const Instance& i) { return i.interference ? std::abs(i.interference->probe_drift_pct) : kNaN; },
           at, v) &&
@@ -138,7 +143,7 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
     r.evidence = fmt::format(
         "machine drift: the fixed CPU probe's time changed by {:+.0f}% from before the job to after it in {}",
         interference_at(input, at)->probe_drift_pct, at);
-    return r;
+    return true;
   }
   // The probe before each job, across passes: the machine itself got slower or faster.
   std::string lo_at, hi_at;
@@ -148,8 +153,17 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
     r.cause = "machine drift";
     r.evidence = fmt::format("machine drift: the fixed CPU probe before the job took {} in {} and {} in {} (+{:.0f}%)",
                              seconds(lo), lo_at, seconds(hi), hi_at, (hi / lo - 1.0) * 100.0);
-    return r;
+    return true;
   }
+  return false;
+}
+
+// The probe on all slot CPUs at once moved where the one-thread probe did not.
+bool parallel_probe_drift(const BenchInput& input, Instability& r) {
+  std::string at;
+  double v = 0.0;
+  std::string lo_at, hi_at;
+  double lo = kNaN, hi = kNaN;
   // The probe on all slot CPUs at once: within a pass, then across passes. It moves
   // where the one-thread probe did not when the slot's CPUs compete with each other.
   if (largest(
@@ -166,7 +180,7 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
         "machine drift: the probe on all of the slot's CPUs at once changed by {:+.0f}% from before the job to "
         "after it in {}",
         100.0 * (f.parallel_probe_after_s / f.parallel_probe_before_s - 1.0), at);
-    return r;
+    return true;
   }
   auto parallel_before = [](const Instance& i) {
     return i.interference ? i.interference->parallel_probe_before_s : kNaN;
@@ -177,8 +191,15 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
         "machine drift: the probe on all of the slot's CPUs at once before the job took {} in {} and {} in {} "
         "(+{:.0f}%) while the one-thread probe stayed within {:.0f}%: the slot's CPUs compete with each other",
         seconds(lo), lo_at, seconds(hi), hi_at, (hi / lo - 1.0) * 100.0, kProbeSpreadPct);
-    return r;
+    return true;
   }
+  return false;
+}
+
+// The same work took more CPU time per item, and ran slower: the machine's speed changed.
+bool work_drift(const BenchInput& input, Instability& r) {
+  std::string lo_at, hi_at;
+  double lo = kNaN, hi = kNaN;
   // The same work's CPU time per item across passes: a process that needed more CPU time
   // for the same items, and ran slower, ran on a slower machine (the host's speed drifts
   // while every probe, taken before and after the job, holds still).
@@ -192,9 +213,14 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
           "machine drift: the same work took {:.4g} us of CPU time per item in {} and {:.4g} us in {} (+{:.0f}%), "
           "and ran {:.0f}% slower there: the machine's speed changed, not the work",
           hi, hi_at, lo, lo_at, (hi / lo - 1.0) * 100.0, (1.0 - more->items_per_s / less->items_per_s) * 100.0);
-      return r;
+      return true;
     }
   }
+  return false;
+}
+
+// Observations after the warm-up still trend.
+bool warm_up(const BenchInput& input, Instability& r) {
   for (const RunInstances& run : input.runs) {
     for (const Instance& i : run.instances) {
       if (i.failed || !i.stability || !i.stability->warmup_trending) continue;
@@ -205,7 +231,22 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
                              "against the first)",
                              where(run.run, i), i.stability->trend_pct)
                        : fmt::format("warm-up: observations after the warm-up still trend in {}", where(run.run, i));
-      return r;
+      return true;
+    }
+  }
+  return false;
+}
+
+// None of the outside causes: where the spread lives (within passes or between them), or why
+// the cause is not recorded.
+void spread_cause(const BenchInput& input, double sd_pct, Instability& r) {
+  int instances = 0, with_stability = 0, with_interference = 0;
+  for (const RunInstances& run : input.runs) {
+    for (const Instance& i : run.instances) {
+      if (i.failed) continue;
+      ++instances;
+      if (i.stability) ++with_stability;
+      if (i.interference) ++with_interference;
     }
   }
   if (instances > 0 && with_stability == instances && with_interference == instances) {
@@ -240,7 +281,7 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
             "(--repeat, --min-time) narrow it",
             widest, widest_at, expected, sd_pct);
       }
-      return r;
+      return;
     }
     r.cause = "unexplained";
     r.evidence = fmt::format(
@@ -253,6 +294,19 @@ Instability explain_instability(const BenchInput& input, double sd_pct, double l
                      : "cause not recorded (no `interference`: not run under mlbench-run; observations long enough, "
                        "no warm-up trend)";
   }
+}
+
+}  // namespace
+
+Instability explain_instability(const BenchInput& input, double sd_pct, double limit_pct) {
+  Instability r;
+  r.sd_pct = sd_pct;
+  r.limit_pct = limit_pct;
+  if (short_observations(input, r) || other_load(input, r) || probe_drift(input, r) ||
+      parallel_probe_drift(input, r) || work_drift(input, r) || warm_up(input, r)) {
+    return r;
+  }
+  spread_cause(input, sd_pct, r);
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <memory>
 #include <sstream>
 
@@ -57,50 +58,53 @@ void write_targets_file(const std::string& file, const std::string& model, const
   mlbench::core::write_file_atomic(file, targets.dump(2) + "\n");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"mlbench-report: compare repeated runs of a suite with per-model targets (docs/report.md)",
-               "mlbench-report"};
+// The command line as parsed.
+struct ReportOptions {
   std::string reports, suite, gpu_model, targets_file, targets_dir, html, csv, json, compare, color = "auto";
   std::vector<std::string> stall_dirs;
   int min_runs = kDefaultMinRuns;
   std::string write_targets, targets_model = "CPU", targets_note;
-  app.add_option("--reports", reports,
+};
+
+// Parses argv into `o`; an exit status when the program should end now (--help, --version, a bad flag).
+std::optional<int> parse_command_line(int argc, char** argv, ReportOptions& o) {
+  CLI::App app{"mlbench-report: compare repeated runs of a suite with per-model targets (docs/report.md)",
+               "mlbench-report"};
+  app.add_option("--reports", o.reports,
                  "Reports: a tree with one sub-directory per run (R0.. or output0..), one run directory "
                  "(mlbench-run's output), or one report file")
       ->required();
-  app.add_option("--name", suite,
+  app.add_option("--name", o.suite,
                  "Suite name: only reports whose \"suite\" equals it are used (default: the one suite the "
                  "reports hold)");
-  auto* gpu = app.add_option("--gpu-model", gpu_model,
+  auto* gpu = app.add_option("--gpu-model", o.gpu_model,
                              "Targets of this GPU/CPU model (configs/targets/<model>.json, "
                              "case-insensitive)");
-  auto* tf = app.add_option("--targets", targets_file, "Targets file to use instead of --gpu-model");
+  auto* tf = app.add_option("--targets", o.targets_file, "Targets file to use instead of --gpu-model");
   gpu->excludes(tf);
-  app.add_option("--targets-dir", targets_dir, "Where --gpu-model looks (default: configs/targets of the checkout)");
-  app.add_option("--html", html, "Write a self-contained HTML page here");
-  app.add_option("--csv", csv, "Write the CSV export here");
-  app.add_option("--json", json, "Write the JSON export here");
-  app.add_option("--compare", compare,
+  app.add_option("--targets-dir", o.targets_dir, "Where --gpu-model looks (default: configs/targets of the checkout)");
+  app.add_option("--html", o.html, "Write a self-contained HTML page here");
+  app.add_option("--csv", o.csv, "Write the CSV export here");
+  app.add_option("--json", o.json, "Write the JSON export here");
+  app.add_option("--compare", o.compare,
                  "Another reports tree of the same suite to compare with (the baseline); each benchmark's "
                  "verdict comes from a two-sided Mann-Whitney U test over the passes (alpha 0.05)");
-  app.add_option("--stall", stall_dirs,
+  app.add_option("--stall", o.stall_dirs,
                  "Also look for mlbench-stall results (stall.json) under this folder "
                  "(repeatable; --reports is always searched)");
-  app.add_option("--min-runs", min_runs,
+  app.add_option("--min-runs", o.min_runs,
                  "Fewest runs accepted in a tree of runs (the Mila rule: 4); one run directory or file is always read")
       ->check(mlbench::core::integer_in(1, 1000))
       ->capture_default_str();
-  app.add_option("--color", color, "Colour on the console: auto (on a terminal, unless NO_COLOR), always, never")
+  app.add_option("--color", o.color, "Colour on the console: auto (on a terminal, unless NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
-  app.add_option("--write-targets", write_targets,
+  app.add_option("--write-targets", o.write_targets,
                  "Write a targets file from these runs: per benchmark the median of its runs' items/s, rounded "
                  "down to 2 significant digits (docs/report.md)");
-  app.add_option("--targets-model", targets_model, "The \"model\" of the file --write-targets writes")
+  app.add_option("--targets-model", o.targets_model, "The \"model\" of the file --write-targets writes")
       ->capture_default_str();
-  app.add_option("--targets-note", targets_note, "Where the runs come from (machine, command), for --write-targets");
+  app.add_option("--targets-note", o.targets_note, "Where the runs come from (machine, command), for --write-targets");
   app.set_version_flag("--version", mlbench::core::layout::version_line("mlbench-report"), "The version and the commit it was built from");
   try {
     app.parse(argc, argv);
@@ -111,48 +115,57 @@ int main(int argc, char** argv) {
     std::cerr << "mlbench-report: error: " << mlbench::core::parse_error_line(e) << " (see --help)\n";
     return 2;
   }
+  return std::nullopt;
+}
 
-  if (suite.empty()) {
-    // The suite of a single run is rarely in doubt: take it from the reports when they hold one.
-    const std::vector<std::string> suites = suites_in(reports);
+// --name, when not given, from the reports (the one suite they hold); 2 after the error line.
+int resolve_suite(ReportOptions& o) {
+  if (o.suite.empty()) {
+    // The o.suite of a single run is rarely in doubt: take it from the o.reports when they hold one.
+    const std::vector<std::string> suites = suites_in(o.reports);
     if (suites.size() != 1) {
       std::string list;
       for (const std::string& x : suites) list += (list.empty() ? "" : ", ") + x;
-      std::cerr << "mlbench-report: error: --name is required: " << reports
+      std::cerr << "mlbench-report: error: --name is required: " << o.reports
                 << (suites.empty() ? " holds no instance reports to take the suite from"
                                    : " holds reports of several suites (" + list + ")")
                 << " (see --help)\n";
       return 2;
     }
-    suite = suites.front();
+    o.suite = suites.front();
   }
+  return 0;
+}
+
+// Reads the reports and writes every output asked for.
+int run_report(const ReportOptions& o) {
   try {
     Targets targets;
-    if (!targets_file.empty()) {
-      targets = load_targets_file(targets_file);
-    } else if (!gpu_model.empty()) {
+    if (!o.targets_file.empty()) {
+      targets = load_targets_file(o.targets_file);
+    } else if (!o.gpu_model.empty()) {
       const std::vector<fs::path> dirs =
-          targets_dir.empty() ? default_target_dirs() : std::vector<fs::path>{targets_dir};
-      targets = load_targets_file(find_targets_file(gpu_model, dirs));
+          o.targets_dir.empty() ? default_target_dirs() : std::vector<fs::path>{o.targets_dir};
+      targets = load_targets_file(find_targets_file(o.gpu_model, dirs));
     }
     ReportsTree tree;
-    Report report = load_report({reports, suite, targets, min_runs, {stall_dirs.begin(), stall_dirs.end()}}, &tree);
-    if (!compare.empty()) {
-      const ReportsTree other_tree = load_reports_tree(compare, suite, min_runs, "--compare");
-      const Report other = build_report(suite, compare, other_tree, targets, {}, min_runs);
-      report.comparison = Comparison{compare, other.runs, compare_results(report.benches, other.benches)};
-      for (std::string& w : blas_compare_warnings(tree, other_tree, compare)) report.notes.warnings.push_back(w);
+    Report report = load_report({o.reports, o.suite, targets, o.min_runs, {o.stall_dirs.begin(), o.stall_dirs.end()}}, &tree);
+    if (!o.compare.empty()) {
+      const ReportsTree other_tree = load_reports_tree(o.compare, o.suite, o.min_runs, "--compare");
+      const Report other = build_report(o.suite, o.compare, other_tree, targets, {}, o.min_runs);
+      report.comparison = Comparison{o.compare, other.runs, compare_results(report.benches, other.benches)};
+      for (std::string& w : blas_compare_warnings(tree, other_tree, o.compare)) report.notes.warnings.push_back(w);
     }
-    if (!write_targets.empty())
-      write_targets_file(write_targets, targets_model, targets_note, reports, suite, tree, report);
+    if (!o.write_targets.empty())
+      write_targets_file(o.write_targets, o.targets_model, o.targets_note, o.reports, o.suite, tree, report);
     const char* no_color = std::getenv("NO_COLOR");
-    const bool use_color = color == "always" || (color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color));
+    const bool use_color = o.color == "always" || (o.color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color));
     ConsoleReporter(use_color).write(report, std::cout);
-    if (!csv.empty()) write_output(CsvReporter(), report, csv);
-    if (!json.empty()) write_output(JsonReporter(), report, json);
-    if (!html.empty()) write_output(HtmlReporter(), report, html);
+    if (!o.csv.empty()) write_output(CsvReporter(), report, o.csv);
+    if (!o.json.empty()) write_output(JsonReporter(), report, o.json);
+    if (!o.html.empty()) write_output(HtmlReporter(), report, o.html);
     for (const auto& [flag, file] :
-         {std::pair{"CSV", &csv}, {"JSON", &json}, {"HTML", &html}, {"Targets", &write_targets}}) {
+         {std::pair{"CSV", &o.csv}, {"JSON", &o.json}, {"HTML", &o.html}, {"Targets", &o.write_targets}}) {
       if (!file->empty()) std::cout << flag << ": " << *file << "\n";
     }
     return 0;
@@ -163,4 +176,13 @@ int main(int argc, char** argv) {
     std::cerr << "mlbench-report: error: " << e.what() << "\n";
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ReportOptions o;
+  if (const auto exit = parse_command_line(argc, argv, o)) return *exit;
+  if (const int rc = resolve_suite(o)) return rc;
+  return run_report(o);
 }

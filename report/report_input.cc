@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/instance_report.h"
 #include "report/report_builder.h"
 #include "report/report_statistics.h"
 #include "report/blas_notes.h"
@@ -77,10 +78,7 @@ std::vector<std::string> suites_in(const fs::path& reports) {
   std::set<std::string> suites;
   for (const auto& [run, dir] : run_dirs_of(reports)) {
     for (const fs::path& f : report_files(dir)) {
-      const nlohmann::json j = read_json(f);
-      if (j.is_object() && j.contains("suite") && j["suite"].is_string() && j.contains("name")) {
-        suites.insert(j["suite"].get<std::string>());
-      }
+      if (const auto id = core::report_identity(read_json(f))) suites.insert(id->suite);
     }
   }
   return {suites.begin(), suites.end()};
@@ -119,21 +117,25 @@ std::string machines_note(const std::vector<std::pair<std::string, std::string>>
 std::string run_machine(const fs::path& run) {
   std::error_code ec;
   const fs::path dir = fs::is_regular_file(run, ec) ? run.parent_path() : run;
-  const nlohmann::json m = read_json(dir / "machine.json");
-  if (m.is_object() && m.contains("hostname") && m["hostname"].is_string()) {
-    std::string model;
-    if (m.contains("gpus") && m["gpus"].is_array() && !m["gpus"].empty() && m["gpus"][0].is_string()) {
-      model = m["gpus"][0].get<std::string>();
-    } else if (m.contains("cpu_model") && m["cpu_model"].is_string()) {
-      model = m["cpu_model"].get<std::string>();
+  try {
+    const core::MachineInfo m = core::parse_machine_info(read_json(dir / "machine.json"));
+    if (!m.hostname.empty()) {
+      const std::string model = m.gpus.empty() ? m.cpu_model : m.gpus.front();
+      return m.hostname + (model.empty() ? "" : " (" + model + ")");
     }
-    return m["hostname"].get<std::string>() + (model.empty() ? "" : " (" + model + ")");
+  } catch (const core::ReportFormatError&) {
+    // no machine.json, or one this reader cannot use: the reports name their host
   }
   for (const fs::path& f : report_files(run)) {
-    const nlohmann::json j = read_json(f);
-    if (!j.is_object() || !j.contains("hostname") || !j["hostname"].is_string()) continue;
-    const std::string gpu = j.contains("gpu") && j["gpu"].is_string() ? j["gpu"].get<std::string>() : "";
-    return j["hostname"].get<std::string>() + (gpu.empty() ? "" : " (" + gpu + ")");
+    core::InstanceReport r;
+    try {
+      r = core::read_instance_report(f);
+    } catch (const core::ReportFormatError&) {
+      continue;  // the tree's reader lists it as a failure
+    }
+    if (r.hostname.empty()) continue;
+    const std::string gpu = r.gpu.value_or("");
+    return r.hostname + (gpu.empty() ? "" : " (" + gpu + ")");
   }
   return "";
 }

@@ -30,7 +30,7 @@ struct Targets {
   std::map<std::string, Target> benchmarks;
 };
 
-// mlbench-stall's result for one benchmark (DIR/stall.json, Contract of issue 8).
+// mlbench-stall's result for one benchmark (DIR/stall.json; docs/stall.md, "Outputs").
 struct StallAnalysis {
   std::string bench;
   std::string dir;            // the folder holding stall.json
@@ -38,7 +38,8 @@ struct StallAnalysis {
   double prep_pct = kNaN;     // (T_P - T_G) / T_cold
   double fetch_pct = kNaN;    // (T_cold - T_P) / T_cold
   nlohmann::json rates;       // {"G","P","F_obs","C","S"} as written
-  nlohmann::json self_check;  // the what-if's self-check as written; null in results older than issue 14
+  nlohmann::json self_check;  // the what-if's self-check as written (for the JSON export); null in older results
+  std::string self_check_text;  // its one line ("" when absent)
   // What the analysis told its user to act on: the verdict, the remedy named (or why none) and the
   // advice lines (stall.json schema 13; older ones have the first two only).
   std::string verdict, remedy_text;

@@ -37,9 +37,9 @@ class CsvReporter : public Reporter {
   void write(const Report& report, std::ostream& out) const override;
 };
 
-// The version of JsonReporter's layout. 2 (issue 15): `significant` of a comparison row is
-// the Mann-Whitney U verdict (was: beyond the combined sd, now `beyond_combined_sd`); new
-// per-bench `unstable`, `instability`, `dropped`, `outliers`. Version 1 had no such field.
+// The version of JsonReporter's layout (docs/report.md, "JSON (`--json`)"). 2: `significant` of a
+// comparison row is the Mann-Whitney U verdict (was: beyond the combined sd, now `beyond_combined_sd`);
+// new per-bench `unstable`, `instability`, `dropped`, `outliers`. Version 1 had no such field.
 inline constexpr int kReportJsonSchemaVersion = 2;
 
 // Every number of the console view, per-run values included; NaN as null.

@@ -8,15 +8,12 @@
 
 #include <fmt/format.h>
 
+#include "core/instance_report.h"
+
 namespace mlbench::report {
 namespace fs = std::filesystem;
 
 namespace {
-double number_at(const nlohmann::json& j, const char* a, const char* b) {
-  if (!j.is_object() || !j.contains(a) || !j[a].is_object() || !j[a].contains(b)) return kNaN;
-  const nlohmann::json& v = j[a][b];
-  return v.is_number() ? v.get<double>() : kNaN;
-}
 
 // "<suite>.<name>.R<run>.D<slot>[.FAIL].<ts>.json" -> name, when the file is one of `suite`'s.
 std::string bench_from_file_name(const std::string& file, const std::string& suite) {
@@ -36,15 +33,12 @@ std::string run_name(const fs::path& run_dir) {
 }
 
 // Why a report's train_item.avg gives no speed: "no train_item.avg", "train_item.avg is 0
-// (not a positive number)", "train_item.avg is "fast" (not a number)".
-std::string items_reason(const nlohmann::json& report) {
-  if (!report.contains("train_item") || !report["train_item"].is_object() || !report["train_item"].contains("avg")) {
-    return "no train_item.avg";
-  }
-  const nlohmann::json& v = report["train_item"]["avg"];
-  std::string shown = v.dump();
-  if (shown.size() > 40) shown = shown.substr(0, 37) + "...";
-  return fmt::format("train_item.avg is {} ({})", shown, v.is_number() ? "not a positive number" : "not a number");
+// (not a positive number)", "train_item.avg is null (not a number)" (a value of the wrong type is
+// the typed reader's error, in the same words).
+std::string items_reason(const core::InstanceReport& r) {
+  if (!r.train_item || !r.train_item->avg_written) return "no train_item.avg";
+  if (!r.train_item->avg) return "train_item.avg is null (not a number)";
+  return fmt::format("train_item.avg is {:g} (not a positive number)", *r.train_item->avg);
 }
 
 int slot_from_file_name(const std::string& file) {
@@ -74,91 +68,80 @@ int run_number(const std::string& dir_name) {
   return std::regex_match(dir_name, m, pattern) ? std::stoi(m[2].str()) : -1;
 }
 
-Instance parse_instance(const nlohmann::json& report, const std::string& file_name) {
+namespace {
+double value_or_nan(const std::optional<double>& v) { return v ? *v : kNaN; }
+double avg_of(const std::optional<core::Stats>& s) { return s ? value_or_nan(s->avg) : kNaN; }
+}  // namespace
+
+Instance parse_instance(const core::InstanceReport& r, const std::string& file_name) {
   Instance i;
   i.file = file_name;
-  i.slot = report.contains("jr_id") && report["jr_id"].is_number_integer() ? report["jr_id"].get<int>()
-                                                                           : slot_from_file_name(file_name);
-  i.items_per_s = number_at(report, "train_item", "avg");
-  i.stall_pct = number_at(report, "stall", "stall_pct");
-  if (report.contains("gpu_monitor") && report["gpu_monitor"].is_object()) {
-    i.gpu_util_pct = number_at(report["gpu_monitor"].value("summary", nlohmann::json()), "util_pct", "mean");
-  }
-  if (report.contains("stall") && report["stall"].is_object()) {
-    const nlohmann::json& st = report["stall"];
-    i.wait_s = number_at(st, "wait", "avg");
-    i.h2d_s = number_at(st, "h2d", "avg");
-    i.compute_s = number_at(st, "compute", "avg");
-    const double iteration_s = number_at(st, "iteration", "avg");
-    if (report.contains("metrics") && report["metrics"].is_object() &&
-        report["metrics"].contains("allreduce_exposed_s") && report["metrics"]["allreduce_exposed_s"].is_number() &&
-        iteration_s > 0.0) {
-      i.allreduce_pct = 100.0 * report["metrics"]["allreduce_exposed_s"].get<double>() / iteration_s;
+  i.slot = r.jr_id ? static_cast<int>(*r.jr_id) : slot_from_file_name(file_name);
+  i.items_per_s = r.train_item ? value_or_nan(r.train_item->avg) : kNaN;
+  if (r.gpu_monitor) i.gpu_util_pct = value_or_nan(r.gpu_monitor->util_pct_mean);
+  if (r.stall) {
+    i.stall_pct = value_or_nan(r.stall->stall_pct);
+    i.wait_s = avg_of(r.stall->wait);
+    i.h2d_s = avg_of(r.stall->h2d);
+    i.compute_s = avg_of(r.stall->compute);
+    const double iteration_s = avg_of(r.stall->iteration);
+    if (const auto exposed = r.metric("allreduce_exposed_s"); exposed && iteration_s > 0.0) {
+      i.allreduce_pct = 100.0 * *exposed / iteration_s;
     }
   }
-  if (report.contains("machine") && report["machine"].is_object() && report["machine"].contains("blas") &&
-      report["machine"]["blas"].is_object() && report["machine"]["blas"].contains("name") &&
-      report["machine"]["blas"]["name"].is_string()) {
-    i.blas = report["machine"]["blas"]["name"].get<std::string>();
-  }
-  i.observation_s = number_at(report, "train", "avg");
-  i.cpu_per_item_us = number_at(report, "process_cpu", "per_item_us");
+  if (r.machine && r.machine->blas) i.blas = r.machine->blas->name;
+  i.observation_s = avg_of(r.train);
+  if (r.process_cpu) i.cpu_per_item_us = value_or_nan(r.process_cpu->per_item_us);
   // Newer reports only (docs/report-format.md); absent means "not recorded".
-  auto num = [](const nlohmann::json& o, const char* k) {
-    return o.contains(k) && o[k].is_number() ? o[k].get<double>() : kNaN;
-  };
-  auto flag = [](const nlohmann::json& o, const char* k) {
-    return o.contains(k) && o[k].is_boolean() && o[k].get<bool>();
-  };
-  if (report.contains("stability") && report["stability"].is_object()) {
-    const nlohmann::json& st = report["stability"];
-    Stability s;
-    s.observations =
-        st.contains("observations") && st["observations"].is_number_integer() ? st["observations"].get<int>() : 0;
-    s.sd_pct = num(st, "sd_pct");
-    s.median_s = num(st, "median_s");
-    s.trend_pct = num(st, "trend_pct");
-    s.warmup_trending = flag(st, "warmup_trending");
-    s.short_observations = flag(st, "short_observations");
-    i.stability = s;
+  if (r.stability) {
+    const core::StabilityInfo& st = *r.stability;
+    i.stability = Stability{static_cast<int>(st.observations), value_or_nan(st.sd_pct), value_or_nan(st.median_s),
+                            value_or_nan(st.trend_pct), st.warmup_trending, st.short_observations};
   }
-  if (report.contains("interference") && report["interference"].is_object()) {
-    const nlohmann::json& in = report["interference"];
-    i.interference = Interference{num(in, "other_cpu_pct"), num(in, "steal_pct"), num(in, "probe_before_s"),
-                                  num(in, "probe_after_s"), num(in, "probe_drift_pct"),
-                                  num(in, "parallel_probe_before_s"), num(in, "parallel_probe_after_s")};
+  if (r.interference) {
+    const core::InterferenceInfo& in = *r.interference;
+    i.interference = Interference{value_or_nan(in.other_cpu_pct),          value_or_nan(in.steal_pct),
+                                  value_or_nan(in.probe_before_s),         value_or_nan(in.probe_after_s),
+                                  value_or_nan(in.probe_drift_pct),        value_or_nan(in.parallel_probe_before_s),
+                                  value_or_nan(in.parallel_probe_after_s)};
   }
-  const bool completed =
-      report.contains("completed") && report["completed"].is_boolean() && report["completed"].get<bool>();
-  bool nan_loss = false;
-  if (report.contains("batch_loss") && report["batch_loss"].is_array()) {
-    for (const nlohmann::json& v : report["batch_loss"]) {
-      if (v.is_null() || (v.is_number() && !std::isfinite(v.get<double>()))) nan_loss = true;
-    }
-  }
-  const std::string reason =
-      report.contains("reason") && report["reason"].is_string() ? report["reason"].get<std::string>() : "";
+  const bool nan_loss =
+      std::any_of(r.batch_loss.begin(), r.batch_loss.end(), [](const std::optional<double>& v) { return !v; });
   if (file_name.find(".FAIL.") != std::string::npos) {
     i.failed = true;
-    i.reason = reason.empty() ? "FAIL report" : reason;
-  } else if (!completed) {
+    i.reason = r.reason.empty() ? "FAIL report" : r.reason;
+  } else if (!r.completed) {
     i.failed = true;
-    i.reason = reason.empty() ? "completed is not true" : reason;
+    i.reason = r.reason.empty() ? "completed is not true" : r.reason;
   } else if (nan_loss) {
     i.failed = true;
     i.reason = "NaN in batch_loss";
   } else if (!(std::isfinite(i.items_per_s) && i.items_per_s > 0.0)) {
     i.failed = true;
-    i.reason = items_reason(report);
+    i.reason = items_reason(r);
   }
   return i;
 }
 
-ReportsTree load_reports_tree(const fs::path& dir, const std::string& suite, int min_runs, const std::string& flag) {
+Instance parse_instance(const nlohmann::json& report, const std::string& file_name) {
+  try {
+    return parse_instance(core::parse_instance_report(report), file_name);
+  } catch (const core::ReportFormatError& e) {
+    Instance i;
+    i.file = file_name;
+    i.slot = slot_from_file_name(file_name);
+    i.failed = true;
+    i.reason = e.what();
+    return i;
+  }
+}
+
+namespace {
+
+// The run directories `dir` names, in order: R<k>/output<k> of a tree, or the one run of a run
+// directory or a report file.
+std::vector<fs::path> run_dirs_of(const fs::path& dir, ReportsInput input, const std::string& flag) {
   std::error_code ec;
-  // One report file, or one run directory (mlbench-run without --repeat-suite), is one run.
-  const ReportsInput input = reports_input_kind(dir);
-  const std::string only_file = input == ReportsInput::ReportFile ? dir.filename().string() : "";
   if (input == ReportsInput::Tree && !fs::is_directory(dir, ec)) {
     throw InputError(fmt::format("{} {}: not a directory", flag, dir.string()));
   }
@@ -180,9 +163,74 @@ ReportsTree load_reports_tree(const fs::path& dir, const std::string& suite, int
         dir.string()));
   }
   std::sort(run_dirs.begin(), run_dirs.end());
+  std::vector<fs::path> out;
+  for (auto& [k, d] : run_dirs) out.push_back(std::move(d));
+  return out;
+}
 
+// Adds `inst` to benchmark `bench` in run `run`.
+void add_instance(ReportsTree& tree, const std::string& bench, const std::string& run, Instance inst) {
+  BenchInput& b = tree.benches[bench];
+  b.name = bench;
+  if (b.runs.empty() || b.runs.back().run != run) b.runs.push_back({run, {}});
+  b.runs.back().instances.push_back(std::move(inst));
+}
+
+// One JSON file of run `run`; whether it counts as an instance of `suite` (read or failed).
+bool read_report_file(const fs::path& file, const std::string& run, const std::string& suite, ReportsTree& tree) {
+  const std::string fname = file.filename().string();
+  nlohmann::json j;
+  {
+    std::ifstream in(file);
+    j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  }
+  const std::optional<core::ReportIdentity> id = j.is_discarded() ? std::nullopt : core::report_identity(j);
+  // A file named as a report of this suite that cannot be read as one is a failed
+  // instance, listed by name, not a silent gap (valid JSON that is no report object included).
+  if (const std::string bench = !id ? bench_from_file_name(fname, suite) : ""; !bench.empty()) {
+    const char* what = j.is_discarded() ? "not valid JSON" : "not a report object";
+    ++(j.is_discarded() ? tree.notes.unreadable : tree.notes.not_reports);
+    tree.notes.warnings.push_back(fmt::format("{}/{}: {}, counted as a failure of {}", run, fname, what, bench));
+    Instance i;
+    i.file = fname;
+    i.slot = slot_from_file_name(fname);
+    i.failed = true;
+    i.reason = std::string("unreadable report (") + what + ")";
+    add_instance(tree, bench, run, std::move(i));
+    return true;
+  }
+  if (j.is_discarded()) {
+    ++tree.notes.unreadable;
+    tree.notes.warnings.push_back(fmt::format("{}/{}: not valid JSON, ignored", run, fname));
+    return false;
+  }
+  if (!id) {
+    ++tree.notes.not_reports;
+    return false;
+  }
+  if (id->suite != suite) {
+    ++tree.notes.other_suite;
+    return false;
+  }
+  Instance inst = parse_instance(j, fname);
+  // No training loop reaches this rate: a corrupt value must not silently become the result.
+  if (!inst.failed && inst.items_per_s > kImplausibleItemsPerS) {
+    inst.failed = true;
+    inst.reason = fmt::format("implausible train_item.avg {:g} items/s", inst.items_per_s);
+    tree.notes.warnings.push_back(fmt::format("{}/{}: {}, counted as a failure", run, fname, inst.reason));
+  }
+  add_instance(tree, id->name, run, std::move(inst));
+  return true;
+}
+
+}  // namespace
+
+ReportsTree load_reports_tree(const fs::path& dir, const std::string& suite, int min_runs, const std::string& flag) {
+  // One report file, or one run directory (mlbench-run without --repeat-suite), is one run.
+  const ReportsInput input = reports_input_kind(dir);
+  const std::string only_file = input == ReportsInput::ReportFile ? dir.filename().string() : "";
   ReportsTree tree;
-  for (const auto& [k, run_dir] : run_dirs) {
+  for (const fs::path& run_dir : run_dirs_of(dir, input, flag)) {
     const std::string run = run_name(run_dir);
     std::vector<fs::path> files;
     for (const fs::directory_entry& e : fs::directory_iterator(run_dir)) {
@@ -191,60 +239,7 @@ ReportsTree load_reports_tree(const fs::path& dir, const std::string& suite, int
     }
     std::sort(files.begin(), files.end());
     bool any = false;
-    for (const fs::path& file : files) {
-      const std::string fname = file.filename().string();
-      nlohmann::json j;
-      {
-        std::ifstream in(file);
-        j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-      }
-      const bool not_report = j.is_discarded() || !j.is_object() || !j.contains("name") || !j["name"].is_string() ||
-                              !j.contains("suite") || !j["suite"].is_string();
-      // A file named as a report of this suite that cannot be read as one is a failed
-      // instance, listed by name, not a silent gap (valid JSON that is no report object included).
-      if (const std::string bench = not_report ? bench_from_file_name(fname, suite) : ""; !bench.empty()) {
-        const char* what = j.is_discarded() ? "not valid JSON" : "not a report object";
-        ++(j.is_discarded() ? tree.notes.unreadable : tree.notes.not_reports);
-        tree.notes.warnings.push_back(fmt::format("{}/{}: {}, counted as a failure of {}", run, fname, what, bench));
-        Instance i;
-        i.file = fname;
-        i.slot = slot_from_file_name(fname);
-        i.failed = true;
-        i.reason = std::string("unreadable report (") + what + ")";
-        BenchInput& b = tree.benches[bench];
-        b.name = bench;
-        if (b.runs.empty() || b.runs.back().run != run) b.runs.push_back({run, {}});
-        b.runs.back().instances.push_back(i);
-        any = true;
-        continue;
-      }
-      if (j.is_discarded()) {
-        ++tree.notes.unreadable;
-        tree.notes.warnings.push_back(fmt::format("{}/{}: not valid JSON, ignored", run, fname));
-        continue;
-      }
-      if (not_report) {
-        ++tree.notes.not_reports;
-        continue;
-      }
-      if (j["suite"].get<std::string>() != suite) {
-        ++tree.notes.other_suite;
-        continue;
-      }
-      const std::string bench = j["name"].get<std::string>();
-      BenchInput& b = tree.benches[bench];
-      b.name = bench;
-      if (b.runs.empty() || b.runs.back().run != run) b.runs.push_back({run, {}});
-      Instance inst = parse_instance(j, fname);
-      // No training loop reaches this rate: a corrupt value must not silently become the result.
-      if (!inst.failed && inst.items_per_s > kImplausibleItemsPerS) {
-        inst.failed = true;
-        inst.reason = fmt::format("implausible train_item.avg {:g} items/s", inst.items_per_s);
-        tree.notes.warnings.push_back(fmt::format("{}/{}: {}, counted as a failure", run, fname, inst.reason));
-      }
-      b.runs.back().instances.push_back(inst);
-      any = true;
-    }
+    for (const fs::path& file : files) any = read_report_file(file, run, suite, tree) || any;
     if (any) tree.runs.push_back(run);
   }
   // A single run was asked for by name: it is read whatever --min-runs says (the caller notes it).

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/instance_report.h"
 #include "report/report_model.h"
 
 namespace mlbench::report {
@@ -44,6 +45,8 @@ int run_number(const std::string& dir_name);
 // ".FAIL.", `completed` is not true, `batch_loss` holds null or a non-finite
 // number, or train_item.avg is missing or not a positive number.
 Instance parse_instance(const nlohmann::json& report, const std::string& file_name);
+// The same from a report already read (core/instance_report.h).
+Instance parse_instance(const core::InstanceReport& report, const std::string& file_name);
 
 // Reads every run directory under `dir`; reports whose `suite` is not `suite`
 // are counted and ignored. Throws InputError when `dir` is not a directory,

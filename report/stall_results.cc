@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/stall_record.h"
 #include "report/reports_tree.h"
 
 namespace mlbench::report {
@@ -21,32 +22,29 @@ std::string read_text(const fs::path& file) {
   return s.str();
 }
 
-double pct(const nlohmann::json& split, const char* key, const std::string& source) {
-  if (!split.contains(key) || !split[key].is_number()) {
-    throw InputError(fmt::format("{}: split.{} is missing or not a number", source, key));
-  }
-  return split[key].get<double>();
-}
 }  // namespace
 
 StallAnalysis parse_stall_json(const nlohmann::json& j, const std::string& source) {
-  if (!j.is_object() || !j.contains("bench") || !j["bench"].is_string()) {
-    throw InputError(fmt::format("{}: no \"bench\" name", source));
+  core::StallRecord r;
+  try {
+    r = core::parse_stall_record(j);
+  } catch (const core::ReportFormatError& e) {
+    throw InputError(fmt::format("{}: {}", source, e.what()));
   }
-  if (!j.contains("split") || !j["split"].is_object()) throw InputError(fmt::format("{}: no \"split\" object", source));
   StallAnalysis a;
-  a.bench = j["bench"].get<std::string>();
-  a.compute_pct = pct(j["split"], "compute_pct", source);
-  a.prep_pct = pct(j["split"], "prep_pct", source);
-  a.fetch_pct = pct(j["split"], "fetch_pct", source);
-  if (j.contains("rates")) a.rates = j["rates"];
-  if (j.contains("self_check") && j["self_check"].is_object()) a.self_check = j["self_check"];
-  if (const auto& rec = j.value("recommendation", nlohmann::json()); rec.is_object()) {
-    if (rec.value("verdict", nlohmann::json()).is_string()) a.verdict = rec["verdict"].get<std::string>();
-    if (rec.value("remedy_text", nlohmann::json()).is_string()) a.remedy_text = rec["remedy_text"].get<std::string>();
-    for (const auto& line : rec.value("advice", nlohmann::json::array())) {
-      if (line.is_string()) a.advice.push_back(line.get<std::string>());
-    }
+  a.bench = r.bench;
+  a.compute_pct = r.split.compute_pct;
+  a.prep_pct = r.split.prep_pct;
+  a.fetch_pct = r.split.fetch_pct;
+  if (r.rates) a.rates = r.rates->raw;
+  if (r.self_check) {
+    a.self_check = r.self_check->raw;
+    a.self_check_text = r.self_check->text;
+  }
+  if (r.recommendation) {
+    a.verdict = r.recommendation->verdict;
+    a.remedy_text = r.recommendation->remedy_text;
+    a.advice = r.recommendation->advice;
   }
   return a;
 }

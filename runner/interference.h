@@ -39,8 +39,9 @@ std::optional<double> parse_loadavg(const std::string& text);
 // file it cannot read or parse.
 ProcSnapshot read_proc_snapshot(const std::filesystem::path& proc_root);
 
-// A fixed amount of integer work (kProbeSteps dependent xorshift steps: ~50 ms on the 2-vCPU Zen 4 development VM),
-// timed with the thread's CPU clock and the wall clock.
+// A fixed amount of integer work (kProbeSteps dependent xorshift steps: tens of milliseconds, long
+// enough to time, short beside an instance; docs/runner.md, "Interference"), timed with the
+// thread's CPU clock and the wall clock.
 inline constexpr std::uint64_t kProbeSteps = 25'000'000;
 struct ProbeTime {
   double cpu_s = 0;   // CLOCK_THREAD_CPUTIME_ID: how fast the CPU runs this code

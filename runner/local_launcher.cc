@@ -150,7 +150,7 @@ std::string LocalLauncher::make_slice(const LaunchRequest& request, core::Proces
 
 Launcher::Id LocalLauncher::start(const LaunchRequest& request) {
   Child& child = children_.emplace_back();
-  // The probe (~50 ms) runs before the instance's clock starts.
+  // The probe runs before the instance's clock starts: its time is not the instance's.
   child.sampling = sampler_.begin(request.cpus);
   child.started = SteadyClock::now();
   child.started_at = SystemClock::now();

@@ -33,27 +33,37 @@ std::optional<nlohmann::json> read_report(const fs::path& file) {
   return std::nullopt;
 }
 
-namespace {
-// Whether a report belongs to this sweep point (reports the runner has not touched
-// count as point 0 of a job without a sweep).
-bool same_point(const nlohmann::json& r, const Instance& inst) {
-  if (r.contains("runner") && r["runner"].is_object() && r["runner"].contains("point")) {
-    return r["runner"]["point"] == inst.point;
+std::optional<core::InstanceReport> read_instance_report(const fs::path& file) {
+  const auto j = read_report(file);
+  if (!j) return std::nullopt;
+  try {
+    return core::parse_instance_report(*j);
+  } catch (const core::ReportFormatError& e) {
+    core::InstanceReport bad;
+    bad.completed = false;
+    bad.reason = e.what();
+    return bad;
   }
-  return inst.points == 1;
 }
+
+namespace {
 bool is_fail_name(const fs::path& p) { return p.filename().string().find(".FAIL.") != std::string::npos; }
 
 // Whether the runner finished this report (its runner block): a benchmark's own report
 // is only half a record, e.g. one an orphan left after its runner was SIGKILLed.
-bool runner_completed(const nlohmann::json& r) { return r.contains("runner") && r["runner"].is_object(); }
+bool runner_completed(const core::InstanceReport& r) { return r.runner.has_value(); }
 }  // namespace
+
+bool same_point(const core::InstanceReport& r, const Instance& inst) {
+  if (r.runner && r.runner->point) return *r.runner->point == inst.point;
+  return inst.points == 1;
+}
 
 std::optional<fs::path> completed_report(const fs::path& dir, const Instance& inst) {
   for (const auto& p : list_reports(dir, inst.report_prefix)) {
     if (is_fail_name(p)) continue;
-    auto r = read_report(p);
-    if (r && r->value("completed", false) && runner_completed(*r) && same_point(*r, inst)) return p;
+    const auto r = read_instance_report(p);
+    if (r && r->completed && runner_completed(*r) && same_point(*r, inst)) return p;
   }
   return std::nullopt;
 }
@@ -61,8 +71,8 @@ std::optional<fs::path> completed_report(const fs::path& dir, const Instance& in
 int supersede_failures(const fs::path& dir, const Instance& inst) {
   int moved = 0;
   for (const auto& p : list_reports(dir, inst.report_prefix)) {
-    auto r = read_report(p);
-    const bool failed = is_fail_name(p) || !r || !r->value("completed", false) || !runner_completed(*r);
+    const auto r = read_instance_report(p);
+    const bool failed = is_fail_name(p) || !r || !r->completed || !runner_completed(*r);
     if (!failed || (r && !same_point(*r, inst))) continue;
     fs::create_directories(dir / "superseded");
     std::error_code ec;

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/instance_report.h"
 #include "outcome.h"
 #include "plan.h"
 
@@ -35,7 +36,14 @@ std::filesystem::path finalize_report(const std::filesystem::path& dir, const In
                                       const std::optional<std::filesystem::path>& written, const Outcome& outcome,
                                       const nlohmann::json& blocks, const nlohmann::json& base);
 
+// Whether a report belongs to this sweep point (reports the runner has not touched count as
+// point 0 of a job without a sweep).
+bool same_point(const core::InstanceReport& r, const Instance& inst);
+
 // Reads a report; nullopt when missing or not a JSON object.
 std::optional<nlohmann::json> read_report(const std::filesystem::path& file);
+// The same, typed (core/instance_report.h); a report of the wrong shape reads as not completed,
+// its reason the reader's error naming the field.
+std::optional<core::InstanceReport> read_instance_report(const std::filesystem::path& file);
 
 }  // namespace mlbench::runner

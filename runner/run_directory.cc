@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/instance_report.h"
 #include "core/report.h"
 #include "core/sysinfo.h"
 #include "reports.h"
@@ -45,7 +46,8 @@ nlohmann::json runner_block(const Instance& inst, const std::optional<Ending>& e
 nlohmann::json base_report(const Instance& inst, const PlanSettings& settings, const std::optional<Ending>& ending) {
   const bool ran = ending && ending->launched();
   const auto now = std::chrono::system_clock::now();
-  nlohmann::json base = {{"name", inst.name},
+  nlohmann::json base = {{"schema_version", core::kInstanceReportSchema},
+                         {"name", inst.name},
                          {"suite", settings.suite},
                          {"run_id", settings.run_id},
                          {"jr_id", inst.slot},

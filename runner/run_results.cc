@@ -19,20 +19,18 @@ namespace fs = std::filesystem;
 namespace {
 
 // The final report of an instance at its sweep point: the newest of its reports there.
-std::optional<std::pair<fs::path, nlohmann::json>> final_report(const fs::path& dir, const Instance& inst) {
-  std::optional<std::pair<fs::path, nlohmann::json>> found;
+std::optional<std::pair<fs::path, core::InstanceReport>> final_report(const fs::path& dir, const Instance& inst) {
+  std::optional<std::pair<fs::path, core::InstanceReport>> found;
   for (const fs::path& p : list_reports(dir, inst.report_prefix)) {
-    auto r = read_report(p);
-    if (!r) continue;
-    const bool runner_point = r->contains("runner") && (*r)["runner"].is_object() && (*r)["runner"].contains("point");
-    if (runner_point ? (*r)["runner"]["point"] != inst.point : inst.points != 1) continue;
-    found = {p, *r};  // names sort by their UTC timestamp: the last is the newest
+    auto r = read_instance_report(p);
+    if (!r || !same_point(*r, inst)) continue;
+    found = {p, std::move(*r)};  // names sort by their UTC timestamp: the last is the newest
   }
   return found;
 }
 
 // `where`: "D1", or "R0/D1" when the run has several passes.
-void add_instance(ResultRow& row, const fs::path& file, const nlohmann::json& r, const std::string& where) {
+void add_instance(ResultRow& row, const fs::path& file, const core::InstanceReport& r, const std::string& where) {
   const report::Instance i = report::parse_instance(r, file.filename().string());
   ++row.instances;
   if (!i.failed) {
@@ -43,9 +41,7 @@ void add_instance(ResultRow& row, const fs::path& file, const nlohmann::json& r,
   }
   std::string reason = i.reason;
   // The runner's reason ("exit 1") with the benchmark's own, when it gave one.
-  if (r.contains("benchmark_reason") && r["benchmark_reason"].is_string()) {
-    reason += " (" + r["benchmark_reason"].get<std::string>() + ")";
-  }
+  if (!r.benchmark_reason.empty()) reason += " (" + r.benchmark_reason + ")";
   row.failures.push_back(where + ": " + reason);
 }
 

@@ -274,7 +274,7 @@ void warn_if_low_space(const fs::path& outdir) {
 }
 
 // The passes for real; the exit code.
-// The run's shared secret for partitioned caches (pipeline/peer_cache.h): every instance of
+// The run's shared secret for partitioned caches (pipeline/remedies/peer_cache.h): every instance of
 // this run, local or a Slurm step, inherits $MLBENCH_PEER_SECRET; one the user set is kept.
 // Only processes of this run hold it: the instances of another run cannot read their items.
 void give_the_run_a_peer_secret() {

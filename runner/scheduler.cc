@@ -58,10 +58,10 @@ EndFacts end_facts(const std::optional<Ending>& ending, const std::string& setup
 
 void read_own_report(const std::optional<fs::path>& written, EndFacts& f) {
   if (!written) return;
-  if (auto r = read_report(*written)) {
+  if (const auto r = read_instance_report(*written)) {
     f.has_report = true;
-    f.report_completed = r->value("completed", false);
-    f.report_reason = r->value("reason", std::string());
+    f.report_completed = r->completed;
+    f.report_reason = r->reason;
   }
 }
 

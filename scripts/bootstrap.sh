@@ -24,12 +24,13 @@ packages=(
   libopencv-imgproc-dev        # cv::resize
   liburing-dev                 # io_uring for read-ahead (--io-engine io_uring)
   libssl-dev                   # sha256 for unique_id
-  libopenblas0-openmp          # the BLAS LibTorch calls (selected below; docs/performance.md)
+  libopenblas0-openmp          # the BLAS LibTorch calls (selected below; docs/performance.md, "BLAS")
   mate-backgrounds             # real photographs: the real-photos dataset's sources (docs/datasets.md)
   slurm-wlm munge              # --launcher slurm, and the private test cluster (docs/runner.md)
   help2man dpkg-dev            # the man pages from --help, and the Debian package's dependencies (cpack -G DEB)
   python3-torch python3-torchvision  # /usr/bin/python3's PyTorch: mlbench-stall --exec on an unmodified
                                      # PyTorch script (its end-to-end tests) and the peer comparisons
+  python3-jsonschema           # the tests that hold every report writer to docs/schema/*.schema.json
 )
 
 missing=()
@@ -56,7 +57,7 @@ fi
 # Debian's LibTorch calls whatever libblas.so.3 the alternatives system points at; on a
 # fresh machine that is the reference BLAS, ~20x slower on a Linear layer than OpenBLAS.
 # Select the OpenMP OpenBLAS (it shares LibTorch's OpenMP threads, so --cpu-cores governs
-# both; docs/performance.md has the measurement) unless the machine's administrator chose
+# both; docs/performance.md, "BLAS", has the measurement) unless the machine's administrator chose
 # another optimised BLAS by hand. MLBENCH_BLAS=keep leaves the choice alone.
 # libopenblas.so.0 too: when the pthread build is also installed, a library that links
 # libopenblas.so.0 directly would otherwise load it first, and its soname wins for

@@ -166,8 +166,9 @@ const char* to_string(Bound b) {
 
 Bound bound_of(const Split& s) {
   // The accelerator is the limit only while it computes at least as long as it waits: where the
-  // two stalls together outweigh compute (41% compute, 36% prep, 23% fetch on an H100), the data
-  // holds it back more than its own speed does, and the larger stall names the bound.
+  // two stalls together outweigh compute (even where compute is the largest single share), the data
+  // holds it back more than its own speed does, and the larger stall names the bound (docs/stall.md,
+  // "Analysis", the verdict).
   if (s.compute_pct >= s.prep_pct + s.fetch_pct) return Bound::Compute;
   return s.fetch_pct >= s.prep_pct ? Bound::Fetch : Bound::Prep;
 }

@@ -112,7 +112,7 @@ struct Verdict {
 // E.g. "fetch-bound: more DRAM helps up to 48% cached, more CPUs do not".
 Verdict verdict(const Split& s, std::optional<double> cache_rec, std::optional<int> cores_rec, int cores_now);
 
-// A remedy the what-if predicts (issue 18): its setting and the speed without
+// A remedy the what-if predicts: its setting and the speed without
 // and with it, per job, in samples/s. `from` is the remedy's own baseline: the
 // cold run's predicted speed for a cache or CPUs, K jobs each prepping
 // everything for coordinated prep.

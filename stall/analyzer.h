@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/stall_record.h"
 #include "executor.h"
 #include "page_cache.h"
 #include "plan.h"
@@ -39,10 +40,10 @@ struct AnalysisContext {
   std::map<std::string, std::vector<double>> round_rates;
 };
 
-// stall.json's schema: 1 (no field) before issue 14; 2 adds schema_version,
+// stall.json's schema: 1 (no field) before the serial model; 2 adds schema_version,
 // whatif.{io_depth, loader, serial, page_cache} and recommendation.{cache,
-// page_cache_fraction}; 3 adds whatif.coordinated (issue 18); 4 adds
-// whatif.partitioned and raw.peer_rate (issue 18); 5 adds `rounds` (--rounds); 6 adds
+// page_cache_fraction}; 3 adds whatif.coordinated; 4 adds
+// whatif.partitioned and raw.peer_rate; 5 adds `rounds` (--rounds); 6 adds
 // runs.<label>.held_in_memory; 7 adds whatif.partitioned.peer_cpu and the peer runs
 // (runs.peer-local, runs.peer-N with their `nodes`); 8 adds whatif.partitioned.prep_cpu_from
 // and P_from (p and P from the peer-local runs); 9 adds peer_cpu.pairs_local_cpu_per_item_us and
@@ -58,7 +59,7 @@ struct AnalysisContext {
 // recommendation.{knee_fraction, plateau_share, predicted, advice, not_named}, the page-cache check
 // (whatif.page_cache.measured, self_check.points[].cache), and makes recommendation.cache_fraction
 // the plateau's share rather than the knee. Every other change adds fields: readers of 1 read 2 to 13.
-constexpr int kStallSchemaVersion = 13;
+constexpr int kStallSchemaVersion = core::kStallSchema;  // the version readers check (core/stall_record.h)
 
 // A run's process CPU per sample over its timed observations, all of it or its system part (the
 // report's `process_cpu`); nullopt in reports written before it existed.

@@ -1,6 +1,6 @@
-// The coordinated-prep what-if (issue 18): the per-job speed of K jobs on one
+// The coordinated-prep what-if: the per-job speed of K jobs on one
 // machine that read the same dataset, each fetching and preparing everything
-// itself, against the same K jobs under --coordinated K (pipeline/coordinated.h:
+// itself, against the same K jobs under --coordinated K (pipeline/remedies/coordinated.h:
 // every batch fetched and prepped once, by one job, and copied to the others
 // through shared memory). A CPU budget model: each sample a job trains on costs
 // its prep CPU time (once per group when coordinated, once per job when not),
@@ -74,8 +74,8 @@ double device_per_job(const CoordinatedJobs& in);
 // collate: the pipeline's stage timers) in a run whose workers had CPUs of their own. Where it is
 // less than the prep CPU left by the step, the rest of a sample's CPU on one CPU is what compute
 // and prep cost each other sharing it, paid by every job like the step, not shared like prep:
-// p is the stages' time, h the rest (a convnet on one CPU each: p 0.72 ms by the stages, 2.2 ms
-// by the difference, and coordination saved no CPU per sample).
+// p is the stages' time, h the rest: the whole difference taken as prep would credit coordination
+// with sharing CPU it does not save (docs/stall.md, "Coordinated prep: K jobs sharing one machine").
 // On a device: `device_host.host_cpu_s` (0: not known) is the host CPU the synthetic run's
 // process took per sample (kernel launches, the optimizer's host side, the wait for the GPU:
 // CUDA spins a CPU while it waits), which every job pays as h; `device_host.devices` is how many

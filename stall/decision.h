@@ -41,7 +41,8 @@ struct StallShare {
 
 // Waiting on storage takes at most storage's own time per sample (its busy time, 1/S, times
 // kStorageTimeSlack): a fetch share of at most 100 kStorageTimeSlack F_obs / S percent. A cold run
-// at 7/s over storage serving 8,901/s cannot have waited 19% of its time on it.
+// at 7/s over storage serving 9,000/s can have waited at most 0.3% of its time on it, whatever the
+// noisy split says.
 StallShare fetch_share(const Split& s, const SplitNoise& n, double F_obs, double S);
 // Prep stalls only where prep is slower than compute: T_P - T_G of the cold run's time.
 StallShare prep_share(const Split& s, const SplitNoise& n, double G, double P, double F_obs);

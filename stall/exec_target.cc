@@ -66,7 +66,7 @@ core::Environment exec_environment(const RunSpec& spec, const ExecConfig& exec, 
   for (const auto& [k, v] : spec.env) env[k] = v;
   env["MLBENCH_PROBE_REPORT"] = report_dir.string();
   if (!env.count("MLBENCH_PROBE_NAME")) env["MLBENCH_PROBE_NAME"] = "exec";
-  const std::string own = (exec.python_dir / "autoprobe").string() + ":" + exec.python_dir.string();
+  const std::string own = (exec.probe_dir / "autoprobe").string() + ":" + exec.probe_dir.string();
   const auto old = env.find("PYTHONPATH");
   env["PYTHONPATH"] = old == env.end() || old->second.empty() ? own : own + ":" + old->second;
   env.erase("OUTPUT_DIRECTORY");  // the report goes to MLBENCH_PROBE_REPORT only

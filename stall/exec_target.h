@@ -1,6 +1,6 @@
-// mlbench-stall --exec: the differential analysis of a user's own training command (issue 19).
-// The command runs unchanged in each state of the analysis; the probe (python/mlbench_probe.py,
-// or pipeline/probe.h in C++) times its loader and writes the run's report, and the environment
+// mlbench-stall --exec: the differential analysis of a user's own training command.
+// The command runs unchanged in each state of the analysis; the probe (probe/mlbench_probe.py,
+// or probe/probe.h in C++) times its loader and writes the run's report, and the environment
 // set here tells the probe the mode, the iterations and where to write. The fetch rates S and C,
 // which mlbench's benchmarks measure with --fetch-only, come from direct reads of the dataset.
 #pragma once
@@ -16,13 +16,6 @@
 
 namespace mlbench::stall {
 
-struct ExecConfig {
-  std::vector<std::string> command;  // the user's command, argv[0] first
-  std::filesystem::path python_dir;  // the repo's python/ (mlbench_probe.py, autoprobe/)
-  int cache_batches = 8;             // compute-only run: batches cached, then replayed
-  int probe_timeout_s = 120;         // no report by then: the command iterates no loader
-};
-
 // The runs, in order: synthetic (the probe in compute-only mode), cached (warm), cold (cold; the
 // probe evicts each file of the dataset before Python opens it), then the CPU sweep (warm, first N
 // CPUs). `pipeline_depth`: batches the loader can hold ahead (its workers' prefetch), covered by
@@ -34,7 +27,7 @@ RunSpec plan_exec_loader_run(const StallConfig& c, int workers, int batch_size);
 
 std::vector<RunSpec> plan_exec_runs(const StallConfig& config, const ExecConfig& exec, int pipeline_depth = 0);
 
-// The probe's variables of one run (MLBENCH_PROBE_*, PYTHONPATH with python/autoprobe first)
+// The probe's variables of one run (MLBENCH_PROBE_*, PYTHONPATH with probe/autoprobe first)
 // over `base`, the analyzer's environment.
 core::Environment exec_environment(const RunSpec& spec, const ExecConfig& exec, const std::filesystem::path& report_dir,
                                    core::Environment base);

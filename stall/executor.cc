@@ -46,10 +46,10 @@ void ProcessExecutor::prepare_cache(const RunSpec& spec) {
   if (spec.cache != CacheState::Warm) pinned_.reset();  // a cold run must be able to evict it
   if (spec.cache == CacheState::Warm) {
     warm(dataset_);
-    // "Warm" must stay warm for the whole run: a host that reclaims page cache on its own
-    // (this CI's VM pages out even files read every second) would make some reads go to
-    // storage, and P would be measured low. So the dataset is locked in memory while warm
-    // runs go on, when it fits in half the memory available and the lock is permitted.
+    // "Warm" must stay warm for the whole run: a host that reclaims page cache on its own (a VM's
+    // proactive reclaim pages out even files read every second; docs/stall.md, "What it measures")
+    // would make some reads go to storage, and P would be measured low. So the dataset is locked in
+    // memory while warm runs go on, when it fits in half the memory available and the lock is permitted.
     if (!pinned_ && pin_error_.empty()) {
       std::uint64_t bytes = 0;
       for (const auto& f : dataset_) bytes += fs::file_size(f);
@@ -117,48 +117,49 @@ RunOutcome read_outcome(const fs::path& dir, const std::string& label) {
   RunOutcome out;
   out.report_path = reports.back();
   std::ifstream in(out.report_path);
+  core::InstanceReport r;
   try {
     out.report = nlohmann::json::parse(in);
+    r = core::parse_instance_report(out.report);
   } catch (const nlohmann::json::exception& e) {
     throw RunFailed(fmt::format("run {}: unreadable report {}: {}", label, out.report_path.string(), e.what()));
+  } catch (const core::ReportFormatError& e) {
+    throw RunFailed(fmt::format("run {}: report {}: {}", label, out.report_path.string(), e.what()));
   }
-  if (!out.report.value("completed", false)) {
-    throw RunFailed(fmt::format("run {} failed: {}", label, out.report.value("reason", std::string("unknown reason"))));
+  if (!r.completed) {
+    throw RunFailed(fmt::format("run {} failed: {}", label, r.reason.empty() ? "unknown reason" : r.reason));
   }
-  const auto& item = out.report["train_item"];
-  const auto& train = out.report["train"];
-  if (!item.is_object() || !item["avg"].is_number() || !train["avg"].is_number()) {
+  if (!r.train_item || !r.train_item->avg || !r.train || !r.train->avg) {
     throw RunFailed(fmt::format("run {}: report {} has no throughput", label, out.report_path.string()));
   }
-  out.rate = item["avg"].get<double>();
-  out.cv = train["sd"].is_number() ? train["sd"].get<double>() / train["avg"].get<double>() : 0.0;
-  out.observations = std::max(1, train.value("count", 1));
-  if (const auto median = median_observation_rate(out.report)) {
-    const auto& st = out.report["stability"];
+  out.rate = *r.train_item->avg;
+  out.cv = r.train->sd ? *r.train->sd / *r.train->avg : 0.0;
+  out.observations = std::max<int>(1, static_cast<int>(r.train->count));
+  if (const auto median = median_observation_rate(r)) {
     out.rate_from = fmt::format(
         "median observation (the slowest took {:.1f}x the median: a stall of the host; "
         "mean of the observations {:.1f}/s)",
-        st["max_s"].get<double>() / st["median_s"].get<double>(), out.rate);
+        *r.stability->max_s / *r.stability->median_s, out.rate);
     out.rate = *median;
   }
   return out;
 }
 
 std::optional<double> median_observation_rate(const nlohmann::json& report) {
-  const auto number_at = [](const nlohmann::json& j, const char* key) -> std::optional<double> {
-    if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
-    return j[key].get<double>();
-  };
-  const nlohmann::json none;
-  const auto& st = report.contains("stability") ? report["stability"] : none;
-  const auto median_s = number_at(st, "median_s"), max_s = number_at(st, "max_s");
-  const auto observations = number_at(st, "observations");
-  const auto number = number_at(report, "number"), batch = number_at(report, "batch_size");
-  const auto fastest_s = number_at(report.contains("train") ? report["train"] : none, "min");
-  const auto fastest_rate = number_at(report.contains("train_item") ? report["train_item"] : none, "max");
-  if (!median_s || !max_s || !observations || !number || !batch || !fastest_s || !fastest_rate) return std::nullopt;
-  if (*observations < 3 || !(*median_s > 0) || !(*max_s > 2 * *median_s)) return std::nullopt;
-  const double items = *number * *batch;
+  try {
+    return median_observation_rate(core::parse_instance_report(report));
+  } catch (const core::ReportFormatError&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<double> median_observation_rate(const core::InstanceReport& r) {
+  if (!r.stability || !r.number || !r.batch_size || !r.train || !r.train_item) return std::nullopt;
+  const auto median_s = r.stability->median_s, max_s = r.stability->max_s;
+  const auto fastest_s = r.train->min, fastest_rate = r.train_item->max;
+  if (!median_s || !max_s || !fastest_s || !fastest_rate) return std::nullopt;
+  if (r.stability->observations < 3 || !(*median_s > 0) || !(*max_s > 2 * *median_s)) return std::nullopt;
+  const double items = static_cast<double>(*r.number) * static_cast<double>(*r.batch_size);
   if (!(*fastest_s > 0) || std::abs(items / *fastest_s - *fastest_rate) > 0.02 * *fastest_rate) return std::nullopt;
   return items / *median_s;
 }
@@ -263,7 +264,7 @@ RunOutcome ProcessExecutor::command_outcome(const RunSpec& spec, const core::Exi
       // PYTHONPATH and sitecustomize that load it), which is not the script's doing.
       throw RunFailed(
           fmt::format("run {}: the probe never loaded in the command (it wrote no probe log): mlbench-stall loads it "
-                      "into Python through PYTHONPATH (python/autoprobe/sitecustomize.py), which python's -I, -E and "
+                      "into Python through PYTHONPATH (probe/autoprobe/sitecustomize.py), which python's -I, -E and "
                       "-S ignore; run the command without them, or import mlbench_probe in the script and wrap its "
                       "loader: loader = mlbench_probe.wrap(loader) (log: {})",
                       spec.label, log.string()));
@@ -292,12 +293,12 @@ RunOutcome combine_nodes(std::vector<RunOutcome> nodes) {
   for (const auto& n : nodes) {
     rate += n.rate;
     cv = std::max(cv, n.cv);
-    const auto& c = n.report.value("process_cpu", nlohmann::json());
-    if (c.is_object() && c.value("per_item_us", nlohmann::json()).is_number()) {
-      user += c["user_s"].get<double>();
-      sys += c["sys_s"].get<double>();
-      wall = std::max(wall, c["wall_s"].get<double>());
-      per_item += c["per_item_us"].get<double>();
+    const auto c = n.record().process_cpu;
+    if (c && c->per_item_us && c->user_s && c->sys_s && c->wall_s) {
+      user += *c->user_s;
+      sys += *c->sys_s;
+      wall = std::max(wall, *c->wall_s);
+      per_item += *c->per_item_us;
     } else {
       cpu = false;
     }
@@ -399,6 +400,23 @@ RunOutcome ProcessExecutor::run_nodes(const RunSpec& spec) {
 }
 
 RunOutcome ProcessExecutor::run(const RunSpec& spec) {
+  RunOutcome out = run_one(spec);
+  out.spec = spec;
+  return out;
+}
+
+namespace {
+std::string last_nonempty_line(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last;
+}
+}  // namespace
+
+RunOutcome ProcessExecutor::run_one(const RunSpec& spec) {
   if (spec.nodes > 1) return run_nodes(spec);
   const fs::path report_dir = out_ / "runs" / spec.label;
   const fs::path log = out_ / "runs" / (spec.label + ".log");
@@ -450,38 +468,24 @@ RunOutcome ProcessExecutor::run(const RunSpec& spec) {
   if (!status->exited && !command) {
     throw RunFailed(fmt::format("run {} died of signal {} (log: {})", spec.label, status->signal, log.string()));
   }
-  if (command) {
-    RunOutcome out = command_outcome(spec, *status, report_dir, log);
+  const auto finished = [&](RunOutcome out) {
     out.before = before;
     out.after = residency(dataset_);
     out.held = held;
     out.wall_s = wall;
     out.log_path = log;
     return out;
-  }
+  };
+  if (command) return finished(command_outcome(spec, *status, report_dir, log));
   const int code = status->code;
   if (code == 127) throw RunFailed(fmt::format("cannot execute {}", bench_.string()));
-  if (code == 2) {
-    // A usage error: show the benchmark's own line.
-    std::ifstream in(log);
-    std::string line, last;
-    while (std::getline(in, line)) {
-      if (!line.empty()) last = line;
-    }
-    throw RunFailed(fmt::format("run {}: {}", spec.label, last));
-  }
-  RunOutcome out;
+  // A usage error: show the benchmark's own line.
+  if (code == 2) throw RunFailed(fmt::format("run {}: {}", spec.label, last_nonempty_line(log)));
   try {
-    out = read_outcome(report_dir, spec.label);
+    return finished(read_outcome(report_dir, spec.label));
   } catch (const RunFailed& e) {
     throw RunFailed(fmt::format("{} (exit {}, log: {})", e.what(), code, log.string()));
   }
-  out.before = before;
-  out.after = residency(dataset_);
-  out.held = held;
-  out.wall_s = wall;
-  out.log_path = log;
-  return out;
 }
 
 }  // namespace mlbench::stall

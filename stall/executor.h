@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/instance_report.h"
 #include "core/process.h"
 #include "page_cache.h"
 #include "plan.h"
@@ -23,7 +24,7 @@ struct RunOutcome {
   std::string rate_from;  // "": the mean of the observations; else why the median observation's rate stands
   double cv = 0;         // train.sd / train.avg: run-to-run noise of one observation
   int observations = 1;  // train.count: timed observations behind `rate`
-  nlohmann::json report;
+  nlohmann::json report;  // the run's instance report as written; read it through record()
   Residency before;      // dataset residency right before launch
   Residency after;       // and after the run
   bool held = false;     // a warm run's dataset held in memory throughout (PinnedFiles)
@@ -34,6 +35,10 @@ struct RunOutcome {
   // their aggregate (rate: the nodes' mean; report: node 0's, with `process_cpu` over all
   // nodes: their CPU seconds summed, per_item_us the mean of theirs).
   std::vector<RunOutcome> nodes;
+  RunSpec spec;  // the run as planned (kind, cpus, cache_frac, nodes); its label is the runs map's key
+
+  // The report as its typed record (core/instance_report.h).
+  core::InstanceReport record() const { return core::parse_instance_report(report); }
 };
 
 // A run that could not be made or did not complete; what() is one line.
@@ -53,8 +58,6 @@ class Interrupted : public RunFailed {
   int signal_;
 };
 
-struct ExecConfig;  // stall/exec_target.h
-
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -73,6 +76,7 @@ class ProcessExecutor : public Executor {
 
  private:
   void prepare_cache(const RunSpec& spec);
+  RunOutcome run_one(const RunSpec& spec);
   RunOutcome run_nodes(const RunSpec& spec);
   RunOutcome command_outcome(const RunSpec& spec, const core::ExitStatus& status,
                              const std::filesystem::path& report_dir, const std::filesystem::path& log);
@@ -96,13 +100,13 @@ RunOutcome read_outcome(const std::filesystem::path& dir, const std::string& lab
 
 // A stall of the host (another process on the CPUs, a page-out) can make one or two
 // observations of a short run several times longer than the others, and the mean of the
-// observations' rates then under-states the benchmark: in CI, with a CPU-heavy test beside it,
-// stallsim's `cached` run measured 831/s ±51% against the 1,000/s injected (the sweep's run just
-// after it 981/s ±1.1%), and the analysis saw a prep stall of 3.1 pp where there was none. Where
-// the slowest of at least 3 observations took over twice the median one, this is the median
-// observation's rate: its items (number x batch_size, which must give the fastest observation's
-// rate within 2%) over stability.median_s. nullopt otherwise (no stall, or a report without them).
+// observations' rates then under-states the benchmark, enough for the analysis to see a prep
+// stall where there is none (docs/stall.md, "Outputs"). Where the slowest of at least 3
+// observations took over twice the median one, this is the median observation's rate: its items
+// (number x batch_size, which must give the fastest observation's rate within 2%) over
+// stability.median_s. nullopt otherwise (no stall, or a report without them).
 std::optional<double> median_observation_rate(const nlohmann::json& report);
+std::optional<double> median_observation_rate(const core::InstanceReport& report);
 
 // The nodes' outcomes as one (RunOutcome::nodes); throws RunFailed when `nodes` is empty.
 RunOutcome combine_nodes(std::vector<RunOutcome> nodes);

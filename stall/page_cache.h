@@ -35,9 +35,9 @@ std::uint64_t warm(const std::vector<std::filesystem::path>& files);
 // Holds files in the page cache while it lives: each is mapped and locked in
 // memory (mmap + mlock, which reads in what is not resident), so neither the
 // kernel's reclaim nor a host's proactive reclaim can take its pages back (a
-// VM's DAMON "pageout" scheme took pages of a dataset read every second,
-// docs/stall.md), nor can posix_fadvise(DONTNEED). Unlocked and unmapped on
-// destruction. Pins what it can: it stops at the first file that cannot be
+// VM's DAMON "pageout" scheme takes pages of a dataset read every second;
+// docs/stall.md, "What it measures"), nor can posix_fadvise(DONTNEED). Unlocked
+// and unmapped on destruction. Pins what it can: it stops at the first file that cannot be
 // locked (RLIMIT_MEMLOCK without CAP_IPC_LOCK, too many mappings, no memory)
 // and says why in error(); what was pinned stays pinned.
 class PinnedFiles {

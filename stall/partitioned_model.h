@@ -1,7 +1,7 @@
-// The partitioned-cache what-if (issue 18): the per-node speed of N nodes that
+// The partitioned-cache what-if: the per-node speed of N nodes that
 // train on one dataset, each with an item cache of a fraction m of it, caching
 // on their own (each its first m: CoorDL's MinIO per node) against a cache
-// partitioned across them (pipeline/peer_cache.h: node r keeps the items
+// partitioned across them (pipeline/remedies/peer_cache.h: node r keeps the items
 // i % N == r, and fetches the others from their owner). Per item, a node's
 // fetch costs 1/C from its own cache, 1/R from a peer and N/S from storage
 // (the N nodes' misses share one storage of rate S); a node's speed is the
@@ -11,13 +11,13 @@
 // makes), out of the node's CPUs; with `shared_cpus` the N nodes run on one
 // machine (the measurements here) and each has 1/N of its CPUs.
 // Requests, not items: with read-ahead a node asks each peer once per batch for
-// all of that peer's items in it (pipeline/peer_cache.h, batched peer fetches),
+// all of that peer's items in it (pipeline/remedies/peer_cache.h, batched peer fetches),
 // so a request's wake-ups and system calls are paid per batch and peer, and N
 // nodes ask N-1 peers each: per sample (N-1) q / B requests, q = max(1 - (1 -
 // 1/N)^B, B/(N M)) the requests a batch of B items makes to one peer (at most M
 // ids a request). With B = 1 (no read-ahead, one request per item) that is the
-// (N-1)/N items from peers. Measured on 2 CPUs: 4 nodes' peer CPU a sample was
-// 2.4-4.5 times 2 nodes' (3 by requests, 1.5 by items; docs/performance.md).
+// (N-1)/N items from peers. The peer CPU a sample grows with nodes as the requests do, not as
+// the items do (docs/performance.md, "Partitioned cache").
 // Pure: rates in, rates out.
 #pragma once
 

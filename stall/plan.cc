@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -119,6 +121,41 @@ std::vector<RunSpec> plan_runs(const StallConfig& c, std::size_t items, int batc
     std::copy(iters.begin(), iters.end(), r->args.begin() + 2);
   }
   return runs;
+}
+
+RunSpec spec_of_label(const std::string& label) {
+  RunSpec r;
+  r.label = label;
+  r.kind = label;
+  const auto after = [&](const char* prefix) -> std::optional<std::string> {
+    const std::string p = prefix;
+    if (label.size() <= p.size() || label.compare(0, p.size(), p) != 0) return std::nullopt;
+    return label.substr(p.size());
+  };
+  try {
+    if (const auto n = after("cpus-")) {
+      r.kind = "cpus";
+      r.cpus = std::stoi(*n);
+    } else if (const auto x = after("cache-")) {
+      r.kind = "cache";
+      r.cache_frac = std::stod(*x);
+    } else if (const auto y = after("page-")) {
+      r.kind = "page";
+      r.cache_frac = std::stod(*y);
+    } else if (const auto k = after("synthetic-x")) {
+      r.kind = "synthetic-shared";
+      r.nodes = std::stoi(*k);
+    } else if (label == "peer-local") {
+      r.kind = "peer";
+    } else if (const auto m = after("peer-")) {
+      r.kind = "peer";
+      r.nodes = std::stoi(*m);
+      r.peers = true;
+    }
+  } catch (const std::exception&) {
+    r.kind = label;  // not a planned label: its own kind
+  }
+  return r;
 }
 
 std::string peer_runs_memory_problem(int nodes, std::uint64_t dataset_bytes, std::uint64_t available_bytes) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,7 +23,7 @@ struct StallConfig {
   std::vector<double> page_fracs{0.5};  // page-cache fractions held with --hold-page-cache: its self-check
   int iterations = 100;              // timed iterations per run
   std::vector<std::string> extra;    // passed through to every run
-  // The partitioned-cache what-if (issue 18): each node's cache as a fraction of the dataset
+  // The partitioned-cache what-if: each node's cache as a fraction of the dataset
   // (<= 0: 1/N for N nodes, each holding its partition), and whether the N nodes share this
   // machine's CPUs (a test on one machine) instead of having as many as it each.
   double node_cache = 0;
@@ -32,6 +33,14 @@ struct StallConfig {
   int peer_nodes = 2;
 };
 
+// --exec (stall/exec_target.h): the user's command and how the probe times it.
+struct ExecConfig {
+  std::vector<std::string> command;  // the user's command, argv[0] first
+  std::filesystem::path probe_dir;   // the repo's probe/ (mlbench_probe.py, autoprobe/)
+  int cache_batches = 8;             // compute-only run: batches cached, then replayed
+  int probe_timeout_s = 120;         // no report by then: the command iterates no loader
+};
+
 struct RunSpec {
   std::string label;       // "synthetic", "cached", "cold", "fetch-cold", "fetch-cached", "cpus-2", "cache-0.50"
   std::string kind;        // same without the value: "cpus", "cache", ...
@@ -39,7 +48,7 @@ struct RunSpec {
   CacheState cache = CacheState::Any;
   int cpus = 0;            // 0: every CPU of the analyzer; else the first `cpus` of its affinity
   double cache_frac = -1;  // for "cache" runs, and the page-cache fraction of "page" runs
-  // Runs of several benchmark processes at once ("peer" runs, issue 18): `nodes` processes
+  // Runs of several benchmark processes at once ("peer" runs): `nodes` processes
   // (0: one) on the analyzer's CPUs, each with `args`; with `peers`, a partitioned cache
   // across them on loopback (the executor adds --peers 127.0.0.1:PORT,... --rank R).
   int nodes = 0;
@@ -49,6 +58,11 @@ struct RunSpec {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
 };
+
+// The spec a label names, for runs known only by their label (a finished analysis read back by
+// --reanalyze): "cpus-N" (kind cpus, cpus N), "cache-X" and "page-X" (cache_frac X), "peer-local"
+// and "peer-N" (nodes; peers for peer-N), "synthetic-xK" (nodes K); any other label is its own kind.
+RunSpec spec_of_label(const std::string& label);
 
 // The timed-iteration flags: `iterations` split into 10 observations, plus
 // `warmup` observations dropped.
@@ -62,7 +76,7 @@ std::vector<std::string> iteration_args(int iterations, int warmup_observations)
 // cache runs also one epoch (the cache fills during the first).
 std::vector<RunSpec> plan_runs(const StallConfig& config, std::size_t items, int batch_size, int pipeline_depth = 0);
 
-// The partitioned cache's CPU per peer item, measured as the nodes pay it (issue 18): two runs
+// The partitioned cache's CPU per peer item, measured as the nodes pay it: two runs
 // of `config.peer_nodes` processes at once, the dataset in the page cache, "peer-local" with
 // the whole dataset in each node's item cache and "peer-N" with 1/N each and the rest fetched
 // from the peers; whole epochs timed after one of warm-up, as the cache runs. Empty when
@@ -70,13 +84,13 @@ std::vector<RunSpec> plan_runs(const StallConfig& config, std::size_t items, int
 std::vector<RunSpec> plan_peer_runs(const StallConfig& config, std::size_t items, int batch_size,
                                     int pipeline_depth = 0);
 
-// What each of K jobs gets of the device(s) they share (issue 18's coordinated what-if, on a
+// What each of K jobs gets of the device(s) they share (the coordinated what-if, on a
 // device): for each K of `jobs` (K >= 2), K synthetic runs at once, "synthetic-x<K>", timed over
 // kSharedDeviceLength x --iterations so that the jobs' start skew weighs little. One job's G is
-// no bound for K jobs sharing a GPU: a job that launches small kernels leaves it mostly idle
-// (ResNet-18 at 32 px on an H100: 32,770/s alone, 4 coordinated jobs 13,800/s each). On a CPU the
-// same runs, for the K that fit the CPUs (shared_cpu_jobs), measure what K steps at once cost
-// each other in CPU per sample.
+// no bound for K jobs sharing a GPU: a job that launches small kernels leaves it mostly idle, and
+// K of them get far more than G / K each (docs/stall.md, "Coordinated prep: K jobs sharing one
+// machine"). On a CPU the same runs, for the K that fit the CPUs (shared_cpu_jobs), measure what
+// K steps at once cost each other in CPU per sample.
 inline constexpr int kSharedDeviceLength = 4;
 std::vector<RunSpec> plan_shared_device_runs(const StallConfig& config, const std::vector<int>& jobs);
 

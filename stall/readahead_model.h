@@ -1,10 +1,9 @@
 // The read-ahead what-if model: a loader whose workers keep `window` reads issued ahead of the
 // sample they decode, across their batches (pipeline/read_ahead.h, --io-depth > 0), simulated
-// event by event. Where fetch and prep are close (the knee of the cache curve, exactly where the
-// recommendation used to be), min(F(x), P) is optimistic: misses fall on a batch at random, a
-// worker waits on a run of them while another's CPU idles, and a window of a few reads cannot
-// smooth that out (stallsim, read-ahead at the knee: 5.5% and 10.2% below min(F, P)). Pure:
-// rates in, rates out, deterministic for a seed (docs/stall.md, "The what-if models").
+// event by event. Where fetch and prep are close (the knee of the cache curve), min(F(x), P) is
+// optimistic: misses fall on a batch at random, a worker waits on a run of them while another's
+// CPU idles, and a window of a few reads cannot smooth that out (docs/stall.md, "Analysis",
+// read-ahead). Pure: rates in, rates out, deterministic for a seed.
 #pragma once
 
 #include <cstdint>

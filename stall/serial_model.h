@@ -1,4 +1,4 @@
-// The serial what-if model (issue 14): a loader whose workers each fetch a
+// The serial what-if model: a loader whose workers each fetch a
 // sample and then prep it, in turn (pipeline/loader.cc with --io-depth 0), as
 // a small discrete-event simulation. With few workers, they can all wait on
 // storage while a CPU idles, or all prep while storage idles: the speed is

@@ -27,7 +27,7 @@
 #include "core/train_loop.h"
 
 #include "core/blas.h"
-#include "pipeline/coordinated.h"
+#include "pipeline/remedies/coordinated.h"
 
 namespace mlbench::bench {
 
@@ -57,7 +57,7 @@ std::optional<core::StepMemory> probe_step(const core::BenchCli& cli, const Torc
     try {
       // Only this child's copy of the options changes (BenchCli objects are not const in main).
       const_cast<core::BenchCli&>(cli).options().batch_size = batch_size;
-      // The probe's loader stays out of a --coordinated group (pipeline/coordinated.h).
+      // The probe's loader stays out of a --coordinated group (pipeline/remedies/coordinated.h).
       ::setenv(pipeline::kNoCoordinationEnv, "1", 1);
       core::Workload work = setup(ctx);
       core::LoopResult result;

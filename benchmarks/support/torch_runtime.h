@@ -34,8 +34,8 @@ bool keep_freed_memory();
 // free on the whole mask. Without it, when another process took one CPU of a
 // 2-CPU slot, Linux's load balancer moved both OpenMP threads of a benchmark in
 // its slot's cgroup onto the other CPU, where every barrier waits for a thread
-// that spins on the same CPU: wlm ran 25x slower beside a one-CPU busy loop under
-// mlbench-run, against 6x outside a cgroup (docs/performance.md, issue 15).
+// that spins on the same CPU, so a benchmark beside a one-CPU busy loop lost far more
+// under mlbench-run than outside a cgroup (docs/performance.md, "Stable numbers").
 // OMP_PROC_BIND=true would bind the calling thread too, and with it the loader's
 // threads. Binds nothing with one thread, with more threads than CPUs, or when
 // the user set OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY (OMP_PROC_BIND=false

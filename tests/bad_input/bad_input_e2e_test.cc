@@ -1,4 +1,4 @@
-// The real commands on bad flags, bad values and a full disk (issue 16,
+// The real commands on bad flags, bad values and a full disk (docs/reliability.md,
 // defects 13-21): each says, in one line, which input is wrong and why.
 #include <sys/mount.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// A benchmark's command line (issue 16, defect 18): a value that LibTorch cannot
+// A benchmark's command line (docs/reliability.md, defect 18): a value that LibTorch cannot
 // hold is refused by the flag's name, before any tensor exists.
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Every bench/*.sh answers --help with its header comment, without the comment marks and without
+# Every studies/*.sh answers --help with its header comment, without the comment marks and without
 # a line of its code, and exits 0. (Each printed a fixed range of its own lines: after a header
 # grew or shrank, some printed `set -euo pipefail` and the first assignments, or cut the usage.)
 # Usage: bench_help_test.sh SOURCE_DIR
 set -u
 src=$(cd "$1" && pwd)
 fail=0
-for script in "$src"/bench/*.sh; do
+for script in "$src"/studies/*.sh; do
   name=$(basename "$script")
   out=$(cd /tmp && bash "$script" --help 2>&1)
   rc=$?

@@ -1,4 +1,4 @@
-// The numeric validators every command uses (issue 16, defects 15, 18, 20):
+// The numeric validators every command uses (docs/reliability.md, defects 15, 18, 20):
 // one line naming the flag, the rule and the value given.
 #include <gtest/gtest.h>
 

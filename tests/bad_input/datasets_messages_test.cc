@@ -1,4 +1,4 @@
-// mlbench-datagen's reuse of a complete dataset (issue 16, defect 21): what
+// mlbench-datagen's reuse of a complete dataset (docs/reliability.md, defect 21): what
 // differs between the kept folder and the one asked for.
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Evictions of files just written, whose pages are still dirty (POSIX_FADV_DONTNEED drops no dirty
 # page: it only starts their write-back), one of two evicting codes per call:
-#   lib    bench/lib/page_cache.sh (readahead.sh, io_engine.sh set a dataset's page-cache state with
+#   lib    studies/lib/page_cache.sh (readahead.sh, io_engine.sh set a dataset's page-cache state with
 #          it): page_cache_set FILES 0 must leave none of them resident, FILES 0.5 half. (It left a
 #          dataset generated seconds before resident: the first "50% cached" round of
-#          bench/readahead.sh on a fresh fake-imagenet read every file from memory, fincore 1.000.)
-#   probe  python/mlbench_probe.py's cold opens (MLBENCH_PROBE_COLD_DIR: mlbench-stall --exec's
+#          studies/readahead.sh on a fresh fake-imagenet read every file from memory, fincore 1.000.)
+#   probe  probe/mlbench_probe.py's cold opens (MLBENCH_PROBE_COLD_DIR: mlbench-stall --exec's
 #          cold runs evict each file as the script opens it): after open() none of a file's pages
 #          may be resident. (A script that wrote its data, then trained, read it from memory.)
 # Usage: evict_dirty_test.sh SOURCE_DIR lib|probe. Exit 77 (skip), saying why, without fincore or
@@ -25,7 +25,7 @@ lib)
     head -c 4M /dev/urandom > "$dir/f$i"
   done
   ls -d "$dir"/f* > "$dir/list"
-  source "$src/bench/lib/page_cache.sh"
+  source "$src/studies/lib/page_cache.sh"
   fail=0
   page_cache_set "$dir/list" 0
   got=$(page_cache_fraction "$dir/list")
@@ -44,7 +44,7 @@ lib)
   ;;
 probe)
   # Not exec: the EXIT trap removes the 32 MB written here.
-  /usr/bin/python3 - "$src/python" "$dir" <<'PY'
+  /usr/bin/python3 - "$src/probe" "$dir" <<'PY'
 import os, subprocess, sys
 sys.path.insert(0, sys.argv[1])
 import mlbench_probe

@@ -1,4 +1,4 @@
-// The dataset loader's root (issue 16): a dataset's top folder given as --data
+// The dataset loader's root (docs/reliability.md): a dataset's top folder given as --data
 // says which folder was probably meant.
 #include <gtest/gtest.h>
 

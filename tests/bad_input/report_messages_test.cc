@@ -1,4 +1,4 @@
-// mlbench-report's reasons (issue 16, defect 17): a report whose speed is 0,
+// mlbench-report's reasons (docs/reliability.md, defect 17): a report whose speed is 0,
 // negative or not a number says so, instead of "no train_item.avg".
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// mlbench-run's messages (issue 16): a benchmark's own reason on the FAILED line
+// mlbench-run's messages (docs/reliability.md): a benchmark's own reason on the FAILED line
 // (defect 13) and integers of a jobs file passed as written (defect 23).
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// mlbench-stall's warnings (issue 16, defect 22): runs whose pipeline skipped
+// mlbench-stall's warnings (docs/reliability.md, defect 22): runs whose pipeline skipped
 // corrupt samples are named in `warnings`, not folded in silently.
 #include <gtest/gtest.h>
 

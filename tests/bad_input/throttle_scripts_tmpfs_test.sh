@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The bench scripts that throttle a disk (bench/lib/blkio.sh: whatif_tables.sh,
+# The bench scripts that throttle a disk (studies/lib/blkio.sh: whatif_tables.sh,
 # partitioned_cache.sh, partitioned_whatif.sh, io_engine.sh) given a dataset on tmpfs: one line naming the cause, exit 2.
 # (They used to exit 32 without a word: findmnt -T lists every mount stacked on
 # /dev/shm, so the tmpfs check missed and lsblk failed under set -e.)
@@ -26,7 +26,7 @@ fail=0
 for script in whatif_tables.sh partitioned_cache.sh partitioned_whatif.sh io_engine.sh; do
   out=(--out "$data/out")
   [[ "$script" == io_engine.sh ]] && out=()
-  err=$(MLBENCH_BUILD_DIR="$build" "$src/bench/$script" --data "$data" --mbps 20 "${out[@]}" 2>&1 >/dev/null)
+  err=$(MLBENCH_BUILD_DIR="$build" "$src/studies/$script" --data "$data" --mbps 20 "${out[@]}" 2>&1 >/dev/null)
   rc=$?
   want="$script: error: $data is on tmpfs: no disk to throttle"
   if [[ $rc -ne 2 || "$err" != "$want" ]]; then

@@ -163,13 +163,13 @@ TEST_F(AtariE2E, EvalEpisodesPlayWholeGamesWithBothPolicies) {
   EXPECT_TRUE(plain.reports[0]["metrics"]["eval"].is_null());
 }
 
-// The learning check (issue 20). The easiest game: an idle opponent, a slow
+// The learning check (docs/benchmarks.md, "Learning"). The easiest game: an idle opponent, a slow
 // ball served towards the agent from the field's top row and flying level
 // (--serve-row 0 --ball-vy-max 0), 5-point games. A policy catches every ball
 // by moving its paddle up from the middle, which takes 6 of the ~15 steps the
 // ball needs to cross; a random walk gets there for about one serve in 20.
 // PPO trains for 30 iterations of 16 environments x 64 steps (30,720 agent
-// steps, 63 s on a 2-core VM with the one torch thread here), then plays 32 games with actions sampled from
+// steps, about a minute on 2 cores with the one torch thread here), then plays 32 games with actions sampled from
 // the trained policy and 32 with a uniformly random policy, on the same fixed
 // seeds. Measured (docs/benchmarks.md, "Learning"): trained 4.06 to 4.91,
 // random -4.72 to -4.81, sd 0.3 to 1.2, over training seeds 1 to 3 (this

@@ -1,4 +1,4 @@
-// Reliability tests of the batch memory check (issue 16, fault 11): a --batch-size
+// Reliability tests of the batch memory check (docs/reliability.md, fault 11): a --batch-size
 // that cannot fit in the memory this process may use is refused before it is
 // allocated, in one line with the numbers and a FAIL report, instead of an OOM kill;
 // a batch that fits runs as before.
@@ -103,7 +103,7 @@ TEST(BatchMemoryFaults, BatchThatFitsRuns) {
   EXPECT_EQ(r.reports[0]["completed"], true);
 }
 
-// What the issue saw: a batch that allocates piecewise until the OOM killer strikes
+// The fault itself: a batch that allocates piecewise until the OOM killer strikes
 // (here the slot's cgroup limit) is refused with the numbers instead.
 TEST(BatchMemoryFaults, BatchBeyondTheSlotMemoryIsRefusedNotOomKilled) {
   std::string why;

@@ -36,8 +36,9 @@ bool omp_binding_set_by_environment() {
 // What a training iteration frees stays in the heap for the next one: a 24 MiB
 // tensor is carved from the heap (not a fresh mapping, faulted in page by page)
 // and the heap keeps its pages after the tensor is freed (no trim). With glibc's
-// defaults the tensor was mmapped: vae page-faulted ~1300 times an iteration and
-// ran at 0.7x the same model in Python.
+// defaults the tensor was mmapped: vae page-faulted on every iteration and ran
+// slower than the same model in Python (docs/performance.md, "C++ vs Python at
+// equal threads").
 TEST(TorchRuntime, FreedTensorMemoryStaysInTheHeap) {
   if (malloc_tuned_by_environment()) {
     GTEST_SKIP() << "malloc is tuned by GLIBC_TUNABLES/MALLOC_*_: the policy is left to it";
@@ -72,7 +73,7 @@ TEST(TorchRuntime, MallocTunedByTheUserIsLeftAlone) {
 // The intra-op workers are bound one CPU each, the calling thread is not, and a
 // thread it starts afterwards (as the data loader's workers) gets the whole mask.
 // Without the binding, under mlbench-run beside a busy loop on one CPU of the
-// slot, both OpenMP threads ended up on the other CPU (docs/performance.md).
+// slot, both OpenMP threads ended up on the other CPU (docs/performance.md, "Stable numbers").
 TEST(TorchRuntime, IntraOpWorkersAreBoundOneCpuEachAndTheCallerStaysFree) {
   if (omp_binding_set_by_environment()) GTEST_SKIP() << "OMP_PROC_BIND/OMP_PLACES/GOMP_CPU_AFFINITY set: left to them";
   const std::vector<int> whole = core::affinity_cpus();

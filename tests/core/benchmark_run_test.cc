@@ -181,9 +181,9 @@ TEST_F(BenchmarkRunTest, SetupFailureStillWritesFailReport) {
   EXPECT_EQ(r["reason"], "dataset data/x not found");
 }
 
-// A write to a pipe or socket whose other end is gone (a crashed rank's gloo connection, 2026-11-27
-// in a fresh-clone CI: the scaling benchmark's rank 0 died of SIGPIPE, exit 141, no report) is an
-// error of the run, with a FAIL report, not the end of the process.
+// A write to a pipe or socket whose other end is gone (a crashed rank's gloo connection: the
+// scaling benchmark's rank 0 died of SIGPIPE, exit 141, with no report) is an error of the run,
+// with a FAIL report, not the end of the process.
 TEST_F(BenchmarkRunTest, AWriteToAClosedPipeIsAFailReportNotADeathBySigpipe) {
   const int rc = run([] {
     Workload w;

@@ -1,4 +1,4 @@
-// Reliability tests of mlbench-datagen (issue 16, fault 5): an interrupted
+// Reliability tests of mlbench-datagen (docs/reliability.md, fault 5): an interrupted
 // generation leaves no hidden .NAME.partial-PID folder, and one left by a
 // process that is gone (SIGKILL) is removed by the next generation.
 #include <signal.h>

@@ -172,7 +172,7 @@ TEST(RealPhotos, CutsAreDownscalesWithTheOutputsAspectInsideTheSource) {
     sum_w += c.out_w;
     sum_h += c.out_h;
   }
-  // ~350x340 on average, as the real-photo set the issue measured.
+  // ~350x340 on average: the recipe's mean size (docs/datasets.md, "real-photos").
   EXPECT_NEAR(sum_w / n, 350, 8);
   EXPECT_NEAR(sum_h / n, 340, 8);
   // Same seed, same cut.

@@ -15,7 +15,7 @@ deb="$(ls "$out"/mlbench_*.deb 2>/dev/null | head -1)"
 [[ -n "$deb" ]] || fail "no .deb in $out: $(tail -3 "$out/cpack.log")"
 dpkg-deb -c "$deb" >"$out/list"
 for f in ./usr/bin/mlbench-run ./usr/bin/mlbench-report ./usr/bin/mlbench-stall ./usr/bin/mlbench-datagen \
-         ./usr/lib/mlbench/benchmarks/convnet ./usr/share/mlbench/python/mlbench_probe.py \
+         ./usr/lib/mlbench/benchmarks/convnet ./usr/share/mlbench/probe/mlbench_probe.py \
          ./usr/share/mlbench/configs/fast.json ./usr/share/mlbench/baselines.json; do
   grep -q " $f\$" "$out/list" || fail "$f not in the package"
 done

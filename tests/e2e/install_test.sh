@@ -20,7 +20,7 @@ for c in mlbench-run mlbench-report mlbench-stall mlbench-datagen; do
   out="$(run "$prefix/bin/$c" --version)" || fail "$c --version exited $?"
   [[ "$out" == "$c "*" (commit "* ]] || fail "$c --version said: $out"
 done
-for f in share/mlbench/python/mlbench_probe.py share/mlbench/python/autoprobe/sitecustomize.py \
+for f in share/mlbench/probe/mlbench_probe.py share/mlbench/probe/autoprobe/sitecustomize.py \
          share/mlbench/configs/fast.json share/mlbench/configs/targets/cpu.json share/mlbench/baselines.json \
          share/doc/mlbench/runner.md lib/mlbench/benchmarks/toy_reg; do
   [[ -e "$prefix/$f" ]] || fail "$f not installed"

@@ -1,4 +1,4 @@
-"""End-to-end test of coordinated prep (issue 18) with the `loader` benchmark.
+"""End-to-end test of coordinated prep (docs/pipeline.md) with the `loader` benchmark.
 
 usage: check_coordinated.py LOADER DATA_DIR WORK_DIR
 
@@ -63,7 +63,7 @@ atexit.register(cleanup)
 
 
 def started_and_joined(group):
-    # The segment's header (pipeline/coordinated.cc, Shared): u64 magic, u32 version,
+    # The segment's header (pipeline/remedies/coordinated.cc, Shared): u64 magic, u32 version,
     # i32 members, i32 slots, i32 started, i32 joined.
     try:
         with open(segment(group), "rb") as f:

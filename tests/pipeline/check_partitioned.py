@@ -1,4 +1,4 @@
-"""End-to-end test of the partitioned cache (issue 18) with the `loader` benchmark.
+"""End-to-end test of the partitioned cache (docs/pipeline.md) with the `loader` benchmark.
 
 usage: check_partitioned.py LOADER DATA_DIR WORK_DIR [--netns]
 

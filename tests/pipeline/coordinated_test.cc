@@ -1,4 +1,4 @@
-// Coordinated prep (pipeline/coordinated.h): several members in one process
+// Coordinated prep (pipeline/remedies/coordinated.h): several members in one process
 // (threads) or in forked processes share one ring; every member gets every
 // batch, each built once; faults: a killed member, a stalled one (injected
 // clock), a stale segment from a killed run, a member with other settings.
@@ -20,7 +20,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "pipeline/coordinated.h"
+#include "pipeline/remedies/coordinated.h"
 #include "pipeline/data_error.h"
 #include "pipeline/data_loader.h"
 #include "pipeline/source.h"

@@ -29,7 +29,7 @@ execute_process(COMMAND ${LOADER} --data ${WORK}/data/fake-imagenet-tiny/train -
 if(rc EQUAL 0 OR NOT err MATCHES "--decode gpu is for the image benchmarks")
   message(FATAL_ERROR "loader --decode gpu: expected one error line, got rc=${rc}: ${err}")
 endif()
-# Read-ahead (issue 14): --io-depth 3 on each engine and --io-depth 0, same seed, load the
+# Read-ahead (docs/pipeline.md): --io-depth 3 on each engine and --io-depth 0, same seed, load the
 # same items into the same batches; the reports carry io_depth and the engine, and the
 # threads run's trace the I/O threads' reads (--drop-after-read: no file is served from the
 # page cache in the worker, every read goes to an I/O thread or a ring).

@@ -1,4 +1,4 @@
-// The partitioned cache (pipeline/peer_cache.h) on loopback: the wire protocol
+// The partitioned cache (pipeline/remedies/peer_cache.h) on loopback: the wire protocol
 // between a server and a client, its faults (a peer that is down, one that never
 // answers, malformed and oversized requests, ids of another partition), the
 // back-off on an injected clock, and two Loaders as two nodes that read each
@@ -25,8 +25,8 @@
 #include <thread>
 
 #include "pipeline/loader.h"
-#include "pipeline/peer_cache.h"
-#include "pipeline/peer_rate.h"
+#include "pipeline/remedies/peer_cache.h"
+#include "pipeline/remedies/peer_rate.h"
 #include "pipeline/trace.h"
 #include "tests/support/jpeg_folder.h"
 #include "tests/support/temp_dir.h"

@@ -1,8 +1,8 @@
-// pipeline/probe.h, the C++ probe for a user's own training loop (issue 19), with an injected
+// probe/probe.h, the C++ probe for a user's own training loop (docs/stall.md, "--exec"), with an injected
 // clock: the wait/compute split, the observations and rates of its report, the iteration target
 // that ends the loop, compute-only replay (the loader is not touched after K batches), snapshot
 // and final reports written atomically, and its settings from the environment.
-#include "pipeline/probe.h"
+#include "probe/probe.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -230,3 +230,38 @@ TEST_F(ProbeTest, SettingsComeFromTheEnvironment) {
 }
 
 }  // namespace
+
+// The C++ probe's report is an instance report: it validates against the published JSON Schema
+// (docs/schema/instance-report.schema.json, with Debian's python3-jsonschema) and reads through
+// the typed reader every tool uses (core/instance_report.h).
+TEST_F(ProbeTest, ItsReportValidatesAgainstTheSchemaAndReadsTyped) {
+  if (std::system("/usr/bin/python3 -c 'import jsonschema' 2>/dev/null") != 0) {
+    GTEST_SKIP() << "python3-jsonschema is not installed (scripts/bootstrap.sh installs it)";
+  }
+  ProbeOptions o = options();
+  o.number = 2;
+  SlowLoader l = loader(8, 4, 0.010);
+  {
+    Probe probe(o);
+    for (auto& batch : probe.wrap(l)) {
+      (void)batch;
+      now += 0.020;  // the step
+    }
+    probe.finish();
+  }
+  const auto files = reports();
+  ASSERT_EQ(files.size(), 1u);
+  const std::string schema = std::string(MLBENCH_SOURCE_DIR) + "/docs/schema/instance-report.schema.json";
+  const std::string check = "/usr/bin/python3 -c 'import json,sys; from jsonschema import Draft202012Validator as V; "
+                            "errs = [e.message for e in V(json.load(open(sys.argv[1]))).iter_errors(json.load(open(sys.argv[2])))]; "
+                            "print(errs); sys.exit(1 if errs else 0)' " +
+                            schema + " " + files.front().string();
+  EXPECT_EQ(std::system(check.c_str()), 0) << check;
+  const auto typed = mlbench::core::read_instance_report(files.front());
+  EXPECT_EQ(typed.schema_version, mlbench::core::kInstanceReportSchema);
+  EXPECT_TRUE(typed.completed);
+  ASSERT_TRUE(typed.train_item && typed.train_item->avg);
+  EXPECT_GT(*typed.train_item->avg, 0);
+  ASSERT_TRUE(typed.stall && typed.stall->stall_pct);
+  EXPECT_NEAR(*typed.stall->stall_pct, 100.0 * 0.010 / 0.030, 1e-6);
+}

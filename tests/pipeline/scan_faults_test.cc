@@ -1,4 +1,4 @@
-// Reliability tests of the one dataset scanner (issue 16, fault 9): symbolic link
+// Reliability tests of the one dataset scanner (docs/reliability.md, fault 9): symbolic link
 // loops in a data folder are a DataError naming the entry (every benchmark then
 // says so in one line), never an uncaught filesystem_error (an abort).
 #include <unistd.h>

@@ -139,8 +139,8 @@ namespace mlbench::report {
 namespace {
 
 // configs/targets/cpu.json covers every job of configs/fast.json, so a CPU report of the
-// fast suite has no NaN target (issue 13). atari and scaling joined fast.json after the
-// targets were written and had none until they were regenerated (docs/report.md says when).
+// fast suite has no NaN target on a row. A job added to fast.json has none until the
+// targets are regenerated (docs/report.md, "Writing a targets file").
 TEST(CpuTargets, EveryFastJobHasATarget) {
   const std::string root = MLBENCH_SOURCE_DIR;
   std::ifstream jobs_in(root + "/configs/fast.json"), targets_in(root + "/configs/targets/cpu.json");

@@ -103,7 +103,7 @@ TEST(ReportInstability, MachineDriftWithinAPassAndAcrossPasses) {
   EXPECT_EQ(r.cause, "machine drift");
   EXPECT_EQ(r.evidence,
             "machine drift: the fixed CPU probe's time changed by -14% from before the job to after it in R1/D0");
-  // The probe: 0.277 to 0.325 s across passes (+17%).
+  // A probe that moved between passes, not within a job: 0.277 to 0.325 s (+17%).
   BenchInput c = recorded({100, 80, 100, 100});
   c.runs[0].instances[0].interference->probe_before_s = 0.325;
   c.runs[3].instances[0].interference->probe_before_s = 0.277;
@@ -273,7 +273,7 @@ TEST(ReportOutliers, TukeyFencesNameValuesOutside) {
   EXPECT_EQ(out[0].where, "R4");
   EXPECT_EQ(out[0].why, "above Q3 + 1.5 IQR (106)");
   EXPECT_TRUE(tukey_outliers({{"R0", 1, ""}, {"R1", 100, ""}, {"R2", 101, ""}}).empty());  // too few values
-  // The reso: 38, 35, 78 and a fourth pass at 40: Q1 = 37.25, Q3 = 49.5 -> 78 > 67.875.
+  // One pass far above three (38, 35, 78, 40): Q1 = 37.25, Q3 = 49.5 -> 78 > 67.875.
   const BenchResult reso = summarize_bench(bench_of({38, 35, 78, 40}), std::nullopt, 4);
   ASSERT_EQ(reso.outliers.size(), 1u);
   EXPECT_EQ(reso.outliers[0].where, "R2/D0");

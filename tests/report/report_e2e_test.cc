@@ -323,8 +323,8 @@ TEST(ReportE2E, CompareFlagsChangesBeyondTheCombinedSd) {
       << r.output;
 }
 
-// Issue 15: a benchmark whose sd% fails the 5 % rule is flagged with its measured cause in
-// every output, its outliers and dropped passes named, and the HTML shows each spread.
+// A benchmark whose sd% fails the 5 % rule (docs/report.md, "Unstable benchmarks") is flagged with its
+// measured cause in every output, its outliers and dropped passes named, and the HTML shows each spread.
 // steady: quiet passes; noisy: R1 lost 38 % of its slot to other processes (newer reports);
 // tiny: reports without `stability`, observations of ~0.8 ms (train.avg).
 TEST(ReportE2E, InstabilityFlagsCausesAndOutliersInEveryOutput) {
@@ -412,7 +412,7 @@ TEST(ReportE2E, InstabilityFlagsCausesAndOutliersInEveryOutput) {
   EXPECT_NE(html.find("outside R1/D0 (600: below Q1 - 1.5 IQR"), std::string::npos) << html;
 }
 
-// Issue 16: mlbench-run's output folder without --repeat-suite is one run directory
+// mlbench-run's output folder without --repeat-suite is one run directory
 // (no R0..); a single report file is one run too. Both are read, with one line saying
 // what needs repeated passes; --name defaults to the one suite the reports hold.
 TEST(ReportE2E, SingleRunDirectoryAndSingleReportFile) {
@@ -495,7 +495,7 @@ TEST(ReportE2E, RunsOfDifferentMachinesAreGroupedAndSaidSo) {
   EXPECT_EQ(same.output.find("machines grouped"), std::string::npos) << same.output;
 }
 
-// Issue 16: a benchmark without a target gets "no target" in the chart, not a bar at +0.0 %.
+// A benchmark without a target gets "no target" in the chart, not a bar at +0.0 % (a false "on target").
 TEST(ReportE2E, HtmlSaysNoTargetForABenchWithoutOne) {
   TempDir tmp;
   build_tree(tmp.path() / "out");

@@ -1,4 +1,4 @@
-// Reliability tests of mlbench-report (issue 16, faults 2 and 3): a report file
+// Reliability tests of mlbench-report (docs/reliability.md, faults 2 and 3): a report file
 // that is valid JSON but no report object is a failure of its instance, not a
 // silent gap; the trimmed mean survives an absurd value, which is flagged.
 #include <cmath>
@@ -68,7 +68,7 @@ TEST(ReportFaults, AbsurdSpeedIsAFlaggedFailureNotTheResult) {
       << tree.notes.warnings[0];
 }
 
-// Issue 15: --compare flagged a change as significant when the two results differed by
+// A fault: --compare once flagged a change as significant when the two results differed by
 // more than sqrt(sd_a^2 + sd_b^2), so 3 passes a side, which no rank test can tell apart
 // at alpha = 0.05 (smallest two-sided p 2/20), were called a change. The verdict now
 // comes from the Mann-Whitney U test over the passes and says that it needs more.

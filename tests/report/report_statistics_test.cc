@@ -89,7 +89,7 @@ TEST(ReportStatistics, PassRules) {
   EXPECT_FALSE(performance_passes(NAN));
 }
 
-// The Mila README example (../shared/reference/mila-report-example.txt): 19 rows of sd% and diff.
+// The Mila README example (docs/report.md, "Statistics"): 19 rows of sd% and diff.
 TEST(ReportStatistics, MilaReadmeExample) {
   struct Row {
     const char* name;

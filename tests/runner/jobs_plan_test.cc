@@ -179,7 +179,7 @@ TEST(Outcome, MilaLines) {
             "[ 2/19] loader | 2 running, 0 passed, 0 failed | 12.3 s | ETA 4.50 min");
 }
 
-// Issue 16: $CPU_COUNT, $JOB_ID, $DEVICE_TOTAL, ... in a job's args expand from each
+// $CPU_COUNT, $JOB_ID, $DEVICE_TOTAL, ... in a job's args expand from each
 // instance's own values (not from mlbench-run's environment, where they may be unset
 // or mean something else), as each instance of the Mila suite sources its own config.
 TEST(Plan, VariablesExpandPerInstance) {

@@ -1,4 +1,4 @@
-// The end-of-run results table (issue 16): cells and layout from numbers, colour
+// The end-of-run results table (docs/runner.md, "Results at the end of a run"): cells and layout from numbers, colour
 // only when asked.
 #include <cmath>
 

@@ -186,7 +186,7 @@ TEST_F(RunnerE2E, CtrlCLeavesNoChildNoCgroupAndInterruptedRecords) {
   for (const auto& r : rs) EXPECT_EQ(r["reason"], "interrupted");
   EXPECT_TRUE(reports("later").empty());
   EXPECT_NE(output.find("Results: " + out), std::string::npos) << output;
-  // Issue 16: the results table also ends an interrupted run, with what finished.
+  // The results table also ends an interrupted run, with what finished.
   EXPECT_NE(output.find("FAILED D0: interrupted; D1: interrupted"), std::string::npos) << output;
   EXPECT_NE(output.find("later"), std::string::npos) << output;
   EXPECT_NE(output.find("not run"), std::string::npos) << output;
@@ -243,7 +243,7 @@ TEST_F(RunnerE2E, DryPrintsEveryCommandWithSlotCpusAndMemory) {
   EXPECT_EQ(show.output.substr(0, 1), "d");
 }
 
-// Issue 16: a run ends with its results: one row per job (passed/total, items/s and
+// A run ends with its results: one row per job (passed/total, items/s and
 // spread, stall, vs target, failure reasons), report.html written by mlbench-report's
 // renderer into the run directory, and the paths of both files. Plain text in a log.
 TEST_F(RunnerE2E, RunEndsWithResultsTableAndReportHtml) {
@@ -283,7 +283,7 @@ TEST_F(RunnerE2E, RunEndsWithResultsTableAndReportHtml) {
   EXPECT_NE(rep.output.find("Suite jobs | 1 runs (out)"), std::string::npos) << rep.output;
 }
 
-// Issue 16: a Mila-format jobs file (positional "" arguments, list sweeps, an `all` job,
+// A Mila-format jobs file (positional "" arguments, list sweeps, an `all` job,
 // $CPU_COUNT, $DEVICE_TOTAL, ...) expands per instance from that instance's values, not
 // from mlbench-run's own environment; --dry shows every expanded command.
 TEST_F(RunnerE2E, MilaJobsFileExpandsPerInstanceInDry) {
@@ -343,7 +343,7 @@ TEST_F(RunnerE2E, MilaJobsFileExpandsPerInstanceInDry) {
   EXPECT_EQ(e.output, "mlbench-run: error: " + bad + ": job 1 (typo): field 'args.--d': $DEVICE_TOTLA is not set\n");
 }
 
-// Issue 16: the results table is coloured on a terminal, never under NO_COLOR.
+// The results table is coloured on a terminal, never under NO_COLOR.
 // util-linux's `script` gives the runner a pseudo-terminal.
 TEST_F(RunnerE2E, ResultsColourOnATerminalUnlessNoColor) {
   if (run_command("command -v script").exit_code != 0) GTEST_SKIP() << "needs util-linux's script for a terminal";
@@ -429,8 +429,9 @@ TEST_F(RunnerE2E, DatasetJobsFailClearlyWhenDatagenIsMissingOrFails) {
   EXPECT_EQ(reports("needs").at(0)["reason"], "dataset tiny: mlbench-datagen: error: disk full");
 }
 
-// Issue 15: the runner adds what else used the slot's CPUs to every report it
-// finishes (a FAIL one too), and a --min-time run records its calibration.
+// The runner adds what else used the slot's CPUs to every report it finishes (a FAIL
+// one too), so that mlbench-report can name an unstable run's cause, and a --min-time
+// run records its calibration.
 TEST_F(RunnerE2E, ReportsCarryInterferenceAndCalibration) {
   std::string why;
   const bool cg = cgroups_usable(&why);

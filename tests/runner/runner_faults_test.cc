@@ -1,4 +1,4 @@
-// Reliability tests of mlbench-run (issue 16, faults 1, 4, 6, 7, 12): the real
+// Reliability tests of mlbench-run (docs/reliability.md, faults 1, 4, 6, 7, 12): the real
 // runner with fakebench under a full disk, a hung sibling, a SIGKILLed runner, an
 // orphan's report before --resume, and a huge --slot-memory. Cases that need root
 // (mount) or cgroups skip elsewhere and say why.

@@ -186,7 +186,7 @@ TEST(Verdict, PlainWords) {
   EXPECT_NE(c.text.find("compute-bound"), std::string::npos);
 }
 
-// ResNet-18 at 32 px on an H100 with 16 workers (mlbench-stall, 2026-11-27): G 29,862/s, P 15,746/s,
+// ResNet-18 at 32 px on a GPU with 16 workers: G 29,862/s, P 15,746/s,
 // F 12,124/s split a cold epoch into compute 40.6%, prep stall 36.4%, fetch stall 23.0%. The
 // largest share was compute, and the verdict said "compute-bound: ... neither DRAM nor CPUs help"
 // beside a recommended cache of 81% and more CPUs: the GPU waited for data 59% of the time.
@@ -228,8 +228,9 @@ TEST(SplitNoise, ZeroNoiseZeroSpreadAndGrowsWithNoise) {
 namespace mlbench::stall {
 namespace {
 
-// The issue-14 curve (70 MB/s, 2 workers): measured vs predicted img/s at
-// 0/25/50/75/100% cached; F(x) from S = 1919, C = 118,700.
+// A measured curve (real photographs behind a 70 MB/s throttle, 2 workers):
+// measured vs predicted img/s at 0/25/50/75/100% cached; F(x) from S = 1919,
+// C = 118,700.
 std::vector<CheckPoint> issue14_points() {
   const double S = 1919, C = 118700;
   const double xs[] = {0, 0.25, 0.5, 0.75, 1};

@@ -71,7 +71,7 @@ TEST(Analyzer, FetchBoundCase) {
   EXPECT_NE(text.find("recommended cache: 53% of the dataset"), std::string::npos) << text;
   EXPECT_NE(text.find("95% of the plateau: 190.0/s predicted ["), std::string::npos) << text;
   EXPECT_NE(text.find("the knee at 56%"), std::string::npos) << text;
-  // The remedies, ranked (issue 18): the cache takes the cold 100/s to 95% of min(P, G) = 200/s.
+  // The remedies, ranked: the cache takes the cold 100/s to 95% of min(P, G) = 200/s.
   // Coordinated prep for 2 jobs on the 2 CPUs: the step's host CPU h = 2 CPUs / G = 5 ms
   // per sample, prep p = 1/P(1 CPU) - h = 5 ms: uncoordinated 2 / (2 (p + h)) = 100/s per
   // job, coordinated 2 / (p + 2 h) = 133.3/s. No device: twice the CPUs is not predicted.
@@ -119,9 +119,9 @@ TEST(Analyzer, CoordinatedPrepIsWhatThePrepStagesTook) {
       << console_summary(before);
 }
 
-// On a GPU (ResNet-18 at 32 px on an H100, 2026-11-27): one job alone ran at 32,770/s, 4
-// coordinated jobs at 13,800/s each, so one job's G is no bound for K jobs sharing the GPU. The
-// what-if reads what K synthetic jobs at once got each, where mlbench-stall measured it.
+// On a GPU one job's G is no bound for K jobs sharing it: a job that launches small kernels leaves
+// the GPU mostly idle, and K such jobs each get far more than G / K (docs/stall.md, "Coordinated
+// prep"). The what-if reads what K synthetic jobs at once got each, where mlbench-stall measured it.
 TEST(Analyzer, JobsSharingTheGpuGetWhatKSyntheticJobsAtOnceGot) {
   auto runs = fetch_bound_runs(200);
   for (auto& [label, run] : runs) run.report["device"] = "cuda:0";
@@ -393,7 +393,7 @@ RunOutcome nodes_run_with_traffic(double rate, const std::vector<double>& per_it
 }
 
 TEST(Analyzer, APeerFetchsCpuIsPaidPerRequestAndNodesAskEachPeerOnceABatch) {
-  // Measured on 2 vCPUs (docs/performance.md): 4 nodes paid 1.8-5.8 times (2.9 pooled) the peer
+  // Measured on 2 vCPUs (docs/performance.md, "Partitioned cache"): 4 nodes paid 1.8-5.8 times (2.9 pooled) the peer
   // CPU a sample of 2 nodes, where a cost per item predicted 1.5 times: with read-ahead a node asks
   // each peer once a batch, so 4 nodes make 3 requests a batch where 2 make 1.
   // Batches of 10; 2 nodes at once: 1,000 samples each, 500 from the peer in 100 requests (one a
@@ -446,8 +446,8 @@ TEST(Analyzer, APeerFetchsCpuIsPaidPerRequestAndNodesAskEachPeerOnceABatch) {
 }
 
 TEST(Analyzer, AFullRunFasterThanTheSyntheticOneLiftsG) {
-  // stallsim's compute_fetch case (G 500, P 1000, F 250) from a CI run whose synthetic run met a
-  // slow moment: 474/s, while the cached run, the sweep's and the 50% cache run fed the same
+  // stallsim's compute_fetch case (G 500, P 1000, F 250) where the synthetic run met a slow
+  // moment of the host: 474/s, while the cached run, the sweep's and the 50% cache run fed the same
   // consumer at 500. With G = 474 the 50% point was predicted at 474 (5.2% low); a ceiling is
   // at least what a run reached.
   std::map<std::string, RunOutcome> runs{{"synthetic", outcome(474.1)},  {"cached", outcome(500.5)},
@@ -472,7 +472,7 @@ TEST(Analyzer, AFullRunFasterThanTheSyntheticOneLiftsG) {
 }
 
 TEST(Analyzer, ASweepRunWithMoreComputeCpusDoesNotLiftG) {
-  // convnet (ResNet-18, 32 px) analysed with --cpu-cores 1 on 2 CPUs, 2026-11-27: the synthetic
+  // A convnet (ResNet-18, 32 px) analysed with --cpu-cores 1 on 2 CPUs: the synthetic
   // run 222.8/s, the sweep's cpus-2 run 264.7/s, with --cpu-cores 2, so its step computed on 2
   // CPUs: not the consumer the analysis measures. G was taken from it (19% high).
   const auto on_cpus = [](double rate, int cpu_cores) {
@@ -590,10 +590,10 @@ TEST(Analyzer, StorageRateIsAtLeastWhatTheColdRunRead) {
   EXPECT_EQ(text.find("self-check failed"), std::string::npos) << text;
 }
 
-// The issue-14 curve (real photographs at 70 MB/s, 2 workers): G far above,
+// A measured curve (real photographs behind a 70 MB/s throttle, 2 workers): G far above,
 // P 4328, S 1919, C 118,700; the cache runs' measured speeds. Storage limits
 // the cold run (1905/s), which agrees with S within their noise: the what-if
-// pools them, 1912/s (F(0.5) = 3763; the issue's report, with S alone: 3777).
+// pools them, 1912/s (F(0.5) = 3763; with S alone it was 3777).
 // S and the cold run pooled by their standard errors (1% each in outcome()).
 double issue14_storage() {
   const double vs = std::pow(0.01 * 1919, 2), vf = std::pow(0.01 * 1905, 2);
@@ -788,7 +788,7 @@ TEST(Analyzer, SerialWorkersGetTheSerialModelForBothCaches) {
   EXPECT_GE(w["curve"][10]["predicted"].get<double>(), w["page_cache"]["curve"][10]["predicted"].get<double>());
   EXPECT_EQ(r["recommendation"]["cache"], "item cache");
   EXPECT_NE(console_summary(r).find("what-if model: serial"), std::string::npos);
-  // Measured above the serial model (issue 14's 3187/s at 50%): storage served
+  // Measured above the serial model (3187/s at 50%): storage served
   // the thinned-out misses faster than its average rate; no recommendation.
   EXPECT_EQ(r["self_check"]["passed"], false);
   EXPECT_NE(r["self_check"]["cause"].get<std::string>().find("burst allowance"), std::string::npos)

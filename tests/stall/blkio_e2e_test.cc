@@ -1,4 +1,4 @@
-// mlbench-stall on real files behind a real throttled disk (issue 14): the test
+// mlbench-stall on real files behind a real throttled disk (docs/stall.md): the test
 // makes a cgroup v1 blkio group, throttles reads from the disk that holds its
 // scratch folder to 0.5 MB/s, runs the analyzer on the loader inside it and
 // removes the group. The loader is then fetch-bound; the split, the storage
@@ -48,9 +48,9 @@ std::string disk_of(const fs::path& path) {
 
 // The programs the test runs and every shared library they load, held in memory
 // (mmap + mlock) while the disk is throttled: the throttle counts every read from
-// the disk, and a VM that gives its page cache back (here: 340 MB cached of 24 GB
-// right after a build) left the loader paging in LibTorch at 0.5 MB/s, minutes
-// before its first batch; the test then timed out (CI, 2026-11-25).
+// the disk, and a VM that gives its page cache back (little of it cached right
+// after a build) would leave the loader paging in LibTorch at 0.5 MB/s, minutes
+// before its first batch, and the test timing out.
 class PinnedFiles {
  public:
   explicit PinnedFiles(const std::vector<fs::path>& programs) {
@@ -165,8 +165,9 @@ TEST_F(BlkioStall, AThrottledDiskIsFoundFetchBoundAndTheWhatIfHolds) {
   // wrong (S alone, before it was pooled with the cold run, missed by 9.2% here).
   ASSERT_EQ(j["whatif"]["measured"].size(), 1u) << r.output;
   EXPECT_LT(j["whatif"]["measured"][0]["error_pct"].get<double>(), 7.5) << r.output;
-  // The peer runs (issue 18): 2 loader nodes at once on loopback, in turn without and with peers,
-  // three pairs; every partitioned node fetched from its peer's cache and no fetch failed.
+  // The peer runs (docs/stall.md, "Partitioned cache"): 2 loader nodes at once on loopback, in
+  // turn without and with peers, three pairs; every partitioned node fetched from its peer's cache
+  // and no fetch failed.
   for (const char* label : {"peer-local", "peer-2"}) {
     ASSERT_TRUE(j["runs"].contains(label)) << label << "\n" << r.output;
     EXPECT_EQ(j["runs"][label]["nodes"].size(), 6u) << label;

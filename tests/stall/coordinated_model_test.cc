@@ -118,7 +118,7 @@ TEST(CoordinatedModel, InputsFromTheAnalyzersRates) {
 }
 
 TEST(CoordinatedModel, PrepIsWhatItsStagesTookAndTheRestIsPaidByEveryJob) {
-  // A convnet on one CPU each (measured, 2026-11-27): P(1) = 158.2/s is 6.32 ms a sample; compute
+  // A convnet on one CPU each (measured rates): P(1) = 158.2/s is 6.32 ms a sample; compute
   // on one thread 1 / G = 4.13 ms leaves 2.19 ms by the difference, but the prep stages took 0.72
   // ms. So p = 0.72 ms (shared when coordinated) and h = 5.60 ms (every job), not 2.19 and 4.13.
   const double p1 = 158.2, G = 242.4, stages = 0.72e-3, per_sample = 1 / p1;
@@ -146,7 +146,7 @@ TEST(CoordinatedModel, PrepIsWhatItsStagesTookAndTheRestIsPaidByEveryJob) {
 }
 
 TEST(CoordinatedModel, JobsComputingAtOnceOnACpuPayWhatKSyntheticJobsPaidBeyondOne) {
-  // A convnet on one CPU each of 2 (measured, 2026-11-27): a sample 5.5 ms on one CPU, its prep
+  // A convnet on one CPU each of 2 (measured rates): a sample 5.5 ms on one CPU, its prep
   // stages 0.7 ms; two synthetic jobs at once paid 0.4 ms a sample more each than one alone.
   const double p1 = 1 / 5.5e-3, stages = 0.7e-3, extra = 0.4e-3;
   const CoordinatedJobs base = coordinated_inputs(2, p1, 210, 1, 260, false, 0, 0, 1, 1, stages);

@@ -94,8 +94,8 @@ TEST(EmulatedStorage, ColdReadsThatAreKeptFillThePageCacheWithTheRealBytes) {
 
 // --hold-page-cache: the page cache stays as the run found it. The emulated storage ignored the
 // flag, so mlbench-stall's page-cache check at 50% resident ran with the whole dataset resident
-// after one epoch: 497/s measured against 359/s predicted, and the self-check withheld a
-// recommendation the model had right.
+// after one epoch, far faster than predicted, and the self-check withheld a recommendation the
+// model had right.
 TEST(EmulatedStorage, AHeldPageCacheKeepsWhatWasNotResidentOutOfIt) {
   testing_support::TempDir dir("emulated_storage");
   const auto files = cold_files(dir.path());

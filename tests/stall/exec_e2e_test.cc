@@ -1,5 +1,5 @@
-// mlbench-stall --exec end to end (issue 19): a training command analysed with the differential
-// method through the probe (python/mlbench_probe.py). Ground truth: a script whose fetch, prep
+// mlbench-stall --exec end to end (docs/stall.md, "--exec"): a training command analysed with the differential
+// method through the probe (probe/mlbench_probe.py). Ground truth: a script whose fetch, prep
 // and compute are injected sleeps, whose split must come within 3 pp of the truth; a real PyTorch
 // script over an ImageFolder, unmodified (the probe wraps DataLoader itself) and with the
 // one-line wrap; and the errors a user hits: a script that iterates no loader (at its end, and
@@ -188,7 +188,7 @@ TEST_F(StallExec, SeveralLoadersProbeTheMostIteratedOrTheOneNamed) {
   const auto probe_run = [&](const std::string& pick) {
     const fs::path out = dir_ / ("probe" + pick);
     const auto r = run_command(fmt::format("MLBENCH_PROBE_REPORT={} MLBENCH_PROBE_LOADER={} PYTHONPATH={} {} {} 2>&1",
-                                           out.string(), pick, (fs::path(MLBENCH_SOURCE_DIR) / "python").string(),
+                                           out.string(), pick, (fs::path(MLBENCH_SOURCE_DIR) / "probe").string(),
                                            kPython, two.string()));
     EXPECT_EQ(r.exit_code, 0) << r.output;
     for (const auto& e : fs::directory_iterator(out)) {

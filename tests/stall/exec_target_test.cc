@@ -56,17 +56,17 @@ TEST(ExecTarget, PlansTheCommandInEveryStateWithTheProbeSettings) {
 
 TEST(ExecTarget, EnvironmentPutsTheProbeFirstOnPythonPath) {
   ExecConfig e;
-  e.python_dir = "/repo/python";
+  e.probe_dir = "/repo/probe";
   RunSpec spec;
   spec.env = {{"MLBENCH_PROBE_MODE", "normal"}};
   auto env = exec_environment(spec, e, "/out/runs/cached", {{"PYTHONPATH", "/mine"}, {"OUTPUT_DIRECTORY", "/x"}});
-  EXPECT_EQ(env.at("PYTHONPATH"), "/repo/python/autoprobe:/repo/python:/mine");
+  EXPECT_EQ(env.at("PYTHONPATH"), "/repo/probe/autoprobe:/repo/probe:/mine");
   EXPECT_EQ(env.at("MLBENCH_PROBE_REPORT"), "/out/runs/cached");
   EXPECT_EQ(env.at("MLBENCH_PROBE_MODE"), "normal");
   EXPECT_EQ(env.at("MLBENCH_PROBE_NAME"), "exec");
   EXPECT_FALSE(env.count("OUTPUT_DIRECTORY"));
   env = exec_environment(spec, e, "/o", {});
-  EXPECT_EQ(env.at("PYTHONPATH"), "/repo/python/autoprobe:/repo/python");
+  EXPECT_EQ(env.at("PYTHONPATH"), "/repo/probe/autoprobe:/repo/probe");
 }
 
 TEST(ExecTarget, FindsTheCommandOnPath) {

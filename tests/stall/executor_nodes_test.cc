@@ -1,5 +1,5 @@
 // mlbench-stall's runs of several nodes at once (the peer runs of the partitioned what-if,
-// issue 18): every node gets its rank and the loopback peers, the run combines their reports,
+// docs/stall.md): every node gets its rank and the loopback peers, the run combines their reports,
 // and a node that fails or hangs fails the run by name, with no process left behind.
 #include <stdlib.h>
 

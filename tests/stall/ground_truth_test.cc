@@ -1,7 +1,7 @@
 // Ground truth for mlbench-stall: the real analyzer runs stallsim, whose fetch,
 // prep and compute costs are injected, on a grid of compute-, prep- and
 // fetch-bound and mixed configurations, and loaders whose two serial workers
-// add fetch and prep (issue 14). The measured split must be within
+// add fetch and prep (docs/stall.md, "Analysis"). The measured split must be within
 // 3 percentage points of the injected truth, and the what-if prediction at
 // three cache fractions within 5% of the speed measured with the pipeline's
 // never-evicting cache.
@@ -142,7 +142,7 @@ INSTANTIATE_TEST_SUITE_P(Grid, GroundTruth,
                                          Config{"prep_heavy", 1000, 200, 750},
                                          Config{"fetch_heavy", 750, 500, 90},
                                          // Fetch and prep comparable, two serial workers on the
-                                         // two CPUs (issue 14): fetch and prep add per worker. No
+                                         // two CPUs: fetch and prep add per worker. No
                                          // spare worker hides a late wake-up, so the costs are 4x
                                          // longer (8-16 ms) to keep that jitter small beside them.
                                          Config{"serial_even", 500, 125, 125, 2},

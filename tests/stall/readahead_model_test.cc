@@ -62,8 +62,9 @@ TEST(ReadAheadModel, AReadsCpuSlowsPrepAndAnItemHitSavesIt) {
 }
 
 // Real storage serves the reads in flight at once (S in aggregate): where misses are sparse they
-// need not wait their turn, and the speed is prep's (the throttled disk at 20 MB/s ran at 4,896/s
-// with 90% of the files in the page cache, the model with one-at-a-time storage said 4,603).
+// need not wait their turn, and the speed is prep's: with most files in the page cache, a loader
+// behind a throttled disk runs faster than one-at-a-time storage would allow (docs/stall.md, "Held
+// out: how the answers did").
 TEST(ReadAheadModel, AStorageQueueServesSparseMissesWithoutWaitingTheirTurn) {
   const LoaderShape two{2, 2, 64, 4};
   const SampleCosts c{1 / 848.0, 54e-6, 12e-6, 380e-6, 64 / 2e7};

@@ -1,6 +1,6 @@
 // The serial what-if model: its simulation against closed forms where one
 // exists, its calibration on measured rates, and the loss of serial workers
-// that the overlap model misses (issue 14).
+// that the overlap model misses: fetch and prep add up in each worker.
 #include "stall/serial_model.h"
 
 #include <gtest/gtest.h>
@@ -56,7 +56,7 @@ TEST(SerialModel, FourSerialWorkersFallBelowTheOverlapModel) {
 }
 
 TEST(SerialModel, CalibrationReproducesTheMeasuredRates) {
-  // Two workers on two CPUs (the loader of issue 14): the cached run pays a
+  // Two workers on two CPUs (the loader behind a throttled disk): the cached run pays a
   // page-cache read (2 / C) and prep per sample in each worker.
   const LoaderShape s{.workers = 2, .cpus = 2, .batch_size = 64, .prefetch = 4};
   const double G = 1e6, P = 4328, S = 1919, C = 20000;

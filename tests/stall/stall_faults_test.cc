@@ -1,4 +1,4 @@
-// Reliability tests of mlbench-stall (issue 16, faults 8 and 10): Ctrl-C stops
+// Reliability tests of mlbench-stall (docs/reliability.md, faults 8 and 10): Ctrl-C stops
 // the benchmark it runs (and what that started), and an --out that cannot be a
 // folder is one error line, not an abort.
 #include <signal.h>

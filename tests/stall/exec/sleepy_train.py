@@ -6,7 +6,7 @@ read, then a sleep for the rest), as an emulated slow disk; each sample then tak
 so a late wake-up on a loaded machine does not lengthen the run. Samples are loaded one after another in the loop's thread (no overlap), so with B
 samples a batch the true split of a cold step is compute C / (C + B (p + f)), prep B p / (...),
 fetch B f / (...). Usage: sleepy_train.py DIR [--batch B] [--prep-ms p] [--fetch-ms f]
-[--compute-ms C] [--epochs E] [--no-wrap]. Needs python/ on PYTHONPATH (mlbench_probe)."""
+[--compute-ms C] [--epochs E] [--no-wrap]. Needs probe/ on PYTHONPATH (mlbench_probe)."""
 
 import argparse
 import os

@@ -1,0 +1,335 @@
+// Reading an instance report into its typed record (see instance_report.h). Each block is read by
+// a Fields cursor that knows its path in the report, so a wrong type is one error naming the field.
+#include "core/instance_report.h"
+
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "core/json_fields.h"
+
+namespace mlbench::core {
+namespace {
+
+using json = nlohmann::json;
+using json_fields::Fields;
+using json_fields::wrong_type;
+
+void read_stats(const Fields& f, Stats& s) {
+  f.number("avg", s.avg);
+  f.number("min", s.min);
+  f.number("max", s.max);
+  f.number("sd", s.sd);
+  f.integer("count", s.count);
+  f.text("unit", s.unit);
+}
+
+void read_losses(const Fields& f, const char* key, std::vector<std::optional<double>>& out) {
+  f.array(key, [&](const json& v, const std::string& path) {
+    if (v.is_null()) {
+      out.emplace_back();
+    } else if (v.is_number()) {
+      out.emplace_back(v.get<double>());
+    } else {
+      throw wrong_type(path, v, "a number or null");
+    }
+  });
+}
+
+void read_machine(const Fields& f, MachineInfo& m) {
+  for (auto [key, out] : {std::pair{"hostname", &m.hostname},
+                          {"cpu_model", &m.cpu_model},
+                          {"kernel", &m.kernel},
+                          {"cgroup_mode", &m.cgroup_mode},
+                          {"affinity", &m.affinity},
+                          {"framework", &m.framework},
+                          {"framework_version", &m.framework_version}}) {
+    f.text(key, *out);
+  }
+  f.integer("logical_cores", m.logical_cores);
+  f.integer("physical_cores", m.physical_cores);
+  f.integer("memory_bytes", m.memory_bytes);
+  f.flag("cuda_available", m.cuda_available);
+  f.array("gpus", [&](const json& v, const std::string& path) {
+    if (!v.is_string()) throw wrong_type(path, v, "a string");
+    m.gpus.push_back(v.get<std::string>());
+  });
+  f.block("blas", m.blas, [](const Fields& b, BlasBlock& blas) {
+    b.text("name", blas.name);
+    b.text("library", blas.library);
+    b.text("backend", blas.backend);
+    b.integer("threads", blas.threads);
+  });
+}
+
+void read_stall(const Fields& f, StallPhases& s) {
+  f.block("wait", s.wait, read_stats);
+  f.block("h2d", s.h2d, read_stats);
+  f.block("compute", s.compute, read_stats);
+  f.block("iteration", s.iteration, read_stats);
+  f.number("stall_pct", s.stall_pct);
+  f.integer("warmup_iterations", s.warmup_iterations);
+  f.text("phase_clock", s.phase_clock);
+}
+
+void read_interference(const Fields& f, InterferenceInfo& i) {
+  for (auto [key, out] : {std::pair{"other_cpu_pct", &i.other_cpu_pct},
+                          {"other_cpu_s", &i.other_cpu_s},
+                          {"own_cpu_s", &i.own_cpu_s},
+                          {"steal_pct", &i.steal_pct},
+                          {"wall_s", &i.wall_s},
+                          {"loadavg_start", &i.loadavg_start},
+                          {"loadavg_end", &i.loadavg_end},
+                          {"probe_before_s", &i.probe_before_s},
+                          {"probe_after_s", &i.probe_after_s},
+                          {"probe_drift_pct", &i.probe_drift_pct},
+                          {"parallel_probe_before_s", &i.parallel_probe_before_s},
+                          {"parallel_probe_after_s", &i.parallel_probe_after_s}}) {
+    f.number(key, *out);
+  }
+  f.array("slot_cpus", [&](const json& v, const std::string& path) {
+    if (!v.is_number_integer()) {
+      throw wrong_type(path, v, "an integer");
+    }
+    i.slot_cpus.push_back(v.get<std::int64_t>());
+  });
+}
+
+void read_runner(const Fields& f, RunnerInfo& r) {
+  for (auto [key, out] :
+       {std::pair{"command", &r.command}, {"cpus", &r.cpus}, {"job", &r.job}, {"log", &r.log}, {"sweep", &r.sweep}}) {
+    f.text(key, *out);
+  }
+  f.integer("exit_code", r.exit_code);
+  f.integer("signal", r.signal);
+  f.integer("memory_limit_bytes", r.memory_limit_bytes);
+  f.integer("slot", r.slot);
+  f.integer("point", r.point);
+  f.number("wall_seconds", r.wall_seconds);
+}
+
+void read_partitioned_cache(const Fields& f, PartitionedCacheInfo& c) {
+  f.integer("max_ids_per_request", c.max_ids_per_request);
+  if (const json* peer = f.find("peer")) {
+    if (!peer->is_object()) f.wrong("peer", "an object", *peer);
+    const Fields p(*peer, f.at("peer"));
+    p.number("requests", c.peer_requests);
+    for (const char* key : {"cache_items", "storage_items", "misses"}) {
+      double n = 0;
+      p.number(key, n);
+      c.peer_items += n;
+    }
+  }
+}
+
+void read_pipeline(const Fields& f, PipelineInfo& p) {
+  p.raw = f.object();
+  f.text("source", p.source);
+  f.text("root", p.root);
+  f.text("output", p.output);
+  f.integer("bytes_read", p.bytes_read);
+  f.integer("corrupt_samples", p.corrupt_samples);
+  f.integer("workers", p.workers);
+  f.integer("prefetch", p.prefetch);
+  f.integer("image_size", p.image_size);
+  f.number("consumer_wait_total_s", p.consumer_wait_total_s);
+  f.integer("io_depth", p.io_depth);
+  if (const json* pin = f.find("pin_memory")) {
+    if (!pin->is_boolean()) f.wrong("pin_memory", "true or false", *pin);
+    p.pin_memory = pin->get<bool>();
+  }
+  if (const json* ra = f.find("read_ahead")) {
+    if (!ra->is_object()) f.wrong("read_ahead", "an object", *ra);
+    Fields(*ra, f.at("read_ahead")).integer("window_per_worker", p.read_ahead_window);
+  }
+  if (const json* cache = f.find("cache")) {
+    if (!cache->is_object()) f.wrong("cache", "an object", *cache);
+    Fields(*cache, f.at("cache")).number("items", p.cache_items);
+  }
+  f.array("epochs", [&](const json& e, const std::string& path) {
+    if (!e.is_object()) throw wrong_type(path, e, "an object");
+    double images = 0;
+    Fields(e, path).number("images", images);
+    p.epoch_images.push_back(images);
+  });
+  p.has_partitioned_cache_field = f.object().contains("partitioned_cache");
+  p.emulated_storage = f.object().contains("emulated_storage");
+  f.block("partitioned_cache", p.partitioned_cache, read_partitioned_cache);
+  if (const json* stages = f.find("stages")) {
+    if (!stages->is_object()) f.wrong("stages", "an object", *stages);
+    for (const auto& [name, v] : stages->items()) {
+      const std::string path = f.at("stages") + "." + name;
+      if (!v.is_object()) {
+        throw wrong_type(path, v, "an object");
+      }
+      const Fields s(v, path);
+      StageTotals t;
+      s.number("busy_s", t.busy_s);
+      s.number("per_item_ms", t.per_item_ms);
+      s.integer("items", t.items);
+      p.stages[name] = t;
+    }
+  }
+}
+
+void read_blocks(const Fields& f, InstanceReport& r) {
+  f.block("version", r.version, [](const Fields& v, VersionInfo& version) {
+    v.text("mlbench", version.mlbench);
+    v.text("git", version.git);
+    v.text("source", version.source);
+  });
+  f.block("machine", r.machine, read_machine);
+  f.block("train", r.train, read_stats);
+  f.block("train_item", r.train_item, [](const Fields& t, TrainItem& item) {
+    item.avg_written = t.object().contains("avg");
+    t.number("avg", item.avg);
+    t.number("min", item.min);
+    t.number("max", item.max);
+    t.number("range", item.range);
+    t.text("unit", item.unit);
+  });
+  f.block("stall", r.stall, read_stall);
+  f.block("process_cpu", r.process_cpu, [](const Fields& c, ProcessCpuBlock& cpu) {
+    for (auto [key, out] : {std::pair{"user_s", &cpu.user_s},
+                            {"sys_s", &cpu.sys_s},
+                            {"wall_s", &cpu.wall_s},
+                            {"busy_cpus", &cpu.busy_cpus},
+                            {"per_item_us", &cpu.per_item_us}}) {
+      c.number(key, *out);
+    }
+  });
+  f.block("pipeline", r.pipeline, read_pipeline);
+  f.block("stability", r.stability, [](const Fields& s, StabilityInfo& st) {
+    s.integer("observations", st.observations);
+    for (auto [key, out] : {std::pair{"sd_pct", &st.sd_pct},
+                            {"min_s", &st.min_s},
+                            {"max_s", &st.max_s},
+                            {"median_s", &st.median_s},
+                            {"trend_pct", &st.trend_pct},
+                            {"rho", &st.rho}}) {
+      s.number(key, *out);
+    }
+    s.flag("warmup_trending", st.warmup_trending);
+    s.flag("short_observations", st.short_observations);
+  });
+  f.block("calibration", r.calibration, [](const Fields& c, CalibrationInfo& cal) {
+    c.integer("number", cal.number);
+    c.integer("probe_iterations", cal.probe_iterations);
+    c.integer("refinements", cal.refinements);
+    c.number("seconds_per_iteration", cal.seconds_per_iteration);
+    c.number("target_s", cal.target_s);
+  });
+  f.block("interference", r.interference, read_interference);
+  f.block("resources", r.resources, [](const Fields& s, ResourcesInfo& res) {
+    s.text("source", res.source);
+    s.number("cpu_seconds", res.cpu_seconds);
+    s.integer("memory_peak_bytes", res.memory_peak_bytes);
+    s.integer("bytes_read", res.bytes_read);
+    s.integer("oom_kills", res.oom_kills);
+  });
+  f.block("runner", r.runner, read_runner);
+  f.block("gpu_monitor", r.gpu_monitor, [](const Fields& g, GpuMonitorInfo& mon) {
+    g.number("interval_s", mon.interval_s);
+    g.text("device", mon.device);
+    if (const json* summary = g.find("summary"); summary && summary->is_object()) {
+      const Fields s(*summary, g.at("summary"));
+      if (const json* u = s.find("util_pct")) {
+        if (!u->is_object()) s.wrong("util_pct", "an object", *u);
+        const Fields uf(*u, s.at("util_pct"));
+        uf.number("mean", mon.util_pct_mean);
+        uf.number("max", mon.util_pct_max);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+std::optional<double> InstanceReport::metric(const std::string& key) const {
+  const auto it = metrics.find(key);
+  if (it == metrics.end() || !it->second.is_number()) return std::nullopt;
+  return it->second.get<double>();
+}
+
+std::optional<ReportIdentity> report_identity(const nlohmann::json& j) {
+  if (!j.is_object()) return std::nullopt;
+  const auto name = j.find("name"), suite = j.find("suite");
+  if (name == j.end() || suite == j.end() || !name->is_string() || !suite->is_string()) return std::nullopt;
+  return ReportIdentity{suite->get<std::string>(), name->get<std::string>()};
+}
+
+MachineInfo parse_machine_info(const nlohmann::json& j) {
+  if (!j.is_object()) throw wrong_type("machine", j, "an object");
+  MachineInfo m;
+  read_machine(Fields(j, "machine"), m);
+  return m;
+}
+
+InstanceReport parse_instance_report(const nlohmann::json& j) {
+  if (!j.is_object()) throw wrong_type("the report", j, "an object");
+  InstanceReport r;
+  const Fields f(j, "");
+  std::int64_t schema = 0;
+  f.integer("schema_version", schema);
+  if (schema > kInstanceReportSchema) {
+    throw ReportFormatError(fmt::format("schema_version {} is newer than this mlbench reads ({}): update mlbench",
+                                        schema, kInstanceReportSchema));
+  }
+  r.schema_version = static_cast<int>(schema);
+  for (auto [key, out] : {std::pair{"name", &r.name},
+                          {"suite", &r.suite},
+                          {"vcd", &r.vcd},
+                          {"hostname", &r.hostname},
+                          {"device", &r.device},
+                          {"unique_id", &r.unique_id},
+                          {"isolation", &r.isolation},
+                          {"reason", &r.reason},
+                          {"benchmark_reason", &r.benchmark_reason},
+                          {"start_time", &r.start_time},
+                          {"end_time", &r.end_time}}) {
+    f.text(key, *out);
+  }
+  f.integer("run_id", r.run_id);
+  f.integer("jr_id", r.jr_id);
+  for (auto [key, out] : {std::pair{"batch_size", &r.batch_size},
+                          {"workers", &r.workers},
+                          {"cpu_cores", &r.cpu_cores},
+                          {"repeat", &r.repeat},
+                          {"number", &r.number},
+                          {"seed", &r.seed},
+                          {"warmup", &r.warmup},
+                          {"iterations", &r.iterations}}) {
+    f.integer(key, *out);
+  }
+  f.number("min_time", r.min_time);
+  f.text("gpu", r.gpu);
+  f.flag("completed", r.completed);
+  if (const json* args = f.find("args")) r.args = *args;
+  if (const json* metrics = f.find("metrics")) {
+    if (!metrics->is_object()) f.wrong("metrics", "an object", *metrics);
+    for (const auto& [key, v] : metrics->items()) r.metrics[key] = v;
+  }
+  read_losses(f, "batch_loss", r.batch_loss);
+  read_losses(f, "epoch_loss", r.epoch_loss);
+  read_blocks(f, r);
+  r.raw = j;
+  return r;
+}
+
+InstanceReport read_instance_report(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw ReportFormatError(fmt::format("{}: cannot read it", file.string()));
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw ReportFormatError(fmt::format("{}: not JSON ({})", file.string(), e.what()));
+  }
+  try {
+    return parse_instance_report(j);
+  } catch (const ReportFormatError& e) {
+    throw ReportFormatError(fmt::format("{}: {}", file.string(), e.what()));
+  }
+}
+
+}  // namespace mlbench::core

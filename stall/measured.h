@@ -1,0 +1,83 @@
+// The measured inputs of a stall analysis: the runs' reports read once, the rates G, P, F_obs, S,
+// C with their uncertainty, the split, the CPU sweep and the loader the runs measured, as every
+// model and the advice take them (docs/stall.md, "What it measures").
+#pragma once
+
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis.h"
+#include "analyzer.h"
+#include "core/instance_report.h"
+#include "executor.h"
+#include "serial_model.h"
+
+namespace mlbench::stall {
+
+// The run `label`; throws naming it when the analysis lacks it.
+const RunOutcome& need(const std::map<std::string, RunOutcome>& runs, const std::string& label);
+// A run's spec: as the executor ran it, or for outcomes made without one (a finished analysis
+// read back, a test) the one its label names (plan.h).
+RunSpec spec_of(const std::string& label, const RunOutcome& r);
+// A report's device is not the CPU ("cpu" when it names none).
+bool on_device(const core::InstanceReport& r);
+// The pipeline's stage timers per item (pipeline.stages.<name>.per_item_ms), summed over
+// `names`, in seconds; nullopt when none of them is there.
+std::optional<double> stages_per_item_s(const core::InstanceReport& report, std::initializer_list<const char*> names);
+// The report's stall.stall_pct, NaN without it.
+double stall_pct_of(const RunOutcome& r);
+// One warning naming the runs whose pipeline skipped corrupt samples, or none.
+std::vector<std::string> skipped_sample_warnings(const std::map<std::string, RunOutcome>& runs);
+// The share of the dataset's `items` that a run's item cache held at its end; -1 without a cache block.
+double item_cache_fraction(const RunOutcome& r, std::size_t items);
+// The mean CPU per sample of nodes [from, to) of a combined run; nullopt without it.
+std::optional<double> mean_cpu_per_item_s(const RunOutcome& r, std::size_t from, std::size_t to);
+
+// The loader the runs measured, from the cached run's report: its workers, prefetch and
+// --io-depth (absent: 0, workers that fetch and then prep each sample in turn), its prep CPUs
+// (the workers, at most the CPUs the run had and its --cpu-cores), and the prep time per sample
+// its stage timers saw.
+struct MeasuredLoader {
+  bool known = false;  // the report says how many workers built batches
+  int io_depth = 0;
+  int window = 1;  // reads each worker keeps ahead (pipeline.read_ahead.window_per_worker)
+  LoaderShape shape;
+  std::optional<double> prep_busy_s;
+};
+MeasuredLoader measured_loader(const RunOutcome& cached, int batch_size, int cores_now);
+
+// The CPU a read takes from prep (docs/stall.md, "Analysis", "A read's CPU").
+ReadCpu read_cpu_of(const std::map<std::string, RunOutcome>& runs, int lanes);
+
+// Everything the models take from the runs.
+struct Measured {
+  const RunOutcome* synthetic = nullptr;
+  const RunOutcome* cached = nullptr;
+  const RunOutcome* cold = nullptr;
+  const RunOutcome* fetch_cold = nullptr;
+  const RunOutcome* fetch_cached = nullptr;
+  core::InstanceReport synthetic_report, cached_report;
+  bool compute_on_device = false;
+  int compute_cpus = 0;  // the synthetic run's --cpu-cores (0: not given)
+  double G = 0, P = 0, F_obs = 0, S = 0, C = 0;
+  std::string G_from;                                  // the run G was taken from
+  double u_G = 0, u_P = 0, u_F = 0, u_S = 0, u_C = 0;  // relative uncertainty of each rate
+  Split split;
+  SplitNoise noise;
+  std::map<int, double> p_by_cores;  // the CPU sweep (at least this machine's count: P)
+  nlohmann::json sweep;              // the sweep as stall.json's prep_by_cores
+  MeasuredLoader loader;
+  bool serial = false, reads_ahead = false, simulated = false;  // the model of the loader
+  ReadCpu read_cpu;
+  double storage_burst = 0;  // reads storage serves at once (0: one at a time, an emulated device)
+};
+
+// The runs synthetic, cached, cold, fetch-cold and fetch-cached are needed; throws naming one missing.
+Measured measure(const AnalysisContext& ctx, const std::map<std::string, RunOutcome>& runs);
+
+}  // namespace mlbench::stall
