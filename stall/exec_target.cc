@@ -96,15 +96,6 @@ std::string find_executable(const std::string& name, const std::string& path) {
   return "";
 }
 
-RunOutcome direct_read_outcome(double samples_per_s, const std::string& what) {
-  RunOutcome out;
-  out.rate = samples_per_s;
-  // Every block the analyzer reads from a run's report is present (a const json's operator[] on a
-  // missing key is undefined): no pipeline of its own, no per-iteration stall.
-  out.report = {{"pipeline", {{"source", what}}}, {"stall", nullptr}, {"completed", true}};
-  return out;
-}
-
 std::string last_lines(const fs::path& file, int lines) {
   std::ifstream in(file);
   std::deque<std::string> kept;

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "core/process.h"
-#include "executor.h"
 #include "plan.h"
 
 namespace mlbench::stall {
@@ -38,10 +37,6 @@ core::Environment exec_environment(const RunSpec& spec, const ExecConfig& exec, 
 // such file, a directory, or a file without execute permission (with the way to run it).
 std::string executable_problem(const std::string& path);
 std::string find_executable(const std::string& name, const std::string& path);
-
-// The stand-ins for the fetch-only runs: a rate from direct reads of the dataset's files
-// (one file = one sample), labelled as such in the run's report block.
-RunOutcome direct_read_outcome(double samples_per_s, const std::string& what);
 
 // The last `lines` non-empty lines of a file, joined by " | " ("" when unreadable).
 std::string last_lines(const std::filesystem::path& file, int lines);

@@ -488,4 +488,12 @@ RunOutcome ProcessExecutor::run_one(const RunSpec& spec) {
   }
 }
 
+RunOutcome direct_read_outcome(double samples_per_s, const std::string& what) {
+  RunOutcome out;
+  out.rate = samples_per_s;
+  // No pipeline of its own (the source says where the rate came from), no per-iteration stall.
+  out.report = {{"pipeline", {{"source", what}}}, {"stall", nullptr}, {"completed", true}};
+  return out;
+}
+
 }  // namespace mlbench::stall

@@ -41,6 +41,10 @@ struct RunOutcome {
   core::InstanceReport record() const { return core::parse_instance_report(report); }
 };
 
+// The stand-ins for the fetch-only runs: a rate from direct reads of the dataset's files
+// (one file = one sample), labelled as such in the run's report block.
+RunOutcome direct_read_outcome(double samples_per_s, const std::string& what);
+
 // A run that could not be made or did not complete; what() is one line.
 class RunFailed : public std::runtime_error {
  public:

@@ -12,12 +12,40 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis.h"
-#include "analyzer.h"
 #include "core/instance_report.h"
 #include "executor.h"
+#include "page_cache.h"
 #include "serial_model.h"
 
 namespace mlbench::stall {
+
+// Direct reads of the dataset's files, outside any benchmark.
+struct RawRates {
+  ReadRate seq_cold;
+  ReadRate rand_cold;
+  ReadRate cached;
+  double mean_file_bytes = 0;
+  double peer_rate = 0;  // items of mean_file_bytes one node fetches from a peer over loopback (0: not measured)
+  double peer_cpu_s = 0;  // CPU seconds per such item, asking and answering
+  int peer_ids_per_request = 1;  // the items each request of that measurement carried
+  std::string peer_runs_note;  // why there are no peer runs (skipped or failed); "" when made or not asked for
+};
+
+struct AnalysisContext {
+  StallConfig config;
+  std::size_t items = 0;
+  int batch_size = 0;
+  int cores_now = 1;   // CPUs the main runs had
+  bool exec = false;   // --exec: a user's command, advised in its own terms (DataLoader, RAM, storage)
+  double dataset_bytes = 0;  // the dataset's files, for advice in GB (0: not known)
+  // --rounds: every round's rate per run label, in order (empty with one round). Their spread is
+  // the drift between runs that one run's own observations cannot see.
+  std::map<std::string, std::vector<double>> round_rates;
+};
+
+// A run's process CPU per sample over its timed observations, all of it or its system part (the
+// report's `process_cpu`); nullopt in reports written before it existed.
+std::optional<double> cpu_per_item_s(const RunOutcome& r, bool system_only = false);
 
 // The run `label`; throws naming it when the analysis lacks it.
 const RunOutcome& need(const std::map<std::string, RunOutcome>& runs, const std::string& label);
