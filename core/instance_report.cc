@@ -312,7 +312,6 @@ InstanceReport parse_instance_report(const nlohmann::json& j) {
   read_losses(f, "batch_loss", r.batch_loss);
   read_losses(f, "epoch_loss", r.epoch_loss);
   read_blocks(f, r);
-  r.raw = j;
   return r;
 }
 

@@ -1,8 +1,8 @@
 // The instance report of Contract 1 as one typed record (docs/report-format.md; its JSON Schema:
 // docs/schema/instance-report.schema.json). Every reader (mlbench-report, mlbench-run, mlbench-stall)
 // reads reports through read_instance_report(), which turns a bad or old report into one error
-// naming the file and the field; the blocks a reader does not need typed stay reachable as JSON
-// (InstanceReport::raw) until they get their own struct.
+// naming the file and the field. The pipeline block is also kept as written (PipelineInfo::raw),
+// which mlbench-stall copies into stall.json.
 //
 // Versions: `schema_version` is written by every writer from kInstanceReportSchema on; a report
 // without it is version 0 (every report written before the field) and reads the same way, a
@@ -179,7 +179,6 @@ struct InstanceReport {
   std::string reason;            // why it did not complete ("" when completed)
   std::string benchmark_reason;  // mlbench-run's FAIL record: the benchmark's own reason, when it differs
   std::string start_time, end_time;
-  nlohmann::json raw;  // the report as read
 
   // metrics.<key> as a number, when it is one.
   std::optional<double> metric(const std::string& key) const;
