@@ -10,6 +10,8 @@
 set -u
 bin=$(realpath "$1")
 fixture=$(cd "$2/tests/fixtures/report_golden" && pwd)
+golden_root=$(cd "$2" && pwd)
+source "$2/tests/support/golden.sh"
 expected="$fixture/expected"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -37,14 +39,7 @@ for pair in console.txt:console.raw compare.txt:compare.raw report.csv:report.cs
     echo "FAIL: mlbench-report wrote no ${pair##*:}"; fail=1; continue
   fi
   normalise "$got" >"$out/$want.normalised"
-  if [[ "${MLBENCH_UPDATE_GOLDEN:-}" == 1 ]]; then
-    mkdir -p "$expected" && cp "$out/$want.normalised" "$expected/$want"
-    echo "rewrote $expected/$want"
-  elif ! diff -u "$expected/$want" "$out/$want.normalised" >"$out/$want.diff"; then
-    echo "FAIL: $want differs from tests/fixtures/report_golden/expected/$want:"
-    head -40 "$out/$want.diff"
-    fail=1
-  fi
+  golden_check "$out/$want.normalised" "$expected/$want" || fail=1
 done
 [[ $fail == 0 ]] && echo "console, compare, CSV, JSON and HTML match their golden files"
 exit $fail

@@ -9,6 +9,8 @@
 set -u
 bin=$(realpath "$1")
 fixture=$(cd "$2/tests/fixtures/stall_golden" && pwd)
+golden_root=$(cd "$2" && pwd)
+source "$2/tests/support/golden.sh"
 expected="$fixture/expected"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -22,14 +24,7 @@ for f in console.txt model/stall.json; do
   if [[ ! -f "$out/$f" ]]; then
     echo "FAIL: mlbench-stall wrote no $f"; cat "$out/console.txt"; fail=1; continue
   fi
-  if [[ "${MLBENCH_UPDATE_GOLDEN:-}" == 1 ]]; then
-    mkdir -p "$expected" && cp "$out/$f" "$expected/$want"
-    echo "rewrote $expected/$want"
-  elif ! diff -u "$expected/$want" "$out/$f" >"$out/$want.diff"; then
-    echo "FAIL: $want differs from tests/fixtures/stall_golden/expected/$want:"
-    head -40 "$out/$want.diff"
-    fail=1
-  fi
+  golden_check "$out/$f" "$expected/$want" || fail=1
 done
 [[ $fail == 0 ]] && echo "the console summary and stall.json match their golden files"
 exit $fail
