@@ -92,6 +92,29 @@ void read_context(const Fields& f, StallRecord& r) {
     }
   }
   if (const nlohmann::json* exec = f.find("exec")) r.exec = *exec;
+  if (const nlohmann::json* again = f.find("reanalysis"); again && again->is_object()) {
+    Fields(*again, "reanalysis").integer("schema_version", r.reanalysis_of);
+  }
+}
+
+// whatif.curve and whatif.measured.
+void read_curves(const Fields& f, StallRecord& r) {
+  const nlohmann::json* whatif = f.find("whatif");
+  if (!whatif) return;
+  if (!whatif->is_object()) f.wrong("whatif", "an object", *whatif);
+  const Fields w(*whatif, "whatif");
+  for (auto [key, out] : {std::pair{"curve", &r.curve}, {"measured", &r.measured}}) {
+    w.array(key, [&](const nlohmann::json& v, const std::string& path) {
+      if (!v.is_object()) throw wrong_type(path, v, "an object");
+      const Fields p(v, path);
+      StallCurvePoint point;
+      p.number("x", point.x);
+      p.number("fetch", point.fetch);
+      p.number("predicted", point.predicted);
+      p.number("measured", point.measured);
+      out->push_back(point);
+    });
+  }
 }
 
 }  // namespace
@@ -136,6 +159,7 @@ StallRecord parse_stall_record(const nlohmann::json& j) {
   });
   f.block("recommendation", r.recommendation, read_recommendation);
   read_context(f, r);
+  read_curves(f, r);
   r.raw = j;
   return r;
 }

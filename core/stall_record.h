@@ -70,6 +70,12 @@ struct StallStorage {
   std::optional<std::int64_t> peer_ids_per_request;
 };
 
+// A point of the what-if's item-cache curve (whatif.curve) or a measured one (whatif.measured).
+struct StallCurvePoint {
+  double x = 0;
+  std::optional<double> fetch, predicted, measured;
+};
+
 struct StallRecord {
   int schema_version = 1;  // results before the field: 1
   std::string bench, data;
@@ -78,6 +84,8 @@ struct StallRecord {
   std::map<std::string, StallRun> runs;                    // by label
   std::map<std::string, std::vector<double>> round_rates;  // rounds.runs.<label>.rates (--rounds)
   nlohmann::json rounds, exec;                             // as written (null when absent), carried on
+  std::vector<StallCurvePoint> curve, measured;            // whatif.curve, whatif.measured
+  std::optional<std::int64_t> reanalysis_of;               // reanalysis.schema_version: the result modelled again
   StallSplit split;
   std::optional<StallRates> rates;
   std::optional<StallSelfCheck> self_check;

@@ -9,6 +9,7 @@
 #include "analyzer.h"
 #include "command_line.h"
 #include "core/report.h"
+#include "core/stall_record.h"
 #include "reanalysis.h"
 #include "session.h"
 
@@ -25,7 +26,7 @@ int reanalyze_command(const fs::path& dir, const std::string& out_dir) {
     const fs::path out = out_dir.empty() ? dir : fs::path(out_dir);
     fs::create_directories(out);
     if (out == dir) {
-      const int was = result["reanalysis"]["schema_version"].get<int>();
+      const auto was = core::parse_stall_record(result).reanalysis_of.value_or(1);
       fs::rename(dir / "stall.json", dir / fmt::format("stall.v{}.json", was));
     }
     core::write_json_atomic(out / "stall.json", result);

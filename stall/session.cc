@@ -14,6 +14,7 @@
 #include "coordinated_model.h"
 #include "core/progress.h"
 #include "core/report.h"
+#include "core/stall_record.h"
 #include "core/sysinfo.h"
 #include "exec_target.h"
 #include "pipeline/loader.h"
@@ -322,14 +323,16 @@ void Session::write_analysis() {
                       {"fetch_rates", "S and C from direct reads of the dataset's files (storage.S_raw, C_raw)"}};
   }
   core::write_json_atomic(out_ / "stall.json", result);
-  const Split s{result["split"]["compute_pct"], result["split"]["prep_pct"], result["split"]["fetch_pct"]};
+  const core::StallRecord record = core::parse_stall_record(result);
+  const Split s{record.split.compute_pct, record.split.prep_pct, record.split.fetch_pct};
   core::write_file_atomic(out_ / "split.svg", split_svg(o_.config.bench, s));
   std::vector<CurvePoint> curve;
-  for (const auto& c : result["whatif"]["curve"]) curve.push_back({c["x"], c["fetch"], c["predicted"]});
+  for (const auto& c : record.curve) curve.push_back({c.x, c.fetch.value_or(0), c.predicted.value_or(0)});
   std::vector<MeasuredPoint> measured;
-  for (const auto& m : result["whatif"]["measured"]) measured.push_back({m["x"], m["measured"]});
+  for (const auto& m : record.measured) measured.push_back({m.x, m.measured.value_or(0)});
+  const core::StallRates rates = record.rates.value_or(core::StallRates{});
   core::write_file_atomic(out_ / "whatif.svg",
-                          whatif_svg(o_.config.bench, curve, result["rates"]["P"], result["rates"]["G"], measured));
+                          whatif_svg(o_.config.bench, curve, rates.P.value_or(0), rates.G.value_or(0), measured));
   std::cout << "\n" << console_summary(result) << "\nWrote " << (out_ / "stall.json").string() << "\n";
 }
 

@@ -135,7 +135,9 @@ TEST(StallRecord, ReadsTheSplitTheRecommendationAndTheRuns) {
     "recommendation": {"verdict": "prep-bound", "advice": ["a", "b"], "cores": null},
     "runs": {"cpus-1": {"rate": 700, "report": "r.json", "residency_before": {"files": 3, "pages": 9, "resident_pages": 0}},
              "peer-2": {"rate": 650, "nodes": []}},
-    "rounds": {"count": 2, "runs": {"cached": {"rates": [500, 510]}}}
+    "rounds": {"count": 2, "runs": {"cached": {"rates": [500, 510]}}},
+    "whatif": {"curve": [{"x": 0, "fetch": 400, "predicted": 380}], "measured": [{"x": 0.5, "measured": 450}]},
+    "reanalysis": {"of": "old/stall.json", "schema_version": 12}
   })"));
   EXPECT_EQ(r.bench, "loader");
   EXPECT_DOUBLE_EQ(r.split.prep_pct, 60);
@@ -145,6 +147,11 @@ TEST(StallRecord, ReadsTheSplitTheRecommendationAndTheRuns) {
   EXPECT_EQ(r.runs.at("cpus-1").residency_before->pages, 9u);
   EXPECT_TRUE(r.runs.at("peer-2").nodes);
   EXPECT_EQ(r.round_rates.at("cached"), (std::vector<double>{500, 510}));
+  ASSERT_EQ(r.curve.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.curve[0].predicted.value_or(0), 380);
+  ASSERT_EQ(r.measured.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.measured[0].measured.value_or(0), 450);
+  EXPECT_EQ(r.reanalysis_of.value_or(0), 12);
   EXPECT_THROW(parse_stall_record(nlohmann::json::parse(R"({"bench": "x", "split": {"compute_pct": 1}})")),
                ReportFormatError);
   try {
