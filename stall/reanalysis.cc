@@ -29,10 +29,8 @@ Residency residency_of(const std::optional<core::StallResidency>& r) {
   return out;
 }
 
-}  // namespace
-
-nlohmann::json reanalyze(const fs::path& dir) {
-  const fs::path file = dir / "stall.json";
+// The finished analysis in `file`, with what --reanalyze needs of it; throws naming what is not there.
+core::StallRecord read_finished(const fs::path& file) {
   std::ifstream in(file);
   if (!in)
     throw std::runtime_error(fmt::format("{}: cannot read it (not an mlbench-stall output folder?)", file.string()));
@@ -51,6 +49,14 @@ nlohmann::json reanalyze(const fs::path& dir) {
                               {"runs", !old.runs.empty()}}) {
     if (!present) throw std::runtime_error(fmt::format("{}: no \"{}\"", file.string(), key));
   }
+  return old;
+}
+
+}  // namespace
+
+nlohmann::json reanalyze(const fs::path& dir) {
+  const fs::path file = dir / "stall.json";
+  const core::StallRecord old = read_finished(file);
   AnalysisContext ctx;
   ctx.config.bench = old.bench;
   ctx.config.data = old.data;
