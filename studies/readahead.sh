@@ -17,7 +17,7 @@
 # The data folder must sit on a real block device (not tmpfs); datasets are made
 # with mlbench-datagen under --data-root when missing (real-photos-small needs
 # Debian's mate-backgrounds, installed when missing).
-# Usage: studies/readahead.sh [--mode cached|throttled] [--dataset real-photos-small] [--data-root /work/ra-data]
+# Usage: studies/readahead.sh [--mode cached|throttled] [--dataset real-photos-small] [--data-root DIR (default ./ra-data)]
 #          [--io-depth 8] [--io-engine threads|io_uring] [--workers 2] [--batch-size 64] [--mbps 70]
 #          [--cached-frac 0.5] [--rounds 5] [--epochs 3]
 # --io-engine: how the read-ahead side (and F(x)'s fetch-only run) issues its reads.
@@ -25,7 +25,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MLBENCH_BUILD_DIR:-$root/build}"
-mode=cached; dataset=real-photos-small; data_root=/work/ra-data; depth=8; workers=2; batch=64; mbps=70
+mode=cached; dataset=real-photos-small; data_root=ra-data; depth=8; workers=2; batch=64; mbps=70
 frac=0.5; rounds=5; engine=auto; epochs=3
 while (($#)); do
   case "$1" in
