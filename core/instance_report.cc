@@ -110,13 +110,11 @@ void read_runner(const Fields& f, RunnerInfo& r) {
 
 void read_partitioned_cache(const Fields& f, PartitionedCacheInfo& c) {
   f.integer("max_ids_per_request", c.max_ids_per_request);
-  if (const json* peer = f.find("peer")) {
-    if (!peer->is_object()) f.wrong("peer", "an object", *peer);
-    const Fields p(*peer, f.at("peer"));
-    p.number("requests", c.peer_requests);
+  if (const auto p = f.sub("peer")) {
+    p->number("requests", c.peer_requests);
     for (const char* key : {"cache_items", "storage_items", "misses"}) {
       double n = 0;
-      p.number(key, n);
+      p->number(key, n);
       c.peer_items += n;
     }
   }
@@ -134,42 +132,24 @@ void read_pipeline(const Fields& f, PipelineInfo& p) {
   f.integer("image_size", p.image_size);
   f.number("consumer_wait_total_s", p.consumer_wait_total_s);
   f.integer("io_depth", p.io_depth);
-  if (const json* pin = f.find("pin_memory")) {
-    if (!pin->is_boolean()) f.wrong("pin_memory", "true or false", *pin);
-    p.pin_memory = pin->get<bool>();
-  }
-  if (const json* ra = f.find("read_ahead")) {
-    if (!ra->is_object()) f.wrong("read_ahead", "an object", *ra);
-    Fields(*ra, f.at("read_ahead")).integer("window_per_worker", p.read_ahead_window);
-  }
-  if (const json* cache = f.find("cache")) {
-    if (!cache->is_object()) f.wrong("cache", "an object", *cache);
-    Fields(*cache, f.at("cache")).number("items", p.cache_items);
-  }
-  f.array("epochs", [&](const json& e, const std::string& path) {
-    if (!e.is_object()) throw wrong_type(path, e, "an object");
+  f.flag("pin_memory", p.pin_memory);
+  if (const auto ra = f.sub("read_ahead")) ra->integer("window_per_worker", p.read_ahead_window);
+  if (const auto cache = f.sub("cache")) cache->number("items", p.cache_items);
+  f.objects("epochs", [&](const Fields& e) {
     double images = 0;
-    Fields(e, path).number("images", images);
+    e.number("images", images);
     p.epoch_images.push_back(images);
   });
   p.has_partitioned_cache_field = f.object().contains("partitioned_cache");
   p.emulated_storage = f.object().contains("emulated_storage");
   f.block("partitioned_cache", p.partitioned_cache, read_partitioned_cache);
-  if (const json* stages = f.find("stages")) {
-    if (!stages->is_object()) f.wrong("stages", "an object", *stages);
-    for (const auto& [name, v] : stages->items()) {
-      const std::string path = f.at("stages") + "." + name;
-      if (!v.is_object()) {
-        throw wrong_type(path, v, "an object");
-      }
-      const Fields s(v, path);
-      StageTotals t;
-      s.number("busy_s", t.busy_s);
-      s.number("per_item_ms", t.per_item_ms);
-      s.integer("items", t.items);
-      p.stages[name] = t;
-    }
-  }
+  f.members("stages", [&](const std::string& name, const Fields& s) {
+    StageTotals t;
+    s.number("busy_s", t.busy_s);
+    s.number("per_item_ms", t.per_item_ms);
+    s.integer("items", t.items);
+    p.stages[name] = t;
+  });
 }
 
 void read_blocks(const Fields& f, InstanceReport& r) {
@@ -233,11 +213,9 @@ void read_blocks(const Fields& f, InstanceReport& r) {
     g.text("device", mon.device);
     if (const json* summary = g.find("summary"); summary && summary->is_object()) {
       const Fields s(*summary, g.at("summary"));
-      if (const json* u = s.find("util_pct")) {
-        if (!u->is_object()) s.wrong("util_pct", "an object", *u);
-        const Fields uf(*u, s.at("util_pct"));
-        uf.number("mean", mon.util_pct_mean);
-        uf.number("max", mon.util_pct_max);
+      if (const auto u = s.sub("util_pct")) {
+        u->number("mean", mon.util_pct_mean);
+        u->number("max", mon.util_pct_max);
       }
     }
   });

@@ -73,19 +73,30 @@ class Fields {
       out = v->get<std::string>();
     }
   }
-  void flag(const char* key, bool& out) const {
+  void flag(const char* key, std::optional<bool>& out) const {
     if (const json* v = find(key)) {
       if (!v->is_boolean()) wrong(key, "true or false", *v);
       out = v->get<bool>();
     }
   }
+  void flag(const char* key, bool& out) const {
+    std::optional<bool> v;
+    flag(key, v);
+    if (v) out = *v;
+  }
+  // The object at `key` as fields of its own (absent or null: nullopt).
+  std::optional<Fields> sub(const char* key) const {
+    const json* v = find(key);
+    if (!v) return std::nullopt;
+    if (!v->is_object()) wrong(key, "an object", *v);
+    return Fields(*v, at(key));
+  }
   // An object block read by `read` into `out` (absent or null: left nullopt).
   template <class T, class Read>
   void block(const char* key, std::optional<T>& out, Read read) const {
-    if (const json* v = find(key)) {
-      if (!v->is_object()) wrong(key, "an object", *v);
+    if (const auto b = sub(key)) {
       T t{};
-      read(Fields(*v, at(key)), t);
+      read(*b, t);
       out = std::move(t);
     }
   }
@@ -94,6 +105,25 @@ class Fields {
     if (const json* v = find(key)) {
       if (!v->is_array()) wrong(key, "an array", *v);
       for (std::size_t i = 0; i < v->size(); ++i) each((*v)[i], fmt::format("{}[{}]", at(key), i));
+    }
+  }
+  // Each element of the array at `key`, an object, as fields: each(fields).
+  template <class Each>
+  void objects(const char* key, Each each) const {
+    array(key, [&](const json& v, const std::string& path) {
+      if (!v.is_object()) throw wrong_type(path, v, "an object");
+      each(Fields(v, path));
+    });
+  }
+  // Each member of the object at `key`, an object, as fields: each(name, fields).
+  template <class Each>
+  void members(const char* key, Each each) const {
+    if (const auto m = sub(key)) {
+      for (const auto& [name, v] : m->object().items()) {
+        const std::string path = m->at(name.c_str());
+        if (!v.is_object()) throw wrong_type(path, v, "an object");
+        each(name, Fields(v, path));
+      }
     }
   }
   const json& object() const { return j_; }

@@ -70,13 +70,7 @@ void read_context(const Fields& f, StallRecord& r) {
     }
     s.integer("peer_ids_per_request", st.peer_ids_per_request);
   });
-  if (const nlohmann::json* runs = f.find("runs")) {
-    if (!runs->is_object()) f.wrong("runs", "an object", *runs);
-    for (const auto& [label, v] : runs->items()) {
-      if (!v.is_object()) throw wrong_type(f.at("runs") + "." + label, v, "an object");
-      read_run(Fields(v, f.at("runs") + "." + label), r.runs[label]);
-    }
-  }
+  f.members("runs", [&](const std::string& label, const Fields& run) { read_run(run, r.runs[label]); });
   if (const nlohmann::json* rounds = f.find("rounds")) {
     r.rounds = *rounds;
     const auto runs = rounds->is_object() ? rounds->find("runs") : rounds->end();
@@ -99,14 +93,10 @@ void read_context(const Fields& f, StallRecord& r) {
 
 // whatif.curve and whatif.measured.
 void read_curves(const Fields& f, StallRecord& r) {
-  const nlohmann::json* whatif = f.find("whatif");
-  if (!whatif) return;
-  if (!whatif->is_object()) f.wrong("whatif", "an object", *whatif);
-  const Fields w(*whatif, "whatif");
+  const auto w = f.sub("whatif");
+  if (!w) return;
   for (auto [key, out] : {std::pair{"curve", &r.curve}, {"measured", &r.measured}}) {
-    w.array(key, [&](const nlohmann::json& v, const std::string& path) {
-      if (!v.is_object()) throw wrong_type(path, v, "an object");
-      const Fields p(v, path);
+    w->objects(key, [&, out = out](const Fields& p) {
       StallCurvePoint point;
       p.number("x", point.x);
       p.number("fetch", point.fetch);
@@ -132,16 +122,13 @@ StallRecord parse_stall_record(const nlohmann::json& j) {
   r.schema_version = static_cast<int>(schema);
   if (!f.find("bench")) throw ReportFormatError("no \"bench\" name");
   f.text("bench", r.bench);
-  const nlohmann::json* split = f.find("split");
-  if (!split) throw ReportFormatError("no \"split\" object");
-  if (!split->is_object()) f.wrong("split", "an object", *split);
-  const Fields s(*split, "split");
+  const auto s = f.sub("split");
+  if (!s) throw ReportFormatError("no \"split\" object");
   for (auto [key, out] : {std::pair{"compute_pct", &r.split.compute_pct},
                           {"prep_pct", &r.split.prep_pct},
                           {"fetch_pct", &r.split.fetch_pct}}) {
-    const nlohmann::json* v = s.find(key);
-    if (!v) throw ReportFormatError(fmt::format("split.{} is missing", key));
-    s.number(key, *out);
+    if (!s->find(key)) throw ReportFormatError(fmt::format("split.{} is missing", key));
+    s->number(key, *out);
   }
   f.block("rates", r.rates, [](const Fields& rates, StallRates& out) {
     for (auto [key, v] : {std::pair{"G", &out.G}, {"P", &out.P}, {"F_obs", &out.F_obs}, {"C", &out.C}, {"S", &out.S}}) {

@@ -106,7 +106,6 @@ nlohmann::json reanalyze(const fs::path& dir) {
         throw std::runtime_error(fmt::format("{}: run {}: {}", file.string(), label, e.what()));
       }
     }
-    r.spec = spec_of_label(label);
     r.before = residency_of(v.residency_before);
     r.after = residency_of(v.residency_after);
     r.held = v.held_in_memory;

@@ -10,7 +10,6 @@
 set -u
 bin=$(realpath "$1")
 fixture=$(cd "$2/tests/fixtures/report_golden" && pwd)
-golden_root=$(cd "$2" && pwd)
 source "$2/tests/support/golden.sh"
 expected="$fixture/expected"
 out=$(mktemp -d)

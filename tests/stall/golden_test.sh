@@ -9,7 +9,6 @@
 set -u
 bin=$(realpath "$1")
 fixture=$(cd "$2/tests/fixtures/stall_golden" && pwd)
-golden_root=$(cd "$2" && pwd)
 source "$2/tests/support/golden.sh"
 expected="$fixture/expected"
 out=$(mktemp -d)

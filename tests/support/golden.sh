@@ -2,6 +2,8 @@
 # golden_check GOT EXPECTED_FILE: compares GOT byte for byte with EXPECTED_FILE and prints the
 # first lines of the diff (returns 1) when they differ; with MLBENCH_UPDATE_GOLDEN=1 it rewrites
 # EXPECTED_FILE from GOT instead (review the diff before committing it).
+golden_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
 golden_check() {
   local got=$1 expected=$2
   if [[ "${MLBENCH_UPDATE_GOLDEN:-}" == 1 ]]; then
