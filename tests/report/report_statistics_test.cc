@@ -374,7 +374,7 @@ TEST(ReportStall, ParsesTheAnalyzerResult) {
   EXPECT_EQ(a.bench, "loader");
   EXPECT_DOUBLE_EQ(a.fetch_pct, 25.0);
   EXPECT_DOUBLE_EQ(a.rates["G"].get<double>(), 900.0);
-  EXPECT_TRUE(a.self_check.is_null()) << "a stall.json older than issue 14 has no self_check";
+  EXPECT_TRUE(a.self_check.is_null()) << "a stall.json older than the self-check has none";
   const StallAnalysis checked = parse_stall_json(
       nlohmann::json::parse(R"({"bench": "loader", "split": {"compute_pct": 40, "prep_pct": 35, "fetch_pct": 25},
                                "self_check": {"passed": false, "max_error_pct": 20.6, "threshold_pct": 5,
