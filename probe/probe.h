@@ -1,5 +1,6 @@
-// The C++ twin of probe/mlbench_probe.py (docs/stall.md, "Your own training script"): times a training loop's own loader — a
-// LibTorch data loader or any range of batches — and writes the same mlbench instance report
+// The C++ twin of probe/mlbench_probe.py (docs/stall.md, "Your own training script"): times a
+// training loop's own loader — a LibTorch data loader or any range of batches — and writes the
+// same mlbench instance report
 // (docs/report-format.md, "Reports written by the probe"), so `mlbench-stall --exec` can analyse
 // a LibTorch user's program as it analyses a Python script. Header-only, no LibTorch:
 //
