@@ -42,33 +42,41 @@ ProcessExecutor::ProcessExecutor(fs::path bench_exe, fs::path out_dir, std::vect
     : bench_(std::move(bench_exe)), out_(std::move(out_dir)), dataset_(std::move(dataset)),
       drop_caches_(use_drop_caches), timeout_s_(timeout_s) {}
 
+// Holds `files` in memory for the runs to come: a host that reclaims page cache on its own (a
+// VM's proactive reclaim pages out even files read every second; docs/stall.md, "What it
+// measures") would make some of a warm run's reads go to storage, and P would be measured low;
+// the page-cache check's run would lose its resident share. They are locked when they fit in
+// half the memory available and the lock is permitted; once it failed, runs go on unheld.
+void ProcessExecutor::hold_in_memory(const std::vector<fs::path>& files) {
+  if (pinned_ || !pin_error_.empty()) return;
+  std::uint64_t bytes = 0;
+  for (const auto& f : files) bytes += fs::file_size(f);
+  const std::uint64_t avail = core::memory_available_bytes();
+  if (avail > 0 && bytes > avail / 2) {
+    pin_error_ = fmt::format("the dataset ({:.0f} MB) is more than half the memory available ({:.0f} MB)", bytes / 1e6,
+                             avail / 1e6);
+  } else {
+    pinned_ = std::make_unique<PinnedFiles>(files);
+    if (!pinned_->complete()) {
+      pin_error_ = pinned_->error();
+      pinned_.reset();
+    }
+  }
+  if (!pin_error_.empty()) {
+    std::cerr << "mlbench-stall: note: runs do not hold the dataset in memory (" << pin_error_
+              << "): the page cache may give part of it back during a run (see residency_after in stall.json)\n";
+  }
+}
+
 void ProcessExecutor::prepare_cache(const RunSpec& spec) {
-  if (spec.cache != CacheState::Warm) pinned_.reset();  // a cold run must be able to evict it
+  // What is held is the whole dataset for warm runs, nothing for cold ones (they must be able to
+  // evict it) and the resident share for a partial one.
+  if (spec.cache != CacheState::Warm || !pinned_whole_) pinned_.reset();
+  pinned_whole_ = false;
   if (spec.cache == CacheState::Warm) {
     warm(dataset_);
-    // "Warm" must stay warm for the whole run: a host that reclaims page cache on its own (a VM's
-    // proactive reclaim pages out even files read every second; docs/stall.md, "What it measures")
-    // would make some reads go to storage, and P would be measured low. So the dataset is locked in
-    // memory while warm runs go on, when it fits in half the memory available and the lock is permitted.
-    if (!pinned_ && pin_error_.empty()) {
-      std::uint64_t bytes = 0;
-      for (const auto& f : dataset_) bytes += fs::file_size(f);
-      const std::uint64_t avail = core::memory_available_bytes();
-      if (avail > 0 && bytes > avail / 2) {
-        pin_error_ = fmt::format("the dataset ({:.0f} MB) is more than half the memory available ({:.0f} MB)",
-                                 bytes / 1e6, avail / 1e6);
-      } else {
-        pinned_ = std::make_unique<PinnedFiles>(dataset_);
-        if (!pinned_->complete()) {
-          pin_error_ = pinned_->error();
-          pinned_.reset();
-        }
-      }
-      if (!pin_error_.empty()) {
-        std::cerr << "mlbench-stall: note: warm runs do not hold the dataset in memory (" << pin_error_
-                  << "): the page cache may give part of it back during a run (see residency_after in stall.json)\n";
-      }
-    }
+    hold_in_memory(dataset_);
+    pinned_whole_ = pinned_ != nullptr;
     const double f = residency(dataset_).fraction();
     if (f < kWarmResidency) {
       throw RunFailed(fmt::format("run {}: could not make the dataset resident in the page cache ({:.1f}% of its "
@@ -86,6 +94,7 @@ void ProcessExecutor::prepare_cache(const RunSpec& spec) {
     std::vector<fs::path> part;
     for (std::size_t i = 0; i < n && i < order.size(); ++i) part.push_back(dataset_[order[i]]);
     warm(part);
+    hold_in_memory(part);
     const double f = residency(dataset_).fraction();
     if (std::abs(f - spec.cache_frac) > 0.1) {
       throw RunFailed(fmt::format("run {}: could not make {:.0f}% of the dataset resident in the page cache ({:.1f}% "

@@ -80,6 +80,7 @@ class ProcessExecutor : public Executor {
 
  private:
   void prepare_cache(const RunSpec& spec);
+  void hold_in_memory(const std::vector<std::filesystem::path>& files);
   RunOutcome run_one(const RunSpec& spec);
   RunOutcome run_nodes(const RunSpec& spec);
   RunOutcome command_outcome(const RunSpec& spec, const core::ExitStatus& status,
@@ -88,9 +89,10 @@ class ProcessExecutor : public Executor {
   std::filesystem::path bench_;
   std::filesystem::path out_;
   std::vector<std::filesystem::path> dataset_;
-  // Warm runs hold the dataset in memory (taken before a cold run evicts it); once a
-  // pin failed, the reason, and warm runs go on unheld.
+  // Warm runs hold the dataset in memory, a partial run its resident share (let go before a
+  // cold run evicts it); once a pin failed, the reason, and runs go on unheld.
   std::unique_ptr<PinnedFiles> pinned_;
+  bool pinned_whole_ = false;  // pinned_ holds the whole dataset
   std::string pin_error_;
   bool drop_caches_;
   int timeout_s_;
