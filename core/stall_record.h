@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,7 +30,8 @@ struct StallSplit {
 // S fetch from storage).
 struct StallRates {
   std::optional<double> G, P, F_obs, C, S;
-  nlohmann::json raw;  // the block as written (S_model, unit), for exports that pass it on
+  std::optional<double> S_model;  // S as the what-if used it
+  nlohmann::json raw;             // the block as written (S_model, unit), for exports that pass it on
 };
 
 // The what-if's self-check (absent in results before it).
@@ -44,9 +46,74 @@ struct StallSelfCheck {
 struct StallRecommendation {
   std::string bound, verdict, remedy_text, cache;
   std::vector<std::string> advice;
-  std::optional<double> cache_fraction, predicted;
+  std::optional<double> cache_fraction, predicted, page_cache_fraction, knee_fraction, plateau_share;
+  std::optional<std::pair<double, double>> predicted_range;
   std::optional<std::int64_t> cores;
   bool withheld = false;
+};
+
+// noise_pp: how far each share of the split could move with its rates' noise, in points.
+struct StallNoise {
+  double compute = 0, prep = 0, fetch = 0;
+};
+
+// findings.fetch / findings.prep: whether the share is a stall, and what the console says when not.
+struct StallFinding {
+  std::optional<bool> claimed;
+  std::string text;
+};
+
+// direct: the cold run's own instrumentation beside the differential split.
+struct StallDirect {
+  std::optional<double> stall_pct_cold, differential_stall_pct, disagreement_pp;
+  std::string note;
+};
+
+// whatif.uncertainty: the rates' relative uncertainty behind each prediction's range.
+struct StallUncertainty {
+  double G = 0, P = 0, F_obs = 0, S = 0;
+  std::string from;
+};
+
+// whatif.read_ahead and whatif.serial: the loader models and how they predict the cold run.
+struct StallLoaderModel {
+  std::optional<std::int64_t> window;  // read_ahead: reads ahead per worker
+  std::optional<double> prep_us, storage_us, miss_us, page_hit_us, predicted_cold, cold_error_pct;
+};
+
+// whatif.coordinated: K jobs sharing one prep (docs/stall.md, "Coordinated prep").
+struct StallCoordinatedPrediction {
+  std::int64_t jobs = 0;
+  double uncoordinated = 0, coordinated = 0, gain = 0;
+  std::optional<double> device_per_job, step_cpu_extra_us;
+  std::string device_per_job_from;
+  std::optional<std::string> step_cpu_extra_from;
+};
+struct StallCoordinated {
+  std::vector<StallCoordinatedPrediction> predictions;
+  std::string prep_cpu_from = "cpus-1";
+  double prep_cpu_us = 0, host_compute_cpu_us = 0;
+  std::int64_t devices = 0;
+};
+
+// whatif.partitioned: N nodes caching a share each (docs/stall.md, "Partitioned cache").
+struct StallPartitionedPrediction {
+  std::int64_t nodes = 0;
+  double memory_fraction = 0, own = 0, partitioned = 0, gain = 0;
+  std::optional<std::pair<double, double>> range;  // partitioned_range: over the pairs of runs
+  double peer_requests_per_sample = 0;
+};
+struct StallPeerCpu {
+  std::string source, note;  // source "nodes": measured beside decoding; else back to back
+  double used_us = 0;
+  std::int64_t nodes = 0;
+  std::vector<double> pairs_us, pairs_local_us;  // pairs_local_cpu_per_item_us
+};
+struct StallPartitioned {
+  std::vector<StallPartitionedPrediction> predictions;
+  std::optional<StallPeerCpu> peer_cpu;
+  std::string prep_cpu_from;
+  std::optional<double> prep_cpu_us, batch_items;
 };
 
 // The dataset's residency in the page cache around a run.
@@ -70,10 +137,23 @@ struct StallStorage {
   std::optional<std::int64_t> peer_ids_per_request;
 };
 
-// A point of the what-if's item-cache curve (whatif.curve) or a measured one (whatif.measured).
+// A point of the what-if's item-cache curve (whatif.curve) or a measured one (whatif.measured,
+// whatif.page_cache.measured: with the prediction's range and its error).
 struct StallCurvePoint {
   double x = 0;
-  std::optional<double> fetch, predicted, measured;
+  std::optional<double> fetch, predicted, measured, lo, hi, error_pct;
+};
+
+// whatif: the model, its curve, the points measured against it and the remedies' models.
+struct StallWhatIf {
+  std::optional<std::string> model;  // absent in results before the field (the overlap model)
+  std::string model_formula, cache;
+  std::optional<double> exposed_fetch_us;
+  std::vector<StallCurvePoint> curve, measured, page_measured;
+  std::optional<StallUncertainty> uncertainty;
+  std::optional<StallLoaderModel> read_ahead, serial;
+  std::optional<StallCoordinated> coordinated;
+  std::optional<StallPartitioned> partitioned;
 };
 
 struct StallRecord {
@@ -83,10 +163,17 @@ struct StallRecord {
   std::optional<StallStorage> storage;
   std::map<std::string, StallRun> runs;                    // by label
   std::map<std::string, std::vector<double>> round_rates;  // rounds.runs.<label>.rates (--rounds)
+  std::map<std::string, double> round_spread_pct;          // rounds.runs.<label>.spread_pct
+  std::optional<std::int64_t> rounds_count;                // rounds.count
   nlohmann::json rounds, exec;                             // as written (null when absent), carried on
-  std::vector<StallCurvePoint> curve, measured;            // whatif.curve, whatif.measured
   std::optional<std::int64_t> reanalysis_of;               // reanalysis.schema_version: the result modelled again
   StallSplit split;
+  std::optional<StallNoise> noise;                          // noise_pp
+  std::optional<StallFinding> fetch_finding, prep_finding;  // findings.fetch, findings.prep
+  std::optional<StallDirect> direct;
+  std::map<std::string, double> prep_by_cores;  // P(N) by CPU count, as the sweep measured it
+  std::optional<StallWhatIf> whatif;
+  std::vector<std::string> warnings;
   std::optional<StallRates> rates;
   std::optional<StallSelfCheck> self_check;
   std::optional<StallRecommendation> recommendation;

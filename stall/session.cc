@@ -327,9 +327,10 @@ void Session::write_analysis() {
   const Split s{record.split.compute_pct, record.split.prep_pct, record.split.fetch_pct};
   core::write_file_atomic(out_ / "split.svg", split_svg(o_.config.bench, s));
   std::vector<CurvePoint> curve;
-  for (const auto& c : record.curve) curve.push_back({c.x, c.fetch.value_or(0), c.predicted.value_or(0)});
+  const core::StallWhatIf whatif = record.whatif.value_or(core::StallWhatIf{});
+  for (const auto& c : whatif.curve) curve.push_back({c.x, c.fetch.value_or(0), c.predicted.value_or(0)});
   std::vector<MeasuredPoint> measured;
-  for (const auto& m : record.measured) measured.push_back({m.x, m.measured.value_or(0)});
+  for (const auto& m : whatif.measured) measured.push_back({m.x, m.measured.value_or(0)});
   const core::StallRates rates = record.rates.value_or(core::StallRates{});
   core::write_file_atomic(out_ / "whatif.svg",
                           whatif_svg(o_.config.bench, curve, rates.P.value_or(0), rates.G.value_or(0), measured));

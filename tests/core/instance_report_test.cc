@@ -147,10 +147,12 @@ TEST(StallRecord, ReadsTheSplitTheRecommendationAndTheRuns) {
   EXPECT_EQ(r.runs.at("cpus-1").residency_before->pages, 9u);
   EXPECT_TRUE(r.runs.at("peer-2").nodes);
   EXPECT_EQ(r.round_rates.at("cached"), (std::vector<double>{500, 510}));
-  ASSERT_EQ(r.curve.size(), 1u);
-  EXPECT_DOUBLE_EQ(r.curve[0].predicted.value_or(0), 380);
-  ASSERT_EQ(r.measured.size(), 1u);
-  EXPECT_DOUBLE_EQ(r.measured[0].measured.value_or(0), 450);
+  ASSERT_TRUE(r.whatif);
+  ASSERT_EQ(r.whatif->curve.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.whatif->curve[0].predicted.value_or(0), 380);
+  ASSERT_EQ(r.whatif->measured.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.whatif->measured[0].measured.value_or(0), 450);
+  EXPECT_FALSE(r.whatif->model) << "absent: a result before the field";
   EXPECT_EQ(r.reanalysis_of.value_or(0), 12);
   EXPECT_THROW(parse_stall_record(nlohmann::json::parse(R"({"bench": "x", "split": {"compute_pct": 1}})")),
                ReportFormatError);
@@ -160,6 +162,54 @@ TEST(StallRecord, ReadsTheSplitTheRecommendationAndTheRuns) {
     FAIL();
   } catch (const ReportFormatError& e) {
     EXPECT_STREQ(e.what(), "split.prep_pct is \"a\" (not a number)");
+  }
+}
+
+// What the console summary reads besides: the findings, the direct check, the sweep, the
+// what-if's models and remedies, and the recommendation's range; a wrong type deep in a block
+// names its whole path.
+TEST(StallRecord, ReadsWhatTheConsoleSummaryPrints) {
+  const StallRecord r = parse_stall_record(nlohmann::json::parse(R"({
+    "bench": "loader", "split": {"compute_pct": 10, "prep_pct": 60, "fetch_pct": 30},
+    "noise_pp": {"compute": 1, "prep": 2, "fetch": 3},
+    "findings": {"fetch": {"claimed": false, "text": "no fetch stall"}, "prep": {"claimed": true, "text": ""}},
+    "direct": {"stall_pct_cold": null, "note": ""}, "prep_by_cores": {"1": 250, "2": 500},
+    "warnings": ["w"], "rounds": {"count": 3, "runs": {"cached": {"rates": [1, 2, 3], "spread_pct": 4.5}}},
+    "whatif": {"model": "serial", "page_cache": {"measured": [{"x": 0.5, "measured": 1, "predicted": 2, "lo": 1.5,
+                                                               "hi": 2.5, "error_pct": 50}]},
+               "serial": {"prep_us": 4000, "storage_us": 8000, "page_hit_us": 20, "predicted_cold": 80,
+                          "cold_error_pct": 1},
+               "coordinated": {"predictions": [{"jobs": 2, "uncoordinated": 1, "coordinated": 2, "gain": 2,
+                                                "step_cpu_extra_from": "2 synthetic jobs"}], "devices": 0},
+               "partitioned": {"predictions": [{"nodes": 2, "memory_fraction": 0.5, "own": 90, "partitioned": 80,
+                                                "gain": 0.9, "partitioned_range": [70, 85]}],
+                               "peer_cpu": {"source": "nodes", "used_us": 40, "nodes": 2, "pairs_us": [30, 50]}}},
+    "recommendation": {"verdict": "v", "cache_fraction": 0.5, "predicted": 90, "predicted_range": [80, 95],
+                       "plateau_share": 0.95}
+  })"));
+  EXPECT_DOUBLE_EQ(r.noise->fetch, 3);
+  EXPECT_EQ(r.fetch_finding->claimed, false);
+  EXPECT_EQ(r.fetch_finding->text, "no fetch stall");
+  EXPECT_FALSE(r.direct->stall_pct_cold);
+  EXPECT_EQ(r.prep_by_cores, (std::map<std::string, double>{{"1", 250}, {"2", 500}}));
+  EXPECT_EQ(r.warnings, std::vector<std::string>{"w"});
+  EXPECT_EQ(r.rounds_count.value_or(0), 3);
+  EXPECT_DOUBLE_EQ(r.round_spread_pct.at("cached"), 4.5);
+  EXPECT_EQ(r.whatif->model.value_or(""), "serial");
+  ASSERT_EQ(r.whatif->page_measured.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.whatif->page_measured[0].hi.value_or(0), 2.5);
+  EXPECT_DOUBLE_EQ(r.whatif->serial->page_hit_us.value_or(0), 20);
+  EXPECT_EQ(r.whatif->coordinated->predictions[0].step_cpu_extra_from.value_or(""), "2 synthetic jobs");
+  EXPECT_EQ(r.whatif->coordinated->prep_cpu_from, "cpus-1") << "the default of results before the field";
+  EXPECT_EQ(r.whatif->partitioned->predictions[0].range, (std::pair<double, double>{70, 85}));
+  EXPECT_EQ(r.whatif->partitioned->peer_cpu->pairs_us, (std::vector<double>{30, 50}));
+  EXPECT_EQ(r.recommendation->predicted_range, (std::pair<double, double>{80, 95}));
+  try {
+    parse_stall_record(nlohmann::json::parse(R"({"bench": "x", "split": {"compute_pct": 1, "prep_pct": 1,
+      "fetch_pct": 1}, "whatif": {"partitioned": {"predictions": [{"nodes": 2, "partitioned_range": [1]}]}}})"));
+    FAIL();
+  } catch (const ReportFormatError& e) {
+    EXPECT_STREQ(e.what(), "whatif.partitioned.predictions[0].partitioned_range is [1] (not [low, high])");
   }
 }
 
