@@ -17,6 +17,7 @@
 #include <cmath>
 #include <deque>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include "core/statistics.h"
@@ -78,27 +79,14 @@ struct PpoParams {
   double max_grad_norm = 0.5;
 };
 
-// Mean, sample sd, min and max of episode returns.
-nlohmann::json return_summary(const std::vector<int>& scores) {
-  const std::vector<double> xs(scores.begin(), scores.end());
-  return {{"mean", core::mean(xs)},
-          {"sd", xs.size() > 1 ? core::sd_sample(xs) : 0.0},
-          {"min", *std::min_element(scores.begin(), scores.end())},
-          {"max", *std::max_element(scores.begin(), scores.end())},
-          {"scores", scores}};
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  core::BenchCli cli("atari", "atari: PPO from pixels on mlbench-pong, environments in worker processes",
-                     {.batch_size = 1, .repeat = 15, .number = 2});
+// Everything atari's own flags set.
+struct AtariOptions {
   PpoParams ppo;
   atari::EnvConfig env;
+  int eval_episodes = 0;
+};
+
+void add_ppo_flags(core::BenchCli& cli, PpoParams& ppo) {
   cli.add_option("--envs", ppo.envs, "Environments, each in its own worker process")->check(core::integer_in(1, 256));
   cli.add_option("--rollout", ppo.rollout, "Steps per environment in one rollout")->check(core::integer_in(1, 100000));
   cli.add_option("--epochs", ppo.epochs, "Passes over a rollout per update")->check(core::integer_in(1, 1000));
@@ -110,6 +98,9 @@ int main(int argc, char** argv) {
   cli.add_option("--entropy-coef", ppo.entropy_coef, "Weight of the entropy bonus")->check(core::number_in(0.0));
   cli.add_option("--value-coef", ppo.value_coef, "Weight of the value loss")->check(core::number_in(0.0));
   cli.add_option("--max-grad-norm", ppo.max_grad_norm, "Gradient norm clip")->check(core::number_above(0));
+}
+
+void add_game_flags(core::BenchCli& cli, atari::EnvConfig& env) {
   cli.add_option("--ball-speed", env.game.ball_vx, "mlbench-pong: the ball's columns per frame")
       ->check(core::integer_in(1, 16));
   cli.add_option("--opponent-speed", env.game.opponent_speed, "mlbench-pong: the opponent's rows per frame (0: idle)")
@@ -131,263 +122,378 @@ int main(int argc, char** argv) {
       ->check(core::integer_in(-1, atari::kFieldBottom - atari::kFieldTop - 1));
   cli.add_option("--points", env.game.points_to_win, "mlbench-pong: points that end a game")
       ->check(core::integer_in(1, 1000));
-  cli.add_option("--reply-timeout", env.reply_timeout_s, "Seconds a silent environment worker may take",
+}
+
+void add_flags(core::BenchCli& cli, AtariOptions& opt) {
+  add_ppo_flags(cli, opt.ppo);
+  add_game_flags(cli, opt.env);
+  cli.add_option("--reply-timeout", opt.env.reply_timeout_s, "Seconds a silent environment worker may take",
                  core::ArgKind::Runtime)
       ->check(core::number_above(0));
-  int eval_episodes = 0;
-  cli.add_option("--eval-episodes", eval_episodes,
+  cli.add_option("--eval-episodes", opt.eval_episodes,
                  "After the timed run, untimed: play N whole episodes with the trained policy (actions sampled "
                  "from it), N with its most likely actions and N with a uniformly random policy, on fresh "
                  "environments; metrics.eval")
       ->check(core::integer_in(0, 100000));
-  if (auto rc = cli.parse(argc, argv)) return *rc;
-  if (cli.options().batch_size != 1) {
+}
+
+// After parsing: the checks across flags. Prints the error and returns 2 when one fails.
+std::optional<int> validate(const core::BenchOptions& o, const AtariOptions& opt) {
+  if (o.batch_size != 1) {
     std::cerr << "atari: error: --batch-size does not apply: a rollout is --envs x --rollout steps, split into "
                  "--minibatches\n";
     return 2;
   }
+  const PpoParams& ppo = opt.ppo;
   if (ppo.minibatches > ppo.envs * ppo.rollout) {
     std::cerr << fmt::format("atari: error: --minibatches {} exceeds the {} steps of a rollout (--envs x --rollout)\n",
                              ppo.minibatches, ppo.envs * ppo.rollout);
     return 2;
   }
+  return std::nullopt;
+}
 
-  return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
-    const auto& o = cli.options();
-    env.seed = static_cast<std::uint64_t>(o.seed) * 1000;
-    const int n = ppo.envs, steps = ppo.rollout, depth = env.wrap.stack;
-    struct State {
-      std::unique_ptr<atari::EnvWorkers> envs;
-      NatureCnn net{nullptr};
-      std::unique_ptr<torch::optim::Adam> optimizer;
-      torch::Tensor obs, actions, log_probs, values;  // rollout storage: steps x envs (x obs)
-      std::vector<float> rewards;
-      std::vector<unsigned char> dones;
-      double inference_s = 0, update_s = 0, env_wait_s = 0;
-      long updates = 0, agent_steps = 0, episodes = 0;
-      double score_sum = 0, episode_steps_sum = 0;
-      std::deque<int> recent_scores;  // the last 100 episodes' scores
-      nlohmann::json eval;            // --eval-episodes' result (null without)
-    };
-    auto st = std::make_shared<State>();
-    // The workers fork before the model exists: a child copies as little as possible.
-    st->envs = std::make_unique<atari::EnvWorkers>(n, env);
-    st->net = NatureCnn(depth, atari::kActionCount);
-    st->net->to(ctx.device);
-    st->optimizer =
-        std::make_unique<torch::optim::Adam>(st->net->parameters(), torch::optim::AdamOptions(ppo.lr).eps(1e-5));
-    const auto u8 = torch::TensorOptions().dtype(torch::kUInt8).device(ctx.device);
-    const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(ctx.device);
-    st->obs = torch::zeros({steps, n, depth, atari::kObsSide, atari::kObsSide}, u8);
-    st->actions = torch::zeros({steps, n}, torch::TensorOptions().dtype(torch::kInt64).device(ctx.device));
-    st->log_probs = torch::zeros({steps, n}, f32);
-    st->values = torch::zeros({steps, n}, f32);
-    st->rewards.assign(static_cast<std::size_t>(steps) * n, 0.0f);
-    st->dones.assign(static_cast<std::size_t>(steps) * n, 0);
-    const torch::Device device = ctx.device;
+// Mean, sample sd, min and max of episode returns.
+nlohmann::json return_summary(const std::vector<int>& scores) {
+  const std::vector<double> xs(scores.begin(), scores.end());
+  return {{"mean", core::mean(xs)},
+          {"sd", xs.size() > 1 ? core::sd_sample(xs) : 0.0},
+          {"min", *std::min_element(scores.begin(), scores.end())},
+          {"max", *std::max_element(scores.begin(), scores.end())},
+          {"scores", scores}};
+}
 
-    // The workers' current observations, as a CPU tensor over the shared mapping (no copy).
-    auto current_obs = [st, n, depth] {
-      return torch::from_blob(const_cast<std::uint8_t*>(st->envs->observations().data()),
-                              {n, depth, atari::kObsSide, atari::kObsSide}, torch::kUInt8);
-    };
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
-    core::Workload work;
-    work.items_per_iteration = static_cast<double>(n) * steps;
-    work.step = [=](core::Iteration& it) {
-      State& s = *st;
-      std::vector<int> actions(n);
-      for (int t = 0; t < steps; ++t) {
-        it.compute([&] {
-          const auto t0 = std::chrono::steady_clock::now();
-          torch::NoGradGuard no_grad;
-          s.obs[t].copy_(current_obs());
-          auto [logits, value] = s.net->forward(s.obs[t]);
-          auto a = torch::multinomial(torch::softmax(logits, -1), 1).squeeze(1);
-          s.actions[t].copy_(a);
-          s.log_probs[t].copy_(torch::log_softmax(logits, -1).gather(1, a.unsqueeze(1)).squeeze(1));
-          s.values[t].copy_(value);
-          const auto a_cpu = a.to(torch::kCPU);
-          const auto acc = a_cpu.accessor<std::int64_t, 1>();
-          for (int e = 0; e < n; ++e) actions[e] = static_cast<int>(acc[e]);
-          s.inference_s += seconds_since(t0);
-        });
-        it.wait([&] {
-          const auto t0 = std::chrono::steady_clock::now();
-          s.envs->step_async(actions);
-          s.envs->step_wait();
-          std::copy(s.envs->rewards().begin(), s.envs->rewards().end(), s.rewards.begin() + t * n);
-          std::copy(s.envs->dones().begin(), s.envs->dones().end(), s.dones.begin() + t * n);
-          s.env_wait_s += seconds_since(t0);
-        });
-        for (const auto& ep : s.envs->take_episodes()) {
-          ++s.episodes;
-          s.score_sum += ep.score;
-          s.episode_steps_sum += static_cast<double>(ep.steps);
-          s.recent_scores.push_back(ep.score);
-          if (s.recent_scores.size() > 100) s.recent_scores.pop_front();
-        }
-      }
-      s.agent_steps += static_cast<long>(n) * steps;
-      auto loss = it.compute([&] {
-        const auto t0 = std::chrono::steady_clock::now();
-        torch::Tensor last_values;
-        {
-          torch::NoGradGuard no_grad;
-          last_values = s.net->forward(current_obs().to(device)).second.to(torch::kCPU).contiguous();
-        }
-        const auto values_cpu = s.values.to(torch::kCPU).contiguous();
-        const auto adv_vec =
-            atari::gae_advantages(s.rewards, {values_cpu.data_ptr<float>(), static_cast<std::size_t>(steps) * n},
-                                  s.dones, {last_values.data_ptr<float>(), static_cast<std::size_t>(n)}, n,
-                                  static_cast<float>(ppo.gamma), static_cast<float>(ppo.gae_lambda));
-        const long batch = static_cast<long>(steps) * n;
-        const auto advantages =
-            torch::from_blob(const_cast<float*>(adv_vec.data()), {batch}, torch::kFloat32).to(device);
-        const auto returns = advantages + s.values.reshape({batch});
-        const auto b_obs = s.obs.reshape({batch, depth, atari::kObsSide, atari::kObsSide});
-        const auto b_actions = s.actions.reshape({batch});
-        const auto b_log_probs = s.log_probs.reshape({batch});
-        const long mb = batch / ppo.minibatches;
-        torch::Tensor last;
-        for (int epoch = 0; epoch < ppo.epochs; ++epoch) {
-          const auto perm = torch::randperm(batch, torch::TensorOptions().dtype(torch::kInt64).device(device));
-          for (int k = 0; k < ppo.minibatches; ++k) {
-            const auto idx = perm.slice(0, k * mb, k + 1 == ppo.minibatches ? batch : (k + 1) * mb);
-            auto [logits, value] = s.net->forward(b_obs.index_select(0, idx));
-            const auto log_p = torch::log_softmax(logits, -1);
-            const auto new_log_prob = log_p.gather(1, b_actions.index_select(0, idx).unsqueeze(1)).squeeze(1);
-            const auto entropy = -(log_p.exp() * log_p).sum(-1).mean();
-            auto adv = advantages.index_select(0, idx);
-            if (adv.size(0) > 1) adv = (adv - adv.mean()) / (adv.std() + 1e-8);
-            const auto ratio = torch::exp(new_log_prob - b_log_probs.index_select(0, idx));
-            const auto policy_loss =
-                -torch::min(ratio * adv, torch::clamp(ratio, 1.0 - ppo.clip, 1.0 + ppo.clip) * adv).mean();
-            const auto value_loss = 0.5 * (returns.index_select(0, idx) - value).pow(2).mean();
-            const auto total = policy_loss + ppo.value_coef * value_loss - ppo.entropy_coef * entropy;
-            s.optimizer->zero_grad();
-            total.backward();
-            torch::nn::utils::clip_grad_norm_(s.net->parameters(), ppo.max_grad_norm);
-            s.optimizer->step();
-            last = total.detach();
-          }
-        }
-        ++s.updates;
-        s.update_s += seconds_since(t0);
-        return last;
-      });
-      it.set_loss(bench::deferred_loss(loss));
-    };
-    // --eval-episodes: whole episodes on fresh environments (seeds apart from
-    // training's, the same for both policies), the first ceil(N / workers) of
-    // each worker, so that no episode is cut or chosen by its length.
-    const std::uint64_t eval_seed = env.seed + 500000;
-    enum class Policy { kSampled, kGreedy, kRandom };
-    auto play = [=](Policy policy) {
-      State& s = *st;
-      atari::EnvConfig ec = env;
-      ec.seed = eval_seed;
-      const int workers = std::min(n, eval_episodes);
-      const int per_worker = (eval_episodes + workers - 1) / workers;
-      atari::EnvWorkers w(workers, ec);
-      std::mt19937_64 rng(eval_seed);
-      std::uniform_int_distribution<int> uniform(0, atari::kActionCount - 1);
-      std::vector<std::vector<int>> got(static_cast<std::size_t>(workers));
-      std::vector<int> actions(static_cast<std::size_t>(workers));
-      int full = 0;
-      while (full < workers) {
-        if (const int sig = core::stop_signal()) throw core::Interrupted(sig);
-        if (policy == Policy::kRandom) {
-          for (auto& a : actions) a = uniform(rng);
-        } else {
-          torch::NoGradGuard no_grad;
-          const auto obs = torch::from_blob(const_cast<std::uint8_t*>(w.observations().data()),
-                                            {workers, depth, atari::kObsSide, atari::kObsSide}, torch::kUInt8);
-          const auto logits = s.net->forward(obs.to(device)).first;
-          const auto a = (policy == Policy::kGreedy ? logits.argmax(-1)
-                                                    : torch::multinomial(torch::softmax(logits, -1), 1).squeeze(1))
-                             .to(torch::kCPU);
-          const auto acc = a.accessor<std::int64_t, 1>();
-          for (int e = 0; e < workers; ++e) actions[e] = static_cast<int>(acc[e]);
-        }
-        w.step_async(actions);
-        w.step_wait();
-        for (const auto& ep : w.take_episodes()) {
-          auto& mine = got[static_cast<std::size_t>(ep.env)];
-          if (static_cast<int>(mine.size()) < per_worker) {
-            mine.push_back(ep.score);
-            if (static_cast<int>(mine.size()) == per_worker) ++full;
-          }
-        }
-      }
-      std::vector<int> scores;  // round by round, the first N
-      for (int k = 0; k < per_worker; ++k)
-        for (int e = 0; e < workers && static_cast<int>(scores.size()) < eval_episodes; ++e)
-          scores.push_back(got[static_cast<std::size_t>(e)][static_cast<std::size_t>(k)]);
-      return return_summary(scores);
-    };
-    if (eval_episodes > 0) {
-      work.after_loop = [=] {
-        State& s = *st;
-        s.net->eval();
-        auto trained = play(Policy::kSampled);
-        auto greedy = play(Policy::kGreedy);
-        auto random = play(Policy::kRandom);
-        std::cout << fmt::format(
-            "eval: {} episodes: trained policy's return {:.2f} (sd {:.2f}), its greedy actions' {:.2f} (sd {:.2f}), "
-            "random policy's {:.2f} (sd {:.2f})\n",
-            eval_episodes, trained["mean"].get<double>(), trained["sd"].get<double>(), greedy["mean"].get<double>(),
-            greedy["sd"].get<double>(), random["mean"].get<double>(), random["sd"].get<double>());
-        s.eval = {{"episodes", eval_episodes},
-                  {"seed", eval_seed},
-                  {"trained", std::move(trained)},
-                  {"greedy", std::move(greedy)},
-                  {"random", std::move(random)}};
-      };
+// The report's "pipeline" block: the environments and the game's settings.
+nlohmann::json pipeline_block(const atari::EnvConfig& env, int envs) {
+  const atari::PongParams& game = env.game;
+  return {{"source", "environment"},
+          {"env", "mlbench-pong"},
+          {"envs", envs},
+          {"workers", "processes"},
+          {"frame_skip", env.wrap.frame_skip},
+          {"frame_stack", env.wrap.stack},
+          {"observation", "84x84 grayscale"},
+          {"ball_speed", game.ball_vx},
+          {"opponent_speed", game.opponent_speed},
+          {"ball_vy_max", game.ball_vy_max},
+          {"paddle_height", game.paddle_height},
+          {"agent_paddle_height", game.agent_height()},
+          {"serve_to_agent", game.serve_to_agent},
+          {"serve_row", game.serve_row},
+          {"max_frames", game.max_frames},
+          {"points", game.points_to_win}};
+}
+
+// A rollout flattened to one batch of --envs x --rollout steps, with its GAE
+// advantages and returns: what the update's minibatches are drawn from.
+struct RolloutBatch {
+  torch::Tensor obs, actions, log_probs, advantages, returns;
+};
+
+// PPO's learner: the environments, the network and its optimiser, the rollout's
+// storage and the tallies of the report. One iteration is one rollout
+// (rollout_step for each step) and its update.
+class PpoLearner {
+ public:
+  // `opt.env.seed` is the training environments' seed.
+  PpoLearner(const AtariOptions& opt, const torch::Device& device);
+  // One iteration: the rollout, then its update (the loss).
+  void iterate(core::Iteration& it);
+  // --eval-episodes, after the timed run: the trained policy sampled, its
+  // greedy actions and a random policy, printed and kept for metrics.eval.
+  void evaluate();
+  void finish(nlohmann::json& report) const;
+
+ private:
+  enum class Policy { kSampled, kGreedy, kRandom };
+  torch::Tensor current_obs() const;
+  void rollout_step(core::Iteration& it, int t, std::vector<int>& actions);
+  void act(int t, std::vector<int>& actions);
+  void step_envs(int t, const std::vector<int>& actions);
+  void tally_episodes();
+  torch::Tensor update();
+  std::vector<float> gae();
+  torch::Tensor minibatch_step(const RolloutBatch& b, const torch::Tensor& idx);
+  nlohmann::json play(Policy policy);
+  void policy_actions(const atari::EnvWorkers& w, Policy policy, std::vector<int>& actions);
+  std::uint64_t eval_seed() const { return opt_.env.seed + 500000; }
+
+  const AtariOptions opt_;
+  const torch::Device device_;
+  const int n_, steps_, depth_;
+  std::unique_ptr<atari::EnvWorkers> envs_;
+  NatureCnn net_{nullptr};
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  torch::Tensor obs_, actions_, log_probs_,
+      values_;  // rollout storage: steps x envs (x obs)
+  std::vector<float> rewards_;
+  std::vector<unsigned char> dones_;
+  double inference_s_ = 0, update_s_ = 0, env_wait_s_ = 0;
+  long updates_ = 0, agent_steps_ = 0, episodes_ = 0;
+  double score_sum_ = 0, episode_steps_sum_ = 0;
+  std::deque<int> recent_scores_;  // the last 100 episodes' scores
+  nlohmann::json eval_;            // --eval-episodes' result (null without)
+};
+
+PpoLearner::PpoLearner(const AtariOptions& opt, const torch::Device& device)
+    : opt_(opt), device_(device), n_(opt.ppo.envs), steps_(opt.ppo.rollout), depth_(opt.env.wrap.stack) {
+  // The workers fork before the model exists: a child copies as little as possible.
+  envs_ = std::make_unique<atari::EnvWorkers>(n_, opt_.env);
+  net_ = NatureCnn(depth_, atari::kActionCount);
+  net_->to(device_);
+  optimizer_ =
+      std::make_unique<torch::optim::Adam>(net_->parameters(), torch::optim::AdamOptions(opt_.ppo.lr).eps(1e-5));
+  const auto u8 = torch::TensorOptions().dtype(torch::kUInt8).device(device_);
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
+  obs_ = torch::zeros({steps_, n_, depth_, atari::kObsSide, atari::kObsSide}, u8);
+  actions_ = torch::zeros({steps_, n_}, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+  log_probs_ = torch::zeros({steps_, n_}, f32);
+  values_ = torch::zeros({steps_, n_}, f32);
+  rewards_.assign(static_cast<std::size_t>(steps_) * n_, 0.0f);
+  dones_.assign(static_cast<std::size_t>(steps_) * n_, 0);
+}
+
+// The workers' current observations, as a CPU tensor over the shared mapping (no copy).
+torch::Tensor PpoLearner::current_obs() const {
+  return torch::from_blob(const_cast<std::uint8_t*>(envs_->observations().data()),
+                          {n_, depth_, atari::kObsSide, atari::kObsSide}, torch::kUInt8);
+}
+
+void PpoLearner::iterate(core::Iteration& it) {
+  std::vector<int> actions(n_);
+  for (int t = 0; t < steps_; ++t) rollout_step(it, t, actions);
+  agent_steps_ += static_cast<long>(n_) * steps_;
+  auto loss = it.compute([&] { return update(); });
+  it.set_loss(bench::deferred_loss(loss));
+}
+
+// Step `t` of the rollout: the policy's actions (compute), the environments'
+// step (the wait), and the episodes that ended.
+void PpoLearner::rollout_step(core::Iteration& it, int t, std::vector<int>& actions) {
+  it.compute([&] { act(t, actions); });
+  it.wait([&] { step_envs(t, actions); });
+  tally_episodes();
+}
+
+void PpoLearner::act(int t, std::vector<int>& actions) {
+  const auto t0 = std::chrono::steady_clock::now();
+  torch::NoGradGuard no_grad;
+  obs_[t].copy_(current_obs());
+  auto [logits, value] = net_->forward(obs_[t]);
+  auto a = torch::multinomial(torch::softmax(logits, -1), 1).squeeze(1);
+  actions_[t].copy_(a);
+  log_probs_[t].copy_(torch::log_softmax(logits, -1).gather(1, a.unsqueeze(1)).squeeze(1));
+  values_[t].copy_(value);
+  const auto a_cpu = a.to(torch::kCPU);
+  const auto acc = a_cpu.accessor<std::int64_t, 1>();
+  for (int e = 0; e < n_; ++e) actions[e] = static_cast<int>(acc[e]);
+  inference_s_ += seconds_since(t0);
+}
+
+void PpoLearner::step_envs(int t, const std::vector<int>& actions) {
+  const auto t0 = std::chrono::steady_clock::now();
+  envs_->step_async(actions);
+  envs_->step_wait();
+  std::copy(envs_->rewards().begin(), envs_->rewards().end(), rewards_.begin() + t * n_);
+  std::copy(envs_->dones().begin(), envs_->dones().end(), dones_.begin() + t * n_);
+  env_wait_s_ += seconds_since(t0);
+}
+
+void PpoLearner::tally_episodes() {
+  for (const auto& ep : envs_->take_episodes()) {
+    ++episodes_;
+    score_sum_ += ep.score;
+    episode_steps_sum_ += static_cast<double>(ep.steps);
+    recent_scores_.push_back(ep.score);
+    if (recent_scores_.size() > 100) recent_scores_.pop_front();
+  }
+}
+
+// The rollout's GAE advantages (steps x envs), bootstrapped from the value of
+// the environments' current observations.
+std::vector<float> PpoLearner::gae() {
+  torch::Tensor last_values;
+  {
+    torch::NoGradGuard no_grad;
+    last_values = net_->forward(current_obs().to(device_)).second.to(torch::kCPU).contiguous();
+  }
+  const auto values_cpu = values_.to(torch::kCPU).contiguous();
+  return atari::gae_advantages(rewards_, {values_cpu.data_ptr<float>(), static_cast<std::size_t>(steps_) * n_}, dones_,
+                               {last_values.data_ptr<float>(), static_cast<std::size_t>(n_)}, n_,
+                               static_cast<float>(opt_.ppo.gamma), static_cast<float>(opt_.ppo.gae_lambda));
+}
+
+// The update: --epochs passes over the rollout in --minibatches random
+// minibatches. Returns the last minibatch's loss.
+torch::Tensor PpoLearner::update() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const PpoParams& ppo = opt_.ppo;
+  const auto adv_vec = gae();
+  const long batch = static_cast<long>(steps_) * n_;
+  RolloutBatch b;
+  // Over adv_vec's memory on the CPU (no copy): adv_vec outlives the epochs.
+  b.advantages = torch::from_blob(const_cast<float*>(adv_vec.data()), {batch}, torch::kFloat32).to(device_);
+  b.returns = b.advantages + values_.reshape({batch});
+  b.obs = obs_.reshape({batch, depth_, atari::kObsSide, atari::kObsSide});
+  b.actions = actions_.reshape({batch});
+  b.log_probs = log_probs_.reshape({batch});
+  const long mb = batch / ppo.minibatches;
+  torch::Tensor last;
+  for (int epoch = 0; epoch < ppo.epochs; ++epoch) {
+    const auto perm = torch::randperm(batch, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+    for (int k = 0; k < ppo.minibatches; ++k) {
+      last = minibatch_step(b, perm.slice(0, k * mb, k + 1 == ppo.minibatches ? batch : (k + 1) * mb));
     }
-    work.finish = [=, game = env.game](nlohmann::json& report) {
-      const State& s = *st;
-      report["pipeline"] = {{"source", "environment"},
-                            {"env", "mlbench-pong"},
-                            {"envs", n},
-                            {"workers", "processes"},
-                            {"frame_skip", env.wrap.frame_skip},
-                            {"frame_stack", env.wrap.stack},
-                            {"observation", "84x84 grayscale"},
-                            {"ball_speed", game.ball_vx},
-                            {"opponent_speed", game.opponent_speed},
-                            {"ball_vy_max", game.ball_vy_max},
-                            {"paddle_height", game.paddle_height},
-                            {"agent_paddle_height", game.agent_height()},
-                            {"serve_to_agent", game.serve_to_agent},
-                            {"serve_row", game.serve_row},
-                            {"max_frames", game.max_frames},
-                            {"points", game.points_to_win}};
-      auto& m = report["metrics"];
-      m["env"] = "mlbench-pong";
-      m["parameters"] = bench::parameter_count(*s.net);
-      m["envs"] = n;
-      m["rollout"] = steps;
-      m["updates"] = s.updates;
-      m["agent_steps"] = s.agent_steps;
-      m["episodes"] = s.episodes;
-      // null until an episode has ended.
-      const double eps = static_cast<double>(s.episodes);
-      m["mean_episode_score"] = s.episodes > 0 ? nlohmann::json(s.score_sum / eps) : nlohmann::json();
-      m["mean_episode_steps"] = s.episodes > 0 ? nlohmann::json(s.episode_steps_sum / eps) : nlohmann::json();
-      double recent = 0;
-      for (int v : s.recent_scores) recent += v;
-      m["recent_episode_score"] = s.recent_scores.empty()
-                                      ? nlohmann::json()
-                                      : nlohmann::json(recent / static_cast<double>(s.recent_scores.size()));
-      m["eval"] = s.eval;
-      // Totals over every iteration run (warm-up included): where a rollout's time went.
-      m["inference_s"] = s.inference_s;
-      m["update_s"] = s.update_s;
-      m["env_wait_s"] = s.env_wait_s;
-      const double all = s.inference_s + s.update_s + s.env_wait_s;
-      m["env_wait_pct"] = all > 0 ? 100.0 * s.env_wait_s / all : 0.0;
-    };
+  }
+  ++updates_;
+  update_s_ += seconds_since(t0);
+  return last;
+}
+
+// One optimiser step on the clipped objective over the rows `idx` of the
+// rollout; returns its loss.
+torch::Tensor PpoLearner::minibatch_step(const RolloutBatch& b, const torch::Tensor& idx) {
+  const PpoParams& ppo = opt_.ppo;
+  auto [logits, value] = net_->forward(b.obs.index_select(0, idx));
+  const auto log_p = torch::log_softmax(logits, -1);
+  const auto new_log_prob = log_p.gather(1, b.actions.index_select(0, idx).unsqueeze(1)).squeeze(1);
+  const auto entropy = -(log_p.exp() * log_p).sum(-1).mean();
+  auto adv = b.advantages.index_select(0, idx);
+  if (adv.size(0) > 1) adv = (adv - adv.mean()) / (adv.std() + 1e-8);
+  const auto ratio = torch::exp(new_log_prob - b.log_probs.index_select(0, idx));
+  const auto policy_loss = -torch::min(ratio * adv, torch::clamp(ratio, 1.0 - ppo.clip, 1.0 + ppo.clip) * adv).mean();
+  const auto value_loss = 0.5 * (b.returns.index_select(0, idx) - value).pow(2).mean();
+  const auto total = policy_loss + ppo.value_coef * value_loss - ppo.entropy_coef * entropy;
+  optimizer_->zero_grad();
+  total.backward();
+  torch::nn::utils::clip_grad_norm_(net_->parameters(), ppo.max_grad_norm);
+  optimizer_->step();
+  return total.detach();
+}
+
+// The actions of the trained policy (sampled or greedy) on `w`'s observations.
+void PpoLearner::policy_actions(const atari::EnvWorkers& w, Policy policy, std::vector<int>& actions) {
+  const auto workers = static_cast<std::int64_t>(actions.size());
+  torch::NoGradGuard no_grad;
+  const auto obs = torch::from_blob(const_cast<std::uint8_t*>(w.observations().data()),
+                                    {workers, depth_, atari::kObsSide, atari::kObsSide}, torch::kUInt8);
+  const auto logits = net_->forward(obs.to(device_)).first;
+  const auto a =
+      (policy == Policy::kGreedy ? logits.argmax(-1) : torch::multinomial(torch::softmax(logits, -1), 1).squeeze(1))
+          .to(torch::kCPU);
+  const auto acc = a.accessor<std::int64_t, 1>();
+  for (std::int64_t e = 0; e < workers; ++e) actions[static_cast<std::size_t>(e)] = static_cast<int>(acc[e]);
+}
+
+// --eval-episodes: whole episodes on fresh environments (seeds apart from
+// training's, the same for both policies), the first ceil(N / workers) of
+// each worker, so that no episode is cut or chosen by its length.
+nlohmann::json PpoLearner::play(Policy policy) {
+  const int eval_episodes = opt_.eval_episodes;
+  atari::EnvConfig ec = opt_.env;
+  ec.seed = eval_seed();
+  const int workers = std::min(n_, eval_episodes);
+  const int per_worker = (eval_episodes + workers - 1) / workers;
+  atari::EnvWorkers w(workers, ec);
+  std::mt19937_64 rng(eval_seed());
+  std::uniform_int_distribution<int> uniform(0, atari::kActionCount - 1);
+  std::vector<std::vector<int>> got(static_cast<std::size_t>(workers));
+  std::vector<int> actions(static_cast<std::size_t>(workers));
+  int full = 0;
+  while (full < workers) {
+    if (const int sig = core::stop_signal()) throw core::Interrupted(sig);
+    if (policy == Policy::kRandom) {
+      for (auto& a : actions) a = uniform(rng);
+    } else {
+      policy_actions(w, policy, actions);
+    }
+    w.step_async(actions);
+    w.step_wait();
+    for (const auto& ep : w.take_episodes()) {
+      auto& mine = got[static_cast<std::size_t>(ep.env)];
+      if (static_cast<int>(mine.size()) < per_worker) {
+        mine.push_back(ep.score);
+        if (static_cast<int>(mine.size()) == per_worker) ++full;
+      }
+    }
+  }
+  std::vector<int> scores;  // round by round, the first N
+  for (int k = 0; k < per_worker; ++k)
+    for (int e = 0; e < workers && static_cast<int>(scores.size()) < eval_episodes; ++e)
+      scores.push_back(got[static_cast<std::size_t>(e)][static_cast<std::size_t>(k)]);
+  return return_summary(scores);
+}
+
+void PpoLearner::evaluate() {
+  net_->eval();
+  auto trained = play(Policy::kSampled);
+  auto greedy = play(Policy::kGreedy);
+  auto random = play(Policy::kRandom);
+  std::cout << fmt::format(
+      "eval: {} episodes: trained policy's return {:.2f} (sd {:.2f}), its greedy actions' {:.2f} (sd {:.2f}), "
+      "random policy's {:.2f} (sd {:.2f})\n",
+      opt_.eval_episodes, trained["mean"].get<double>(), trained["sd"].get<double>(), greedy["mean"].get<double>(),
+      greedy["sd"].get<double>(), random["mean"].get<double>(), random["sd"].get<double>());
+  eval_ = {{"episodes", opt_.eval_episodes},
+           {"seed", eval_seed()},
+           {"trained", std::move(trained)},
+           {"greedy", std::move(greedy)},
+           {"random", std::move(random)}};
+}
+
+void PpoLearner::finish(nlohmann::json& report) const {
+  report["pipeline"] = pipeline_block(opt_.env, n_);
+  auto& m = report["metrics"];
+  m["env"] = "mlbench-pong";
+  m["parameters"] = bench::parameter_count(*net_);
+  m["envs"] = n_;
+  m["rollout"] = steps_;
+  m["updates"] = updates_;
+  m["agent_steps"] = agent_steps_;
+  m["episodes"] = episodes_;
+  // null until an episode has ended.
+  const double eps = static_cast<double>(episodes_);
+  m["mean_episode_score"] = episodes_ > 0 ? nlohmann::json(score_sum_ / eps) : nlohmann::json();
+  m["mean_episode_steps"] = episodes_ > 0 ? nlohmann::json(episode_steps_sum_ / eps) : nlohmann::json();
+  double recent = 0;
+  for (int v : recent_scores_) recent += v;
+  m["recent_episode_score"] =
+      recent_scores_.empty() ? nlohmann::json() : nlohmann::json(recent / static_cast<double>(recent_scores_.size()));
+  m["eval"] = eval_;
+  // Totals over every iteration run (warm-up included): where a rollout's time went.
+  m["inference_s"] = inference_s_;
+  m["update_s"] = update_s_;
+  m["env_wait_s"] = env_wait_s_;
+  const double all = inference_s_ + update_s_ + env_wait_s_;
+  m["env_wait_pct"] = all > 0 ? 100.0 * env_wait_s_ / all : 0.0;
+}
+
+int run(const core::BenchCli& cli, const AtariOptions& options) {
+  return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
+    AtariOptions opt = options;
+    opt.env.seed = static_cast<std::uint64_t>(cli.options().seed) * 1000;
+    auto learner = std::make_shared<PpoLearner>(opt, ctx.device);
+    core::Workload work;
+    work.items_per_iteration = static_cast<double>(opt.ppo.envs) * opt.ppo.rollout;
+    work.step = [learner](core::Iteration& it) { learner->iterate(it); };
+    if (opt.eval_episodes > 0) work.after_loop = [learner] { learner->evaluate(); };
+    work.finish = [learner](nlohmann::json& report) { learner->finish(report); };
     return work;
   });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  core::BenchCli cli("atari", "atari: PPO from pixels on mlbench-pong, environments in worker processes",
+                     {.batch_size = 1, .repeat = 15, .number = 2});
+  AtariOptions opt;
+  add_flags(cli, opt);
+  if (auto rc = cli.parse(argc, argv)) return *rc;
+  if (auto rc = validate(cli.options(), opt)) return *rc;
+  return run(cli, opt);
 }
