@@ -20,6 +20,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -79,7 +80,7 @@ struct Children {
     std::string log;
     core::Process process;
   };
-  std::list<Child> running;  // a list: Process cannot be move-assigned
+  std::list<Child> running;                // a list: Process cannot be move-assigned
   std::map<int, core::ExitStatus> status;  // by rank, once reaped
 
   // Reaps those that ended (blocking: all of them); returns "" or why one failed.
@@ -96,9 +97,9 @@ struct Children {
       if (st->exited && st->code == 0) {
         std::filesystem::remove(it->log, ec);
       } else if (failed.empty()) {
-        failed = st->exited ? fmt::format("rank {} exited with status {}", it->rank, st->code)
-                            : fmt::format("rank {} was killed by signal {} ({})", it->rank, st->signal,
-                                          strsignal(st->signal));
+        failed = st->exited
+                     ? fmt::format("rank {} exited with status {}", it->rank, st->code)
+                     : fmt::format("rank {} was killed by signal {} ({})", it->rank, st->signal, strsignal(st->signal));
         const std::string last = last_line(it->log);
         failed += last.empty() ? fmt::format(" (its output: {})", it->log)
                                : fmt::format(": {} (its output: {})", last, it->log);
@@ -168,8 +169,9 @@ std::shared_ptr<Children> spawn_ranks(int world, int port) {
     (*spec.env)["MASTER_PORT"] = std::to_string(port);
     (*spec.env)[kLocalEnv] = "1";
     spec.output = core::Output::File;
-    spec.log_path = (std::filesystem::temp_directory_path() /
-                     fmt::format("mlbench-scaling-{}-rank{}.log", g_main_pid, rank)).string();
+    spec.log_path =
+        (std::filesystem::temp_directory_path() / fmt::format("mlbench-scaling-{}-rank{}.log", g_main_pid, rank))
+            .string();
     try {
       children->running.push_back({rank, spec.log_path, core::Process(spec)});
     } catch (const core::ProcessError& e) {
@@ -180,15 +182,50 @@ std::shared_ptr<Children> spawn_ranks(int world, int port) {
   return children;
 }
 
-struct Options {
+// Everything scaling's own flags set.
+struct ScalingOptions {
+  pipeline::PipelineOptions pipeline;
   std::string arch = "resnet18";
   std::int64_t classes = 1000;
   double lr = 0.1, momentum = 0.9, weight_decay = 1e-4;
   int ranks = 2;
-  double bucket_mb = 25.0;  // DistributedDataParallel's default bucket_cap_mb
+  double bucket_mb = 25.0;      // DistributedDataParallel's default bucket_cap_mb
   int baseline_iterations = 0;  // 0: --number x 2
   double timeout_s = 300;
 };
+
+void add_flags(core::BenchCli& cli, ScalingOptions& opt) {
+  pipeline::add_pipeline_flags(cli, opt.pipeline);
+  cli.add_option("--arch", opt.arch, "Model: resnet18, resnet34, resnet50, resnet101 or resnet152")
+      ->check(CLI::IsMember(bench::vision::resnet_archs()))
+      ->capture_default_str();
+  cli.add_option("--classes", opt.classes, "Output classes (at least the dataset's class count)")
+      ->check(core::integer_at_least(2));
+  cli.add_option("--lr", opt.lr, "SGD learning rate")->check(core::number_above(0));
+  cli.add_option("--ranks", opt.ranks,
+                 "Ranks started on this machine when the environment names none (MASTER_*/RANK/WORLD_SIZE or a "
+                 "Slurm step); they share --cpu-cores")
+      ->check(core::integer_in(1, 64))
+      ->capture_default_str();
+  cli.add_option("--bucket-mb", opt.bucket_mb, "Gradient bucket size, MiB (one async allreduce per full bucket)")
+      ->check(core::number_above(0))
+      ->capture_default_str();
+  cli.add_option("--baseline-iterations", opt.baseline_iterations,
+                 "Iterations rank 0 trains alone to measure throughput(1) (0: 2 x --number)")
+      ->check(core::integer_in(0, 1 << 20));
+  cli.add_option("--timeout", opt.timeout_s, "Seconds a rank waits for the others (rendezvous, allreduce)")
+      ->check(core::number_above(0))
+      ->capture_default_str();
+}
+
+// After parsing: prints the error and returns 2 when a flag does not apply.
+std::optional<int> validate(const core::BenchOptions& o) {
+  if (o.min_time > 0) {
+    std::cerr << "scaling: error: --min-time is not supported: every rank must run the same --number\n";
+    return 2;
+  }
+  return std::nullopt;
+}
 
 // Everything one rank trains with; the same on every rank.
 struct Rank {
@@ -199,7 +236,7 @@ struct Rank {
   int threads = 1;
 };
 
-Rank connect(const core::BenchOptions& o, const Options& opt) {
+Rank connect(const core::BenchOptions& o, const ScalingOptions& opt) {
   Rank r;
   auto from_env = scaling::rendezvous_from_env();
   const bool spawn = !from_env;
@@ -253,8 +290,8 @@ nlohmann::json params_in_sync(scaling::Collectives& pg, const std::vector<torch:
   std::vector<torch::Tensor> t{torch::cat({hi, lo})};
   pg.allreduce(t, c10d::AllreduceOptions{c10d::ReduceOp::MAX})->wait();
   const double max = t[0][0].item<double>(), min = -t[0][1].item<double>();
-  return {{"param_sum_max", max}, {"param_sum_min", min},
-          {"in_sync", max - min <= 1e-6 * std::max(1.0, std::abs(max))}};
+  return {
+      {"param_sum_max", max}, {"param_sum_min", min}, {"in_sync", max - min <= 1e-6 * std::max(1.0, std::abs(max))}};
 }
 
 // Fault injection for tests: MLBENCH_SCALING_FAIL_RANK=k makes rank k exit with
@@ -266,15 +303,11 @@ void maybe_fail(int rank) {
   }
 }
 
-// The training set-up every rank runs: model, shard, reducer; rank 0 measures the
-// one-rank baseline first. Returns the workload of the N-rank loop.
-core::Workload make_workload(const core::BenchOptions& o, const pipeline::PipelineOptions& popts, const Options& opt,
-                             const bench::TorchContext& ctx, std::shared_ptr<Rank> rank, nlohmann::json& baseline) {
-  torch::manual_seed(o.seed);  // every rank starts from the same weights
-  torch::set_num_threads(rank->threads);
-  core::set_blas_threads(rank->threads);
-  const int r = rank->rv.rank, world = rank->rv.world;
-  auto stream = bench::vision::make_image_stream(
+// Each rank's shard of the dataset (or, under --synthetic, one batch of its own).
+std::shared_ptr<bench::vision::ImageStream> open_stream(const core::BenchOptions& o, const ScalingOptions& opt,
+                                                        const bench::TorchContext& ctx, int r, int world) {
+  const pipeline::PipelineOptions& popts = opt.pipeline;
+  return bench::vision::make_image_stream(
       o, popts, ctx.device,
       {.dataset = "fake-imagenet-small",
        .synthetic =
@@ -284,36 +317,62 @@ core::Workload make_workload(const core::BenchOptions& o, const pipeline::Pipeli
              auto all = bench::vision::open_image_folder(o, path, "fake-imagenet-small", popts);
              auto shard = std::make_shared<ShardSource>(all, r, world);
              if (shard->size() < static_cast<std::size_t>(o.batch_size)) {
-               throw core::UsageError(fmt::format("{} has {} items: rank {}'s shard of {} is smaller than a batch of {}",
-                                                  path, all->size(), r, shard->size(), o.batch_size));
+               throw core::UsageError(
+                   fmt::format("{} has {} items: rank {}'s shard of {} is smaller than a batch of {}", path,
+                               all->size(), r, shard->size(), o.batch_size));
              }
              return bench::vision::PipelineSource{shard, {}};
            }});
-  // The same weights on every rank: built right after the common seed.
-  auto make_model = [&] {
-    auto m = std::make_shared<bench::vision::ResNet>(bench::vision::resnet_spec(opt.arch), opt.classes);
-    (*m)->to(ctx.device);
-    (*m)->train();
-    return m;
-  };
-  auto make_optimizer = [&](const std::vector<torch::Tensor>& ps) {
-    return std::make_shared<torch::optim::SGD>(
-        ps, torch::optim::SGDOptions(opt.lr).momentum(opt.momentum).weight_decay(opt.weight_decay));
-  };
-  auto model = make_model();
-  auto params = (*model)->parameters();
-  auto optimizer = make_optimizer(params);
-  // run_benchmark's memory check runs this set-up in a forked child with a small
-  // batch: that child must not talk to the other ranks (it shares rank 0's sockets).
-  const bool memory_probe = getpid() != g_main_pid;
-  auto reducer = memory_probe || world == 1
-                     ? nullptr
-                     : std::make_shared<scaling::BucketReducer>(rank->pg, params,
-                                                                static_cast<std::int64_t>(opt.bucket_mb * 1024 * 1024));
-  auto log = std::make_shared<AllreduceLog>();
+}
 
-  // One step; with the reducer, gradients averaged across ranks.
-  auto step = [=](const bench::vision::DeviceBatch& b) {
+std::shared_ptr<bench::vision::ResNet> make_model(const ScalingOptions& opt, const torch::Device& device) {
+  auto m = std::make_shared<bench::vision::ResNet>(bench::vision::resnet_spec(opt.arch), opt.classes);
+  (*m)->to(device);
+  (*m)->train();
+  return m;
+}
+
+std::shared_ptr<torch::optim::SGD> make_optimizer(const ScalingOptions& opt, const std::vector<torch::Tensor>& ps) {
+  return std::make_shared<torch::optim::SGD>(
+      ps, torch::optim::SGDOptions(opt.lr).momentum(opt.momentum).weight_decay(opt.weight_decay));
+}
+
+// The baseline: rank 0 alone (the others wait at the barrier), same threads per
+// rank, on a model of its own so that the ranks' weights stay equal. Returns its
+// iterations, seconds and items per second.
+nlohmann::json measure_baseline(const core::BenchOptions& o, const ScalingOptions& opt, const torch::Device& device,
+                                bench::vision::ImageStream& stream) {
+  const int base_iters = opt.baseline_iterations > 0 ? opt.baseline_iterations : 2 * o.number;
+  auto alone = make_model(opt, device);
+  auto alone_opt = make_optimizer(opt, (*alone)->parameters());
+  auto alone_step = [&](const bench::vision::DeviceBatch& b) {
+    alone_opt->zero_grad();
+    auto l = torch::cross_entropy_loss((*alone)->forward(b.images), b.labels);
+    l.backward();
+    alone_opt->step();
+  };
+  std::cout << fmt::format("scaling: baseline: rank 0 alone for {} iterations, the other ranks wait\n", base_iters)
+            << std::flush;
+  core::Iteration warm;
+  alone_step(stream.next(warm));  // first iteration: allocations, not timed
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < base_iters; ++i) {
+    // Outside the training loop, so its own check does not run yet: Ctrl-C here
+    // ends the run with a FAIL report (the copies are killed as rank 0 unwinds).
+    if (const int sig = core::stop_signal()) throw core::Interrupted(sig);
+    core::Iteration it;
+    alone_step(stream.next(it));
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {{"iterations", base_iters}, {"seconds", s}, {"items_per_s", base_iters * o.batch_size / s}};
+}
+
+// One step; with the reducer, gradients averaged across ranks.
+bench::vision::TrainStep make_step(std::shared_ptr<bench::vision::ResNet> model,
+                                   std::shared_ptr<torch::optim::SGD> optimizer,
+                                   std::shared_ptr<scaling::BucketReducer> reducer, std::shared_ptr<AllreduceLog> log,
+                                   std::shared_ptr<Rank> rank) {
+  return [=](const bench::vision::DeviceBatch& b) {
     optimizer->zero_grad();
     auto l = torch::cross_entropy_loss((*model)->forward(b.images), b.labels);
     if (reducer) reducer->prepare();
@@ -330,45 +389,43 @@ core::Workload make_workload(const core::BenchOptions& o, const pipeline::Pipeli
     optimizer->step();
     return l;
   };
+}
+
+// The training set-up every rank runs: model, shard, reducer; rank 0 measures the
+// one-rank baseline first. Returns the workload of the N-rank loop.
+core::Workload make_workload(const core::BenchOptions& o, const ScalingOptions& opt, const bench::TorchContext& ctx,
+                             std::shared_ptr<Rank> rank, nlohmann::json& baseline) {
+  torch::manual_seed(o.seed);  // every rank starts from the same weights
+  torch::set_num_threads(rank->threads);
+  core::set_blas_threads(rank->threads);
+  const int r = rank->rv.rank, world = rank->rv.world;
+  const pipeline::PipelineOptions& popts = opt.pipeline;
+  auto stream = open_stream(o, opt, ctx, r, world);
+  // The same weights on every rank: built right after the common seed.
+  auto model = make_model(opt, ctx.device);
+  auto params = (*model)->parameters();
+  auto optimizer = make_optimizer(opt, params);
+  // run_benchmark's memory check runs this set-up in a forked child with a small
+  // batch: that child must not talk to the other ranks (it shares rank 0's sockets).
+  const bool memory_probe = getpid() != g_main_pid;
+  auto reducer = memory_probe || world == 1
+                     ? nullptr
+                     : std::make_shared<scaling::BucketReducer>(rank->pg, params,
+                                                                static_cast<std::int64_t>(opt.bucket_mb * 1024 * 1024));
+  auto log = std::make_shared<AllreduceLog>();
+  auto step = make_step(model, optimizer, reducer, log, rank);
   if (memory_probe) return bench::vision::image_workload(o, popts, stream, step, [](nlohmann::json&) {});
 
-  // The baseline: rank 0 alone (the others wait at the barrier), same threads per
-  // rank, on a model of its own so that the ranks' weights stay equal.
-  const int base_iters = opt.baseline_iterations > 0 ? opt.baseline_iterations : 2 * o.number;
-  if (r == 0 && world > 1) {
-    auto alone = make_model();
-    auto alone_opt = make_optimizer((*alone)->parameters());
-    auto alone_step = [&](const bench::vision::DeviceBatch& b) {
-      alone_opt->zero_grad();
-      auto l = torch::cross_entropy_loss((*alone)->forward(b.images), b.labels);
-      l.backward();
-      alone_opt->step();
-    };
-    std::cout << fmt::format("scaling: baseline: rank 0 alone for {} iterations, the other ranks wait\n", base_iters)
-              << std::flush;
-    core::Iteration warm;
-    alone_step(stream->next(warm));  // first iteration: allocations, not timed
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < base_iters; ++i) {
-      // Outside the training loop, so its own check does not run yet: Ctrl-C here
-      // ends the run with a FAIL report (the copies are killed as rank 0 unwinds).
-      if (const int sig = core::stop_signal()) throw core::Interrupted(sig);
-      core::Iteration it;
-      alone_step(stream->next(it));
-    }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    baseline = {{"iterations", base_iters}, {"seconds", s}, {"items_per_s", base_iters * o.batch_size / s}};
-  }
+  if (r == 0 && world > 1) baseline = measure_baseline(o, opt, ctx.device, *stream);
   rank->pg->barrier()->wait();
   maybe_fail(r);
 
-  auto work = bench::vision::image_workload(
-      o, popts, stream, step, [=, arch = opt.arch](nlohmann::json& m) {
-        m["arch"] = arch;
-        m["parameters"] = bench::parameter_count(**model);
-        m["buckets"] = reducer ? nlohmann::json(reducer->buckets()) : nlohmann::json();
-        m["allreduce_bytes_per_iteration"] = reducer ? nlohmann::json(reducer->bytes_per_iteration()) : nlohmann::json();
-      });
+  auto work = bench::vision::image_workload(o, popts, stream, step, [=, arch = opt.arch](nlohmann::json& m) {
+    m["arch"] = arch;
+    m["parameters"] = bench::parameter_count(**model);
+    m["buckets"] = reducer ? nlohmann::json(reducer->buckets()) : nlohmann::json();
+    m["allreduce_bytes_per_iteration"] = reducer ? nlohmann::json(reducer->bytes_per_iteration()) : nlohmann::json();
+  });
   work.items_per_iteration = static_cast<double>(o.batch_size) * world;  // the global batch
   auto finish = work.finish;
   const long skip = static_cast<long>(o.warmup) * o.number;
@@ -384,44 +441,95 @@ core::Workload make_workload(const core::BenchOptions& o, const pipeline::Pipeli
   return work;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  g_args.assign(argv + 1, argv + argc);
-  g_main_pid = getpid();
-  core::BenchCli cli("scaling",
-                     "scaling: data-parallel ResNet training over c10d (Gloo), efficiency against one rank",
-                     {.batch_size = 32, .repeat = 10, .number = 5, .workers = 1});
-  pipeline::PipelineOptions popts;
-  pipeline::add_pipeline_flags(cli, popts);
-  Options opt;
-  cli.add_option("--arch", opt.arch, "Model: resnet18, resnet34, resnet50, resnet101 or resnet152")
-      ->check(CLI::IsMember(bench::vision::resnet_archs()))
-      ->capture_default_str();
-  cli.add_option("--classes", opt.classes, "Output classes (at least the dataset's class count)")
-      ->check(core::integer_at_least(2));
-  cli.add_option("--lr", opt.lr, "SGD learning rate")->check(core::number_above(0));
-  cli.add_option("--ranks", opt.ranks,
-                 "Ranks started on this machine when the environment names none (MASTER_*/RANK/WORLD_SIZE or a "
-                 "Slurm step); they share --cpu-cores")
-      ->check(core::integer_in(1, 64))
-      ->capture_default_str();
-  cli.add_option("--bucket-mb", opt.bucket_mb, "Gradient bucket size, MiB (one async allreduce per full bucket)")
-      ->check(core::number_above(0))
-      ->capture_default_str();
-  cli.add_option("--baseline-iterations", opt.baseline_iterations,
-                 "Iterations rank 0 trains alone to measure throughput(1) (0: 2 x --number)")
-      ->check(core::integer_in(0, 1 << 20));
-  cli.add_option("--timeout", opt.timeout_s, "Seconds a rank waits for the others (rendezvous, allreduce)")
-      ->check(core::number_above(0))
-      ->capture_default_str();
-  if (auto rc = cli.parse(argc, argv)) return *rc;
-  const core::BenchOptions& o = cli.options();
-  if (o.min_time > 0) {
-    std::cerr << "scaling: error: --min-time is not supported: every rank must run the same --number\n";
-    return 2;
+// A rank other than 0 trains the same loop and hands its figures to rank 0.
+int run_other_rank(const core::BenchOptions& o, const ScalingOptions& opt, std::shared_ptr<Rank> rank) {
+  const int r = rank->rv.rank;
+  try {
+    const bench::TorchContext ctx = bench::make_torch_context(o);
+    nlohmann::json unused;
+    core::Workload work = make_workload(o, opt, ctx, rank, unused);
+    core::LoopConfig config;
+    config.repeat = o.repeat;
+    config.number = o.number;
+    config.warmup = o.warmup;
+    config.interrupted = [] { return core::stop_signal(); };
+    core::LoopResult result;
+    const core::StopSignals stop(core::StopSignals::Calls::kInterrupt);
+    core::TrainLoop(config).run(work.step, result);
+    nlohmann::json report = {{"iterations", result.iterations}};
+    if (work.finish) work.finish(report);
+    const double it_s = result.iteration.mean();
+    const nlohmann::json stats = {{"rank", r},
+                                  {"items_per_s", o.batch_size / it_s},
+                                  {"wait_s", result.wait.mean()},
+                                  {"compute_s", result.compute.mean()},
+                                  {"allreduce_exposed_s", report["metrics"]["allreduce_exposed_s"]},
+                                  {"weights", report["metrics"].value("weights", nlohmann::json())}};
+    const std::string text = stats.dump();
+    rank->store->set(fmt::format("scaling/rank/{}", r), std::vector<std::uint8_t>(text.begin(), text.end()));
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << fmt::format("scaling: rank {}: error: {}\n", r, e.what());
+    return 1;
   }
+}
 
+// metrics.ranks: rank 0's figures from its report, then, after a whole loop,
+// those every other rank left in the store.
+nlohmann::json gather_ranks(nlohmann::json& report, const Rank& rank, bool completed) {
+  nlohmann::json ranks = nlohmann::json::array();
+  const nlohmann::json& stall = report["stall"];
+  auto avg = [](const nlohmann::json& s) {
+    return s.is_object() && s["avg"].is_number() ? s["avg"] : nlohmann::json();
+  };
+  ranks.push_back({{"rank", 0},
+                   {"wait_s", avg(stall["wait"])},
+                   {"compute_s", avg(stall["compute"])},
+                   {"allreduce_exposed_s", report["metrics"]["allreduce_exposed_s"]}});
+  for (int k = 1; k < rank.rv.world && completed; ++k) {
+    try {
+      const auto bytes = rank.store->get(fmt::format("scaling/rank/{}", k));
+      ranks.push_back(nlohmann::json::parse(std::string(bytes.begin(), bytes.end())));
+    } catch (const std::exception& e) {
+      ranks.push_back({{"rank", k}, {"error", e.what()}});
+    }
+  }
+  return ranks;
+}
+
+// Rank 0's report: the world, every rank's figures, the baseline and the
+// scaling efficiency; the copies it started are reaped (or stopped).
+void rank0_metrics(nlohmann::json& report, const core::BenchOptions& o, const ScalingOptions& opt, Rank& rank,
+                   const nlohmann::json& baseline) {
+  const int world = rank.rv.world;
+  nlohmann::json& m = report["metrics"];
+  m["world_size"] = world;
+  m["rendezvous"] = rank.rv.source;
+  m["threads_per_rank"] = rank.threads;
+  m["reducer"] = "parameter hooks: async ProcessGroupGloo allreduce per full bucket, overlapping backward";
+  m["bucket_mb"] = opt.bucket_mb;
+  const bool completed = report.value("iterations", 0L) >= static_cast<long>(o.repeat) * o.number;
+  m["ranks"] = gather_ranks(report, rank, completed);
+  m["baseline"] = baseline;
+  const double n_rate = report["train_item"].is_object() && report["train_item"]["avg"].is_number()
+                            ? report["train_item"]["avg"].get<double>()
+                            : std::nan("");
+  if (world > 1 && baseline.contains("items_per_s") && std::isfinite(n_rate)) {
+    const double one = baseline["items_per_s"].get<double>();
+    m["throughput_1"] = one;
+    m["throughput_n"] = n_rate;
+    m["scaling_efficiency"] = n_rate / (world * one);
+  } else {
+    m["scaling_efficiency"] = world == 1 ? nlohmann::json(1.0) : nlohmann::json();
+  }
+  if (rank.children) {
+    const std::string failed = completed ? rank.children->reap(true) : rank.children->stop_all(kStopGraceS);
+    if (!failed.empty()) m["rank_failure"] = failed;
+  }
+}
+
+int run(const core::BenchCli& cli, const ScalingOptions& opt) {
+  const core::BenchOptions& o = cli.options();
   std::shared_ptr<Rank> rank;
   try {
     rank = std::make_shared<Rank>(connect(o, opt));
@@ -429,86 +537,30 @@ int main(int argc, char** argv) {
     std::cerr << "scaling: error: cannot join the ranks: " << e.what() << "\n";
     return 1;
   }
-  const int r = rank->rv.rank, world = rank->rv.world;
-
-  if (r != 0) {
-    // A rank other than 0 trains the same loop and hands its figures to rank 0.
-    try {
-      const bench::TorchContext ctx = bench::make_torch_context(o);
-      nlohmann::json unused;
-      core::Workload work = make_workload(o, popts, opt, ctx, rank, unused);
-      core::LoopConfig config;
-      config.repeat = o.repeat;
-      config.number = o.number;
-      config.warmup = o.warmup;
-      config.interrupted = [] { return core::stop_signal(); };
-      core::LoopResult result;
-      const core::StopSignals stop(core::StopSignals::Calls::kInterrupt);
-      core::TrainLoop(config).run(work.step, result);
-      nlohmann::json report = {{"iterations", result.iterations}};
-      if (work.finish) work.finish(report);
-      const double it_s = result.iteration.mean();
-      const nlohmann::json stats = {{"rank", r},
-                                    {"items_per_s", o.batch_size / it_s},
-                                    {"wait_s", result.wait.mean()},
-                                    {"compute_s", result.compute.mean()},
-                                    {"allreduce_exposed_s", report["metrics"]["allreduce_exposed_s"]},
-                                    {"weights", report["metrics"].value("weights", nlohmann::json())}};
-      const std::string text = stats.dump();
-      rank->store->set(fmt::format("scaling/rank/{}", r), std::vector<std::uint8_t>(text.begin(), text.end()));
-      return 0;
-    } catch (const std::exception& e) {
-      std::cerr << fmt::format("scaling: rank {}: error: {}\n", r, e.what());
-      return 1;
-    }
-  }
+  if (rank->rv.rank != 0) return run_other_rank(o, opt, rank);
 
   return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
     auto baseline = std::make_shared<nlohmann::json>();
-    core::Workload work = make_workload(o, popts, opt, ctx, rank, *baseline);
+    core::Workload work = make_workload(o, opt, ctx, rank, *baseline);
     auto finish = work.finish;
-    work.finish = [=, &o](nlohmann::json& report) {
+    work.finish = [=, &o, &opt](nlohmann::json& report) {
       if (finish) finish(report);
-      nlohmann::json& m = report["metrics"];
-      m["world_size"] = world;
-      m["rendezvous"] = rank->rv.source;
-      m["threads_per_rank"] = rank->threads;
-      m["reducer"] = "parameter hooks: async ProcessGroupGloo allreduce per full bucket, overlapping backward";
-      m["bucket_mb"] = opt.bucket_mb;
-      nlohmann::json ranks = nlohmann::json::array();
-      const nlohmann::json& stall = report["stall"];
-      auto avg = [](const nlohmann::json& s) { return s.is_object() && s["avg"].is_number() ? s["avg"] : nlohmann::json(); };
-      ranks.push_back({{"rank", 0},
-                       {"wait_s", avg(stall["wait"])},
-                       {"compute_s", avg(stall["compute"])},
-                       {"allreduce_exposed_s", m["allreduce_exposed_s"]}});
-      const bool completed = report.value("iterations", 0L) >= static_cast<long>(o.repeat) * o.number;
-      for (int k = 1; k < world && completed; ++k) {
-        try {
-          const auto bytes = rank->store->get(fmt::format("scaling/rank/{}", k));
-          ranks.push_back(nlohmann::json::parse(std::string(bytes.begin(), bytes.end())));
-        } catch (const std::exception& e) {
-          ranks.push_back({{"rank", k}, {"error", e.what()}});
-        }
-      }
-      m["ranks"] = ranks;
-      m["baseline"] = *baseline;
-      const double n_rate = report["train_item"].is_object() && report["train_item"]["avg"].is_number()
-                                ? report["train_item"]["avg"].get<double>()
-                                : std::nan("");
-      if (world > 1 && baseline->contains("items_per_s") && std::isfinite(n_rate)) {
-        const double one = (*baseline)["items_per_s"].get<double>();
-        m["throughput_1"] = one;
-        m["throughput_n"] = n_rate;
-        m["scaling_efficiency"] = n_rate / (world * one);
-      } else {
-        m["scaling_efficiency"] = world == 1 ? nlohmann::json(1.0) : nlohmann::json();
-      }
-      if (rank->children) {
-        const std::string failed = completed ? rank->children->reap(true) : rank->children->stop_all(kStopGraceS);
-        if (!failed.empty()) m["rank_failure"] = failed;
-      }
+      rank0_metrics(report, o, opt, *rank, *baseline);
     };
     return work;
   });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  g_args.assign(argv + 1, argv + argc);
+  g_main_pid = getpid();
+  core::BenchCli cli("scaling", "scaling: data-parallel ResNet training over c10d (Gloo), efficiency against one rank",
+                     {.batch_size = 32, .repeat = 10, .number = 5, .workers = 1});
+  ScalingOptions opt;
+  add_flags(cli, opt);
+  if (auto rc = cli.parse(argc, argv)) return *rc;
+  if (auto rc = validate(cli.options())) return *rc;
+  return run(cli, opt);
 }
