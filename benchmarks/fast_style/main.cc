@@ -7,11 +7,13 @@
 #include <torch/torch.h>
 
 #include "benchmarks/models/vision_models.h"
-#include "benchmarks/support/image_stream.h"
-#include "benchmarks/support/torch_runtime.h"
+#include "benchmarks/support/image_benchmark.h"
 #include "source_hash.h"
 
 namespace {
+
+using namespace mlbench;
+namespace v = bench::vision;
 
 // A style image, deterministic for --seed, [1, 3, size, size] in 0..255: stripes and blobs
 // at a few scales, so its Gram matrices are far from a photo's.
@@ -32,80 +34,90 @@ torch::Tensor vgg_input(const torch::Tensor& x) {
   return (x / 255.0 - mean) / std;
 }
 
+struct FastStyleOptions {
+  double lr = 1e-3, content_weight = 1e5, style_weight = 1e10;
+};
+
+void add_flags(core::BenchCli& cli, FastStyleOptions& opt) {
+  cli.add_option("--lr", opt.lr, "Adam learning rate")->check(core::number_above(0));
+  cli.add_option("--content-weight", opt.content_weight, "Weight of the content loss")->check(core::number_in(0));
+  cli.add_option("--style-weight", opt.style_weight, "Weight of the style loss")->check(core::number_in(0));
+}
+
+std::string image_size_error(const pipeline::PipelineOptions& p) {
+  if (p.image_size % 4 == 0) return "";
+  return "--image-size must be a multiple of 4 (two stride-2 stages), got " + std::to_string(p.image_size);
+}
+
+v::ImageData content_images(const v::ImageSetup& s) {
+  const std::int64_t size = s.pipeline.image_size;
+  return {.dataset = "fake-imagenet-small",
+          .synthetic = [&o = s.options, size,
+                        device = s.ctx.device] { return v::uniform_images(o.batch_size, size, 0, 255, device); },
+          // The example's transform: Resize(size), CenterCrop(size), ToTensor, x 255.
+          .transform =
+              [size](pipeline::LoaderConfig& config) {
+                config.transform.mode = pipeline::TransformMode::Eval;
+                config.transform.resize_size = static_cast<int>(size);
+                config.transform.normalize = {{0.0f, 0.0f, 0.0f}, {1 / 255.0f, 1 / 255.0f, 1 / 255.0f}};
+              }};
+}
+
+v::ImageModel style_model(const FastStyleOptions& opt, const v::ImageSetup& s) {
+  const std::int64_t size = s.pipeline.image_size;
+  const torch::Device device = s.ctx.device;
+  v::TransformerNet transformer;
+  v::Vgg16Features vgg;
+  transformer->to(device);
+  vgg->to(device);
+  vgg->eval();
+  std::vector<torch::Tensor> gram_style;
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& f : vgg->forward(vgg_input(make_style_image(size).to(device)))) {
+      gram_style.push_back(v::gram_matrix(f));
+    }
+  }
+  auto optimizer = std::make_shared<torch::optim::Adam>(transformer->parameters(), torch::optim::AdamOptions(opt.lr));
+  const double content_weight = opt.content_weight, style_weight = opt.style_weight;
+  return {[=](const v::DeviceBatch& b) mutable {
+            optimizer->zero_grad();
+            const auto n = b.images.size(0);
+            auto y = transformer->forward(b.images);
+            auto fy = vgg->forward(vgg_input(y));
+            std::vector<torch::Tensor> fx;
+            {
+              torch::NoGradGuard no_grad;  // the content target needs no graph
+              fx = vgg->forward(vgg_input(b.images));
+            }
+            auto content = content_weight * torch::mse_loss(fy[1], fx[1]);
+            auto style = torch::zeros({}, y.options());
+            for (std::size_t i = 0; i < fy.size(); ++i) {
+              style = style + torch::mse_loss(v::gram_matrix(fy[i]), gram_style[i].expand({n, -1, -1}));
+            }
+            auto total = content + style_weight * style;
+            total.backward();
+            optimizer->step();
+            return total.detach();
+          },
+          [=](nlohmann::json& m) {
+            m["parameters_transformer"] = bench::parameter_count(*transformer);
+            m["parameters_vgg_frozen"] = bench::parameter_count(*vgg);
+            m["style_image"] = "generated (seeded pattern)";
+          }};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace mlbench;
-  core::BenchCli cli("fast_style", "fast_style: TransformerNet with a frozen-VGG16 perceptual loss (Adam)",
-                     {.batch_size = 128, .repeat = 25, .number = 5, .workers = 4});
-  pipeline::PipelineOptions popts;
-  popts.image_size = 64;
-  pipeline::add_pipeline_flags(cli, popts);
-  double lr = 1e-3, content_weight = 1e5, style_weight = 1e10;
-  cli.add_option("--lr", lr, "Adam learning rate")->check(core::number_above(0));
-  cli.add_option("--content-weight", content_weight, "Weight of the content loss")->check(core::number_in(0));
-  cli.add_option("--style-weight", style_weight, "Weight of the style loss")->check(core::number_in(0));
-  if (auto rc = cli.parse(argc, argv)) return *rc;
-  if (popts.image_size % 4 != 0) {
-    std::cerr << "fast_style: error: --image-size must be a multiple of 4 (two stride-2 stages), got "
-              << popts.image_size << "\n";
-    return 2;
-  }
-
-  return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
-    const core::BenchOptions& o = cli.options();
-    const std::int64_t size = popts.image_size;
-    auto stream = bench::vision::make_image_stream(
-        o, popts, ctx.device,
-        {.dataset = "fake-imagenet-small",
-         .synthetic = [&] { return bench::vision::uniform_images(o.batch_size, size, 0, 255, ctx.device); },
-         // The example's transform: Resize(size), CenterCrop(size), ToTensor, x 255.
-         .transform =
-             [size](pipeline::LoaderConfig& config) {
-               config.transform.mode = pipeline::TransformMode::Eval;
-               config.transform.resize_size = static_cast<int>(size);
-               config.transform.normalize = {{0.0f, 0.0f, 0.0f}, {1 / 255.0f, 1 / 255.0f, 1 / 255.0f}};
-             }});
-    bench::vision::TransformerNet transformer;
-    bench::vision::Vgg16Features vgg;
-    transformer->to(ctx.device);
-    vgg->to(ctx.device);
-    vgg->eval();
-    std::vector<torch::Tensor> gram_style;
-    {
-      torch::NoGradGuard no_grad;
-      for (const auto& f : vgg->forward(vgg_input(make_style_image(size).to(ctx.device)))) {
-        gram_style.push_back(bench::vision::gram_matrix(f));
-      }
-    }
-    auto optimizer = std::make_shared<torch::optim::Adam>(transformer->parameters(), torch::optim::AdamOptions(lr));
-
-    return bench::vision::image_workload(
-        o, popts, stream,
-        [=](const bench::vision::DeviceBatch& b) mutable {
-          optimizer->zero_grad();
-          const auto n = b.images.size(0);
-          auto y = transformer->forward(b.images);
-          auto fy = vgg->forward(vgg_input(y));
-          std::vector<torch::Tensor> fx;
-          {
-            torch::NoGradGuard no_grad;  // the content target needs no graph
-            fx = vgg->forward(vgg_input(b.images));
-          }
-          auto content = content_weight * torch::mse_loss(fy[1], fx[1]);
-          auto style = torch::zeros({}, y.options());
-          for (std::size_t i = 0; i < fy.size(); ++i) {
-            style = style + torch::mse_loss(bench::vision::gram_matrix(fy[i]), gram_style[i].expand({n, -1, -1}));
-          }
-          auto total = content + style_weight * style;
-          total.backward();
-          optimizer->step();
-          return total.detach();
-        },
-        [=](nlohmann::json& m) {
-          m["parameters_transformer"] = bench::parameter_count(*transformer);
-          m["parameters_vgg_frozen"] = bench::parameter_count(*vgg);
-          m["style_image"] = "generated (seeded pattern)";
-        });
-  });
+  FastStyleOptions opt;
+  return v::run_image_benchmark(argc, argv, MLBENCH_SOURCE_HASH,
+                                {.name = "fast_style",
+                                 .description = "fast_style: TransformerNet with a frozen-VGG16 perceptual loss (Adam)",
+                                 .defaults = {.batch_size = 128, .repeat = 25, .number = 5, .workers = 4},
+                                 .image_size = 64,
+                                 .add_flags = [&](core::BenchCli& cli) { add_flags(cli, opt); },
+                                 .check_image_size = image_size_error,
+                                 .data = content_images,
+                                 .model = [&](const v::ImageSetup& s) { return style_model(opt, s); }});
 }

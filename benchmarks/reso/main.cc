@@ -4,65 +4,81 @@
 // JPEGs (bsds500: 481x321 as BSDS500) read through the instrumented pipeline;
 // the low-resolution input is the target downscaled by --upscale (box filter)
 // on the device.
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "benchmarks/models/vision_models.h"
-#include "benchmarks/support/image_stream.h"
-#include "benchmarks/support/torch_runtime.h"
+#include "benchmarks/support/image_benchmark.h"
 #include "source_hash.h"
 
-int main(int argc, char** argv) {
-  using namespace mlbench;
-  core::BenchCli cli("reso", "reso: ESPCN super-resolution on the Y channel (Adam, MSE)",
-                     {.batch_size = 64, .repeat = 25, .number = 5, .workers = 4});
-  pipeline::PipelineOptions popts;
-  popts.image_size = 256;
-  pipeline::add_pipeline_flags(cli, popts);
+namespace {
+
+using namespace mlbench;
+namespace v = bench::vision;
+
+struct ResoOptions {
   std::int64_t upscale = 2;
   double lr = 0.01;
-  cli.add_option("--upscale", upscale, "Super-resolution factor")->check(core::integer_in(2, 8));
-  cli.add_option("--lr", lr, "Adam learning rate")->check(core::number_above(0));
-  if (auto rc = cli.parse(argc, argv)) return *rc;
-  if (popts.image_size % upscale != 0) {
-    std::cerr << "reso: error: --image-size " << popts.image_size << " is not a multiple of --upscale " << upscale
-              << "\n";
-    return 2;
-  }
+};
 
-  return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
-    const core::BenchOptions& o = cli.options();
-    const std::int64_t size = popts.image_size;
-    auto stream = bench::vision::make_image_stream(
-        o, popts, ctx.device,
-        {.dataset = "bsds500-small",
-         .synthetic = [&] { return bench::vision::uniform_images(o.batch_size, size, 0, 1, ctx.device); },
-         .transform =
-             [size](pipeline::LoaderConfig& config) {
-               // A random crop of side `size` (no rescaling) of a 481x321 image: the
-               // RandomResizedCrop box with a fixed area share and ratio 1.
-               const double share = std::min(1.0, static_cast<double>(size * size) / (481.0 * 321.0));
-               config.transform.crop = {share, share, 1.0, 1.0};
-               config.transform.normalize = {{0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f}};  // [0, 1]
-             }});
-    bench::vision::Espcn model(upscale);
-    model->to(ctx.device);
-    auto optimizer = std::make_shared<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(lr));
+void add_flags(core::BenchCli& cli, ResoOptions& opt) {
+  cli.add_option("--upscale", opt.upscale, "Super-resolution factor")->check(core::integer_in(2, 8));
+  cli.add_option("--lr", opt.lr, "Adam learning rate")->check(core::number_above(0));
+}
 
-    return bench::vision::image_workload(
-        o, popts, stream,
-        [=](const bench::vision::DeviceBatch& b) mutable {
-          auto target = bench::vision::rgb_to_y(b.images);
-          auto input = torch::avg_pool2d(target, upscale);
-          optimizer->zero_grad();
-          auto l = torch::mse_loss(model->forward(input), target);
-          l.backward();
-          optimizer->step();
-          return l.detach();
-        },
-        [=](nlohmann::json& m) {
-          m["parameters"] = bench::parameter_count(*model);
-          m["upscale"] = upscale;
-          m["hr_size"] = size;
-        });
-  });
+std::string image_size_error(const ResoOptions& opt, const pipeline::PipelineOptions& p) {
+  if (p.image_size % opt.upscale == 0) return "";
+  return fmt::format("--image-size {} is not a multiple of --upscale {}", p.image_size, opt.upscale);
+}
+
+v::ImageData targets(const v::ImageSetup& s) {
+  const std::int64_t size = s.pipeline.image_size;
+  return {.dataset = "bsds500-small",
+          .synthetic = [&o = s.options, size,
+                        device = s.ctx.device] { return v::uniform_images(o.batch_size, size, 0, 1, device); },
+          .transform =
+              [size](pipeline::LoaderConfig& config) {
+                // A random crop of side `size` (no rescaling) of a 481x321 image: the
+                // RandomResizedCrop box with a fixed area share and ratio 1.
+                const double share = std::min(1.0, static_cast<double>(size * size) / (481.0 * 321.0));
+                config.transform.crop = {share, share, 1.0, 1.0};
+                config.transform.normalize = {{0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f}};  // [0, 1]
+              }};
+}
+
+v::ImageModel espcn(const ResoOptions& opt, const v::ImageSetup& s) {
+  const std::int64_t size = s.pipeline.image_size, upscale = opt.upscale;
+  v::Espcn model(upscale);
+  model->to(s.ctx.device);
+  auto optimizer = std::make_shared<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(opt.lr));
+  return {[=](const v::DeviceBatch& b) mutable {
+            auto target = v::rgb_to_y(b.images);
+            auto input = torch::avg_pool2d(target, upscale);
+            optimizer->zero_grad();
+            auto l = torch::mse_loss(model->forward(input), target);
+            l.backward();
+            optimizer->step();
+            return l.detach();
+          },
+          [=](nlohmann::json& m) {
+            m["parameters"] = bench::parameter_count(*model);
+            m["upscale"] = upscale;
+            m["hr_size"] = size;
+          }};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ResoOptions opt;
+  return v::run_image_benchmark(
+      argc, argv, MLBENCH_SOURCE_HASH,
+      {.name = "reso",
+       .description = "reso: ESPCN super-resolution on the Y channel (Adam, MSE)",
+       .defaults = {.batch_size = 64, .repeat = 25, .number = 5, .workers = 4},
+       .image_size = 256,
+       .add_flags = [&](core::BenchCli& cli) { add_flags(cli, opt); },
+       .check_image_size = [&](const pipeline::PipelineOptions& p) { return image_size_error(opt, p); },
+       .data = targets,
+       .model = [&](const v::ImageSetup& s) { return espcn(opt, s); }});
 }

@@ -11,8 +11,7 @@
 
 #include "benchmarks/models/ssd_box.h"
 #include "benchmarks/models/vision_models.h"
-#include "benchmarks/support/image_stream.h"
-#include "benchmarks/support/torch_runtime.h"
+#include "benchmarks/support/image_benchmark.h"
 #include "pipeline/formats/coco_annotations.h"
 #include "pipeline/transforms.h"
 #include "source_hash.h"
@@ -41,8 +40,8 @@ v::BoxTargets targets_of(const std::vector<pipeline::RelBox>& boxes, const v::Bo
 v::PipelineSource open_coco(const core::BenchOptions& o, const pipeline::PipelineOptions& popts,
                             const std::filesystem::path& root, const std::string& annotations, std::int64_t classes,
                             std::shared_ptr<const v::BoxEncoder> encoder) {
-  const std::filesystem::path ann = annotations.empty() ? root / "annotations" / "instances_train2017.json"
-                                                        : std::filesystem::path(annotations);
+  const std::filesystem::path ann =
+      annotations.empty() ? root / "annotations" / "instances_train2017.json" : std::filesystem::path(annotations);
   std::shared_ptr<pipeline::CocoImageSource> source;
   if (popts.drop_after_read || popts.hold_page_cache) {
     throw core::UsageError(std::string(popts.drop_after_read ? "--drop-after-read" : "--hold-page-cache") +
@@ -77,78 +76,97 @@ v::PipelineSource open_coco(const core::BenchOptions& o, const pipeline::Pipelin
   return {source, prepare};
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  core::BenchCli cli("ssd", "ssd: SSD300 / ResNet-34 object detection (multibox loss, SGD)",
-                     {.batch_size = 128, .repeat = 15, .number = 5, .workers = 4});
-  pipeline::PipelineOptions popts;
-  popts.image_size = 300;
-  pipeline::add_pipeline_flags(cli, popts);
+struct SsdOptions {
   std::int64_t classes = 81;
   std::string annotations;
   double lr = 2.5e-3, momentum = 0.9, weight_decay = 5e-4;
-  cli.add_option("--classes", classes, "Classes including background (COCO: 81)")->check(core::integer_at_least(2));
-  cli.add_option("--annotations", annotations,
+};
+
+void add_flags(core::BenchCli& cli, SsdOptions& opt) {
+  cli.add_option("--classes", opt.classes, "Classes including background (COCO: 81)")->check(core::integer_at_least(2));
+  cli.add_option("--annotations", opt.annotations,
                  "COCO-style annotation file (default: <data>/annotations/instances_train2017.json)");
-  cli.add_option("--lr", lr, "SGD learning rate")->check(core::number_above(0));
-  cli.add_option("--momentum", momentum, "SGD momentum")->check(core::number_in(0.0, 1.0));
-  cli.add_option("--weight-decay", weight_decay, "SGD weight decay")->check(core::number_in(0));
-  if (auto rc = cli.parse(argc, argv)) return *rc;
-  if (popts.image_size != 300) {
-    std::cerr << "ssd: error: --image-size must be 300 (SSD300's default boxes are laid out for 300x300), got "
-              << popts.image_size << "\n";
-    return 2;
+  cli.add_option("--lr", opt.lr, "SGD learning rate")->check(core::number_above(0));
+  cli.add_option("--momentum", opt.momentum, "SGD momentum")->check(core::number_in(0.0, 1.0));
+  cli.add_option("--weight-decay", opt.weight_decay, "SGD weight decay")->check(core::number_in(0));
+}
+
+std::string image_size_error(const pipeline::PipelineOptions& p) {
+  if (p.image_size == 300) return "";
+  return "--image-size must be 300 (SSD300's default boxes are laid out for 300x300), got " +
+         std::to_string(p.image_size);
+}
+
+// One batch of random images, each with 1-4 random boxes, encoded once.
+v::DeviceBatch synthetic_boxes(const core::BenchOptions& o, std::int64_t classes, const v::BoxEncoder& encoder,
+                               const torch::Device& device) {
+  auto b = v::synthetic_batch(o.batch_size, 300, classes, device);
+  std::vector<torch::Tensor> offsets, labels;
+  for (int i = 0; i < o.batch_size; ++i) {
+    const auto g = torch::randint(1, 5, {1}).item<std::int64_t>();
+    auto lt = torch::rand({g, 2}) * 0.7;
+    auto ltrb = torch::cat({lt, lt + 0.1 + torch::rand({g, 2}) * 0.2}, 1);
+    auto t = encoder.encode(ltrb, torch::randint(1, classes, {g}, torch::kInt64));
+    offsets.push_back(t.offsets);
+    labels.push_back(t.labels);
   }
+  b.extra = {torch::stack(offsets).to(device), torch::stack(labels).to(device)};
+  return b;
+}
 
-  return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
-    const core::BenchOptions& o = cli.options();
-    auto encoder = std::make_shared<v::BoxEncoder>(v::ssd300_default_boxes());
-    auto stream = v::make_image_stream(
-        o, popts, ctx.device,
-        {.dataset = "coco-shapes-small",
-         .subdir = "",
-         .synthetic =
-             [&] {
-               // One batch of random images, each with 1-4 random boxes, encoded once.
-               auto b = v::synthetic_batch(o.batch_size, 300, classes, ctx.device);
-               std::vector<torch::Tensor> offsets, labels;
-               for (int i = 0; i < o.batch_size; ++i) {
-                 const auto g = torch::randint(1, 5, {1}).item<std::int64_t>();
-                 auto lt = torch::rand({g, 2}) * 0.7;
-                 auto ltrb = torch::cat({lt, lt + 0.1 + torch::rand({g, 2}) * 0.2}, 1);
-                 auto t = encoder->encode(ltrb, torch::randint(1, classes, {g}, torch::kInt64));
-                 offsets.push_back(t.offsets);
-                 labels.push_back(t.labels);
-               }
-               b.extra = {torch::stack(offsets).to(ctx.device), torch::stack(labels).to(ctx.device)};
-               return b;
-             },
-         .transform =
-             [](pipeline::LoaderConfig& config) {
-               config.transform.mode = pipeline::TransformMode::Eval;  // Resize(300) + CenterCrop(300), no flip
-               config.transform.resize_size = 300;
-             },
-         .open = [&](const std::string& path) { return open_coco(o, popts, path, annotations, classes, encoder); }});
-    v::Ssd300 model(classes);
-    model->to(ctx.device);
-    auto optimizer = std::make_shared<torch::optim::SGD>(
-        model->parameters(), torch::optim::SGDOptions(lr).momentum(momentum).weight_decay(weight_decay));
+v::ImageData coco(const SsdOptions& opt, std::shared_ptr<const v::BoxEncoder> encoder, const v::ImageSetup& s) {
+  return {.dataset = "coco-shapes-small",
+          .subdir = "",
+          .synthetic = [&o = s.options, &opt, encoder,
+                        device = s.ctx.device] { return synthetic_boxes(o, opt.classes, *encoder, device); },
+          .transform =
+              [](pipeline::LoaderConfig& config) {
+                config.transform.mode = pipeline::TransformMode::Eval;  // Resize(300) + CenterCrop(300), no flip
+                config.transform.resize_size = 300;
+              },
+          .open =
+              [&o = s.options, &popts = s.pipeline, &opt, encoder](const std::string& path) {
+                return open_coco(o, popts, path, opt.annotations, opt.classes, encoder);
+              }};
+}
 
-    return v::image_workload(
-        o, popts, stream,
-        [=](const v::DeviceBatch& b) mutable {
-          optimizer->zero_grad();
-          auto [ploc, pconf] = model->forward(b.images);
-          auto l = v::multibox_loss(ploc, pconf, b.extra[0], b.extra[1]);
-          l.backward();
-          optimizer->step();
-          return l.detach();
-        },
-        [=](nlohmann::json& m) {
-          m["parameters"] = bench::parameter_count(*model);
-          m["default_boxes"] = encoder->defaults().size(0);
-          m["backbone"] = "resnet34 (layer3 stride 1)";
-        });
-  });
+v::ImageModel ssd300(const SsdOptions& opt, std::shared_ptr<const v::BoxEncoder> encoder, const v::ImageSetup& s) {
+  v::Ssd300 model(opt.classes);
+  model->to(s.ctx.device);
+  auto optimizer = std::make_shared<torch::optim::SGD>(
+      model->parameters(), torch::optim::SGDOptions(opt.lr).momentum(opt.momentum).weight_decay(opt.weight_decay));
+  return {[=](const v::DeviceBatch& b) mutable {
+            optimizer->zero_grad();
+            auto [ploc, pconf] = model->forward(b.images);
+            auto l = v::multibox_loss(ploc, pconf, b.extra[0], b.extra[1]);
+            l.backward();
+            optimizer->step();
+            return l.detach();
+          },
+          [=](nlohmann::json& m) {
+            m["parameters"] = bench::parameter_count(*model);
+            m["default_boxes"] = encoder->defaults().size(0);
+            m["backbone"] = "resnet34 (layer3 stride 1)";
+          }};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  SsdOptions opt;
+  // The default boxes' encoder, made before the stream: the data's box targets and the report use it.
+  std::shared_ptr<const v::BoxEncoder> encoder;
+  return v::run_image_benchmark(argc, argv, MLBENCH_SOURCE_HASH,
+                                {.name = "ssd",
+                                 .description = "ssd: SSD300 / ResNet-34 object detection (multibox loss, SGD)",
+                                 .defaults = {.batch_size = 128, .repeat = 15, .number = 5, .workers = 4},
+                                 .image_size = 300,
+                                 .add_flags = [&](core::BenchCli& cli) { add_flags(cli, opt); },
+                                 .check_image_size = image_size_error,
+                                 .data =
+                                     [&](const v::ImageSetup& s) {
+                                       encoder = std::make_shared<v::BoxEncoder>(v::ssd300_default_boxes());
+                                       return coco(opt, encoder, s);
+                                     },
+                                 .model = [&](const v::ImageSetup& s) { return ssd300(opt, encoder, s); }});
 }
