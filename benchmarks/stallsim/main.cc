@@ -11,6 +11,7 @@
 #include <chrono>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -55,7 +56,8 @@ class CpuPool {
       std::lock_guard<std::mutex> lock(mu_);
       auto cpu = std::min_element(free_at_.begin(), free_at_.end());
       const auto start = std::max(now, *cpu);
-      end = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+      end = start +
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
       *cpu = end;
     }
     std::this_thread::sleep_until(end);
@@ -80,7 +82,8 @@ class Accelerator {
   static constexpr auto kQueuedWait = std::chrono::microseconds(200);
   // `late`: the host thread wakes that much after each batch's end (tests).
   void run(double seconds, bool queued, std::chrono::steady_clock::duration late = {}) {
-    const auto length = std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+    const auto length =
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
     const auto now = std::chrono::steady_clock::now();
     const bool first = free_at_ == std::chrono::steady_clock::time_point{};
     const auto start = queued && !first ? std::max(free_at_, now - length) : std::max(free_at_, now);
@@ -92,43 +95,128 @@ class Accelerator {
   std::chrono::steady_clock::time_point free_at_{};
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  core::BenchCli cli("stallsim", "stallsim: a benchmark with known fetch, prep and compute costs (ground truth for mlbench-stall)",
-                     {.batch_size = 8, .repeat = 12, .number = 10, .workers = 8});
-  pipeline::PipelineOptions popts;
-  pipeline::add_pipeline_flags(cli, popts);
+// Everything stallsim's own flags set: the injected costs.
+struct StallsimOptions {
+  pipeline::PipelineOptions pipeline;
   double prep_ms = 1.0, compute_ms = 5.0, compute_jitter_ms = 0.0, storage_mbps = 0.0, late_wakeup_ms = 0.0;
   std::string prep_mode = "sleep", device = "cpu";
-  cli.add_option("--prep-ms", prep_ms, "Prep cost per sample, ms (on one of --cpu-cores CPUs)")
+};
+
+void add_flags(core::BenchCli& cli, StallsimOptions& opt) {
+  pipeline::add_pipeline_flags(cli, opt.pipeline);
+  cli.add_option("--prep-ms", opt.prep_ms, "Prep cost per sample, ms (on one of --cpu-cores CPUs)")
       ->check(core::number_in(0.0, 1e6))
       ->capture_default_str();
-  cli.add_option("--prep-mode", prep_mode,
+  cli.add_option("--prep-mode", opt.prep_mode,
                  "sleep: --cpu-cores virtual CPUs, each busy for --prep-ms per sample (exact under load); "
                  "busy: burn that much real CPU time")
-      ->check(CLI::IsMember({"sleep", "busy"}))->capture_default_str();
-  cli.add_option("--compute-ms", compute_ms, "Compute cost per batch, ms (an accelerator that sleeps)")
+      ->check(CLI::IsMember({"sleep", "busy"}))
+      ->capture_default_str();
+  cli.add_option("--compute-ms", opt.compute_ms, "Compute cost per batch, ms (an accelerator that sleeps)")
       ->check(core::number_in(0.0, 1e6))
       ->capture_default_str();
-  cli.add_option("--compute-jitter-ms", compute_jitter_ms,
+  cli.add_option("--compute-jitter-ms", opt.compute_jitter_ms,
                  "Random extra compute per batch, uniform in [0, ms) from --seed (an unstable run, for tests)")
       ->check(core::number_in(0.0, 1e6))
       ->capture_default_str();
-  cli.add_option("--late-wakeup-ms", late_wakeup_ms,
+  cli.add_option("--late-wakeup-ms", opt.late_wakeup_ms,
                  "The consumer wakes this much late after each batch's compute, as on a loaded machine (for tests: "
                  "the emulated accelerator must not slow down for it while batches are queued)")
       ->check(core::number_in(0.0, 1e6))
       ->capture_default_str();
-  cli.add_option("--storage-mbps", storage_mbps,
+  cli.add_option("--storage-mbps", opt.storage_mbps,
                  "Emulated storage bandwidth for reads not in the page cache, MB/s (0: the real device)")
       ->check(core::number_in(0.0, 1e9))
       ->capture_default_str();
-  cli.add_option("--device", device,
+  cli.add_option("--device", opt.device,
                  "The device the report names: cpu (the default), or another name for an accelerator of its own "
                  "(the emulated one costs no CPU; mlbench-stall then analyses it as it does a GPU run)")
       ->capture_default_str();
-  if (auto rc = cli.parse(argc, argv)) return *rc;
+}
+
+// After parsing: prints the error and returns 2 when --data is missing.
+std::optional<int> validate(const core::BenchOptions& o) {
+  if (!o.synthetic && o.data.empty()) {
+    std::cerr << "stallsim: error: --data DIR is required (a folder of class folders of files) unless --synthetic\n";
+    return 2;
+  }
+  return std::nullopt;
+}
+
+// The pipeline over the storage, its prep the injected cost; its workers started.
+std::shared_ptr<pipeline::Loader> start_loader(const core::BenchOptions& o, const StallsimOptions& opt,
+                                               std::shared_ptr<stallsim::EmulatedStorage> storage) {
+  pipeline::LoaderConfig config;
+  try {
+    config = pipeline::make_loader_config(o, opt.pipeline);
+  } catch (const std::invalid_argument& e) {
+    throw core::UsageError(e.what());
+  }
+  if (config.transform.decode_on_device) {
+    throw core::UsageError("--decode gpu: stallsim's prep is simulated, it decodes nothing");
+  }
+  // Prep runs on `cpu_cores` CPUs: virtual ones that sleep, or real ones that burn.
+  auto cpus = std::make_shared<CpuPool>(o.cpu_cores);
+  const double prep_s = opt.prep_ms / 1e3;
+  if (opt.prep_mode == "sleep") {
+    config.prep = [cpus, prep_s](const pipeline::Bytes&, std::size_t) { cpus->run(prep_s); };
+  } else {
+    config.prep = [prep_s](const pipeline::Bytes&, std::size_t) { burn_cpu(prep_s); };
+  }
+  auto loader = std::make_shared<pipeline::Loader>(storage, config);
+  loader->start();
+  return loader;
+}
+
+// The report's pipeline block (with the emulated storage's reads) and the injected costs in metrics.
+void report_injected(nlohmann::json& report, const core::BenchOptions& o, const StallsimOptions& opt,
+                     const pipeline::Loader& loader, const stallsim::EmulatedStorage* storage) {
+  nlohmann::json p = loader.to_json();
+  if (storage) {
+    p["emulated_storage"] = {{"mb_per_s", opt.storage_mbps},
+                             {"cached_reads", storage->cached_reads()},
+                             {"device_reads", storage->device_reads()}};
+  }
+  report["pipeline"] = p;
+  report["metrics"]["injected"] = {{"prep_ms", opt.prep_ms},
+                                   {"prep_mode", opt.prep_mode},
+                                   {"prep_cpus", o.cpu_cores},
+                                   {"compute_ms", opt.compute_ms},
+                                   {"compute_jitter_ms", opt.compute_jitter_ms},
+                                   {"late_wakeup_ms", opt.late_wakeup_ms},
+                                   {"storage_mbps", opt.storage_mbps}};
+}
+
+core::Workload make_workload(const core::BenchOptions& o, const StallsimOptions& opt,
+                             std::shared_ptr<stallsim::EmulatedStorage> storage) {
+  auto loader = start_loader(o, opt, storage);
+  const bool fetch_only = opt.pipeline.fetch_only;
+  const double compute_s = opt.compute_ms / 1e3;
+  const double jitter_s = opt.compute_jitter_ms / 1e3;
+  auto rng = std::make_shared<core::Rng>(core::splitmix64(static_cast<std::uint64_t>(o.seed)));
+  core::Workload work;
+  work.items_per_iteration = o.batch_size;
+  auto accelerator = std::make_shared<Accelerator>();
+  const auto late = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(opt.late_wakeup_ms / 1e3));
+  work.step = [loader, fetch_only, compute_s, jitter_s, rng, accelerator, late](core::Iteration& it) {
+    const auto asked = std::chrono::steady_clock::now();
+    auto batch = it.wait([&] { return loader->next(); });
+    if (!batch) throw std::runtime_error("the pipeline ended early");
+    if (fetch_only) return;
+    const bool queued = std::chrono::steady_clock::now() - asked < Accelerator::kQueuedWait;
+    const double extra = jitter_s > 0 ? rng->uniform(0.0, jitter_s) : 0.0;
+    it.compute([&] { accelerator->run(compute_s + extra, queued, late); });
+    it.set_loss([] { return 1.0; });
+  };
+  work.finish = [loader, storage, &o, &opt](nlohmann::json& report) {
+    report_injected(report, o, opt, *loader, storage.get());
+    loader->stop();
+  };
+  return work;
+}
+
+int run(const core::BenchCli& cli, const StallsimOptions& opt) {
   const core::BenchOptions& o = cli.options();
   // Sleeps stand for work of a known length: the default 50 us timer slack
   // would add up to that much to each.
@@ -136,12 +224,9 @@ int main(int argc, char** argv) {
 
   std::shared_ptr<stallsim::EmulatedStorage> storage;
   if (!o.synthetic) {
-    if (o.data.empty()) {
-      std::cerr << "stallsim: error: --data DIR is required (a folder of class folders of files) unless --synthetic\n";
-      return 2;
-    }
     try {
-      storage = std::make_shared<stallsim::EmulatedStorage>(pipeline::open_image_folder(o.data, "", popts), storage_mbps);
+      storage = std::make_shared<stallsim::EmulatedStorage>(pipeline::open_image_folder(o.data, "", opt.pipeline),
+                                                            opt.storage_mbps);
     } catch (const pipeline::DataError& e) {
       std::cerr << "stallsim: error: " << e.what() << "\n";
       return 2;
@@ -150,63 +235,20 @@ int main(int argc, char** argv) {
 
   core::RuntimeInfo runtime;
   runtime.framework = "none";
-  runtime.device = device;
+  runtime.device = opt.device;
   core::BenchmarkRun run(cli, MLBENCH_SOURCE_HASH, runtime);
-  return run.run([&] {
-    pipeline::LoaderConfig config;
-    try {
-      config = pipeline::make_loader_config(o, popts);
-    } catch (const std::invalid_argument& e) {
-      throw core::UsageError(e.what());
-    }
-    if (config.transform.decode_on_device) throw core::UsageError("--decode gpu: stallsim's prep is simulated, it decodes nothing");
-    // Prep runs on `cpu_cores` CPUs: virtual ones that sleep, or real ones that burn.
-    auto cpus = std::make_shared<CpuPool>(o.cpu_cores);
-    const double prep_s = prep_ms / 1e3;
-    if (prep_mode == "sleep") {
-      config.prep = [cpus, prep_s](const pipeline::Bytes&, std::size_t) { cpus->run(prep_s); };
-    } else {
-      config.prep = [prep_s](const pipeline::Bytes&, std::size_t) { burn_cpu(prep_s); };
-    }
-    auto loader = std::make_shared<pipeline::Loader>(storage, config);
-    loader->start();
-    const bool fetch_only = popts.fetch_only;
-    const double compute_s = compute_ms / 1e3;
-    const double jitter_s = compute_jitter_ms / 1e3;
-    auto rng = std::make_shared<core::Rng>(core::splitmix64(static_cast<std::uint64_t>(o.seed)));
-    core::Workload work;
-    work.items_per_iteration = o.batch_size;
-    auto accelerator = std::make_shared<Accelerator>();
-    const auto late = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(late_wakeup_ms / 1e3));
-    work.step = [loader, fetch_only, compute_s, jitter_s, rng, accelerator, late](core::Iteration& it) {
-      const auto asked = std::chrono::steady_clock::now();
-      auto batch = it.wait([&] { return loader->next(); });
-      if (!batch) throw std::runtime_error("the pipeline ended early");
-      if (fetch_only) return;
-      const bool queued = std::chrono::steady_clock::now() - asked < Accelerator::kQueuedWait;
-      const double extra = jitter_s > 0 ? rng->uniform(0.0, jitter_s) : 0.0;
-      it.compute([&] { accelerator->run(compute_s + extra, queued, late); });
-      it.set_loss([] { return 1.0; });
-    };
-    work.finish = [loader, storage, prep_ms, compute_ms, compute_jitter_ms, late_wakeup_ms, storage_mbps, prep_mode,
-                   &o](nlohmann::json& report) {
-      nlohmann::json p = loader->to_json();
-      if (storage) {
-        p["emulated_storage"] = {{"mb_per_s", storage_mbps},
-                                 {"cached_reads", storage->cached_reads()},
-                                 {"device_reads", storage->device_reads()}};
-      }
-      report["pipeline"] = p;
-      report["metrics"]["injected"] = {{"prep_ms", prep_ms},
-                                       {"prep_mode", prep_mode},
-                                       {"prep_cpus", o.cpu_cores},
-                                       {"compute_ms", compute_ms},
-                                       {"compute_jitter_ms", compute_jitter_ms},
-                                       {"late_wakeup_ms", late_wakeup_ms},
-                                       {"storage_mbps", storage_mbps}};
-      loader->stop();
-    };
-    return work;
-  });
+  return run.run([&] { return make_workload(o, opt, storage); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  core::BenchCli cli("stallsim",
+                     "stallsim: a benchmark with known fetch, prep and compute costs (ground truth for mlbench-stall)",
+                     {.batch_size = 8, .repeat = 12, .number = 10, .workers = 8});
+  StallsimOptions opt;
+  add_flags(cli, opt);
+  if (auto rc = cli.parse(argc, argv)) return *rc;
+  if (auto rc = validate(cli.options())) return *rc;
+  return run(cli, opt);
 }
