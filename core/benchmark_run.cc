@@ -9,21 +9,26 @@
 #include <fmt/format.h>
 
 #include "blas.h"
+#include "build_info.h"
 #include "instance_report.h"
 #include "progress.h"
 #include "report.h"
 #include "stability.h"
-#include "build_info.h"
 #include "stop_signals.h"
 #include "sysinfo.h"
 
 namespace mlbench::core {
 
 namespace {
-nlohmann::json finite_or_null(const std::vector<double>& xs) {
-  nlohmann::json out = nlohmann::json::array();
-  for (double x : xs) out.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json());
+std::vector<std::optional<double>> finite_or_unset(const std::vector<double>& xs) {
+  std::vector<std::optional<double>> out;
+  for (double x : xs) out.push_back(std::isfinite(x) ? std::optional<double>(x) : std::nullopt);
   return out;
+}
+
+// The monitor's block as written (its samples), with the utilisation the readers use.
+GpuMonitorInfo parse_gpu_monitor(const nlohmann::json& block) {
+  return *parse_instance_report({{"gpu_monitor", block}}).gpu_monitor;
 }
 
 // SIGPIPE ignored while a run lasts: a write to a pipe or socket whose other end is gone (a
@@ -53,42 +58,47 @@ BenchmarkRun::BenchmarkRun(const BenchCli& cli, std::string source_hash, Runtime
       sync_(std::move(sync)),
       start_time_(utc_iso8601(std::chrono::system_clock::now())) {}
 
-nlohmann::json BenchmarkRun::base_report() const {
+InstanceReport BenchmarkRun::base_report() const {
   const BenchOptions& o = cli_.options();
-  nlohmann::json machine = machine_description();
-  machine["framework"] = runtime_.framework;
-  machine["framework_version"] = runtime_.framework_version;
-  machine["cuda_available"] = runtime_.cuda_available;
-  return {{"schema_version", kInstanceReportSchema},
-          {"name", o.name},
-          {"suite", o.suite},
-          {"run_id", o.run_id},
-          {"vcd", o.vcd},
-          {"jr_id", o.jr_id},
-          {"batch_size", o.batch_size},
-          {"workers", o.workers},
-          {"cpu_cores", o.cpu_cores},
-          {"repeat", o.repeat},
-          {"number", o.number},
-          {"min_time", o.min_time > 0 ? nlohmann::json(o.min_time) : nlohmann::json()},
-          {"calibration", nullptr},
-          {"stability", stability_of({}).to_json()},
-          {"warmup", o.warmup},
-          {"seed", o.seed},
-          {"hostname", machine["hostname"]},
-          {"gpu", runtime_.gpus.empty() ? nlohmann::json() : nlohmann::json(runtime_.gpus.front())},
-          {"device", runtime_.device},
-          {"version", {{"mlbench", build_info::kVersion}, {"git", build_info::kGitCommit}, {"source", source_hash_}}},
-          {"unique_id", cli_.unique_id()},
-          {"args", cli_.args_json()},
-          {"machine", machine},
-          {"batch_loss", nlohmann::json::array()},
-          {"epoch_loss", nlohmann::json::array()},
-          {"metrics", nlohmann::json::object()},
-          {"stall", nullptr},
-          {"pipeline", nullptr},
-          {"resources", nullptr},
-          {"start_time", start_time_}};
+  InstanceReport r;
+  // The fields every benchmark report has from the start, null or empty until filled.
+  r.raw = {{"min_time", nullptr},
+           {"calibration", nullptr},
+           {"stall", nullptr},
+           {"pipeline", nullptr},
+           {"resources", nullptr},
+           {"gpu", nullptr},
+           {"batch_loss", nlohmann::json::array()},
+           {"epoch_loss", nlohmann::json::array()},
+           {"metrics", nlohmann::json::object()},
+           {"vcd", ""}};
+  r.schema_version = kInstanceReportSchema;
+  r.name = o.name;
+  r.suite = o.suite;
+  r.run_id = o.run_id;
+  r.vcd = o.vcd;
+  r.jr_id = o.jr_id;
+  r.batch_size = o.batch_size;
+  r.workers = o.workers;
+  r.cpu_cores = o.cpu_cores;
+  r.repeat = o.repeat;
+  r.number = o.number;
+  if (o.min_time > 0) r.min_time = o.min_time;
+  r.stability = stability_of({}).info();
+  r.warmup = o.warmup;
+  r.seed = o.seed;
+  r.machine = machine_info();
+  r.machine->framework = runtime_.framework;
+  r.machine->framework_version = runtime_.framework_version;
+  r.machine->cuda_available = runtime_.cuda_available;
+  r.hostname = r.machine->hostname;
+  if (!runtime_.gpus.empty()) r.gpu = runtime_.gpus.front();
+  r.device = runtime_.device;
+  r.version = VersionInfo{build_info::kVersion, build_info::kGitCommit, source_hash_};
+  r.unique_id = cli_.unique_id();
+  r.args = cli_.args_json();
+  r.start_time = start_time_;
+  return r;
 }
 
 void BenchmarkRun::print_config(std::ostream& out) const {
@@ -106,22 +116,26 @@ void BenchmarkRun::print_config(std::ostream& out) const {
   out.flush();
 }
 
-int BenchmarkRun::finish(nlohmann::json report, bool completed, const std::string& reason, int exit_code) {
+int BenchmarkRun::finish(InstanceReport report, bool completed, const std::string& reason, int exit_code) {
   const BenchOptions& o = cli_.options();
   const auto now = std::chrono::system_clock::now();
-  report["completed"] = completed;
-  if (!completed) report["reason"] = reason;
-  report["end_time"] = utc_iso8601(now);
+  report.completed = completed;
+  report.reason = completed ? "" : reason;
+  report.end_time = utc_iso8601(now);
   // Read at the end: an OpenMP OpenBLAS settles its thread count at its first call.
-  if (report.contains("machine") && report["machine"].is_object()) report["machine"]["blas"] = to_json(loaded_blas());
+  if (report.machine) {
+    const BlasInfo blas = loaded_blas();
+    report.machine->blas = BlasBlock{blas.name, blas.library, blas.backend, blas.threads};
+  }
+  const nlohmann::json written = to_json(report);
   if (o.report_dir.empty()) {
-    std::cout << report.dump(2) << "\n";
+    std::cout << written.dump(2) << "\n";
     return exit_code;
   }
   const std::filesystem::path file =
       std::filesystem::path(o.report_dir) / report_file_name(o.suite, o.name, o.run_id, o.jr_id, !completed, now);
   try {
-    write_json_atomic(file, report);
+    write_json_atomic(file, written);
     report_path_ = file.string();
     std::cout << "Report: " << report_path_ << "\n";
   } catch (const std::exception& e) {
@@ -155,7 +169,7 @@ int BenchmarkRun::run(const std::function<Workload()>& setup) {
   const BenchOptions& o = cli_.options();
   const StopSignals stop_signals(StopSignals::Calls::kInterrupt);
   const IgnoreSigpipe ignore_sigpipe;
-  nlohmann::json report = base_report();
+  InstanceReport report = base_report();
   print_config(std::cout);
   LoopResult result;
   Workload work;
@@ -164,29 +178,32 @@ int BenchmarkRun::run(const std::function<Workload()>& setup) {
   auto fill = [&] {
     if (gpu_monitor) {
       gpu_monitor->stop();
-      report["gpu_monitor"] = gpu_monitor->to_json();
+      report.gpu_monitor = parse_gpu_monitor(gpu_monitor->to_json());
     }
     // The calibrated number once the probe ran, else the one asked for.
     const int used_number = result.number > 0 ? result.number : o.number;
-    report["number"] = used_number;
-    report["calibration"] = result.calibration ? result.calibration->to_json() : nlohmann::json();
-    report["stability"] = stability_of(result.kept_observations()).to_json();
-    report["train"] = result.chrono.has("train") ? result.chrono.stage("train").to_json("s") : nlohmann::json();
-    for (const auto& name : result.chrono.names()) {
-      if (name != "train") report[name] = result.chrono.stage(name).to_json("s");
-    }
-    report["train_item"] = result.chrono.has("train")
-                               ? train_item(result.chrono.stage("train"), work.items_per_iteration * used_number)
-                               : train_item(StatAccumulator(), 1.0);
-    report["batch_loss"] = finite_or_null(result.batch_loss);
-    report["epoch_loss"] = finite_or_null(result.epoch_loss);
-    report["stall"] = result.stall_json();
+    report.number = used_number;
+    if (result.calibration) report.calibration = result.calibration->info();
+    report.stability = stability_of(result.kept_observations()).info();
+    const bool timed = result.chrono.has("train");
+    if (timed) report.train = stats_of(result.chrono.stage("train"));
+    report.train_item = timed ? train_item(result.chrono.stage("train"), work.items_per_iteration * used_number)
+                              : train_item(StatAccumulator(), 1.0);
+    report.batch_loss = finite_or_unset(result.batch_loss);
+    report.epoch_loss = finite_or_unset(result.epoch_loss);
+    report.stall = result.phases();
     const auto kept = result.kept_observations();
-    report["process_cpu"] =
+    report.process_cpu =
         process_cpu(result.kept_cpu.user_s, result.kept_cpu.sys_s, std::accumulate(kept.begin(), kept.end(), 0.0),
                     work.items_per_iteration * used_number * static_cast<double>(kept.size()));
-    report["iterations"] = result.iterations;
-    if (work.finish) work.finish(report);
+    report.iterations = result.iterations;
+    // The benchmark's own blocks (metrics, pipeline) in its own shape; read back into the record,
+    // so that a benchmark cannot write a report that the readers refuse.
+    if (work.finish) {
+      nlohmann::json j = to_json(report);
+      work.finish(j);
+      report = parse_instance_report(j);
+    }
   };
   try {
     work = setup();

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "gpu_monitor.h"
+#include "instance_report.h"
 #include "train_loop.h"
 
 namespace mlbench::core {
@@ -69,9 +70,9 @@ class BenchmarkRun {
   }
 
  private:
-  nlohmann::json base_report() const;
+  InstanceReport base_report() const;
   void print_config(std::ostream& out) const;
-  int finish(nlohmann::json report, bool completed, const std::string& reason, int exit_code);
+  int finish(InstanceReport report, bool completed, const std::string& reason, int exit_code);
   // The started monitor, or null (CPU device, --monitor-interval 0, or no NVML: one line on stderr).
   std::unique_ptr<GpuMonitor> start_gpu_monitor() const;
 

@@ -9,12 +9,12 @@
 
 namespace mlbench::core {
 
-nlohmann::json Calibration::to_json() const {
-  return {{"number", number},
-          {"probe_iterations", probe_iterations},
-          {"seconds_per_iteration", seconds_per_iteration},
-          {"target_s", target_s},
-          {"refinements", refinements}};
+CalibrationInfo Calibration::info() const {
+  return {.number = number,
+          .probe_iterations = probe_iterations,
+          .refinements = refinements,
+          .seconds_per_iteration = seconds_per_iteration,
+          .target_s = target_s};
 }
 
 Calibration calibrate_number(double min_time, const std::function<double(int)>& run_round) {

@@ -7,7 +7,7 @@
 
 #include <functional>
 
-#include <nlohmann/json_fwd.hpp>
+#include "instance_report.h"
 
 namespace mlbench::core {
 
@@ -31,8 +31,8 @@ struct Calibration {
   double target_s = 0;               // the --min-time asked for
   int refinements = 0;               // warm-up observations that re-estimated number after the probe
 
-  // {"number", "probe_iterations", "seconds_per_iteration", "target_s", "refinements"}
-  nlohmann::json to_json() const;
+  // The report's calibration block.
+  CalibrationInfo info() const;
 };
 
 // Runs probe rounds through `run_round(n)`, which runs n iterations and returns the

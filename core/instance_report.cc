@@ -84,7 +84,9 @@ void read_interference(const Fields& f, InterferenceInfo& i) {
                           {"probe_after_s", &i.probe_after_s},
                           {"probe_drift_pct", &i.probe_drift_pct},
                           {"parallel_probe_before_s", &i.parallel_probe_before_s},
-                          {"parallel_probe_after_s", &i.parallel_probe_after_s}}) {
+                          {"parallel_probe_after_s", &i.parallel_probe_after_s},
+                          {"probe_before_wall_s", &i.probe_before_wall_s},
+                          {"probe_after_wall_s", &i.probe_after_wall_s}}) {
     f.number(key, *out);
   }
   f.array("slot_cpus", [&](const json& v, const std::string& path) {
@@ -106,6 +108,7 @@ void read_runner(const Fields& f, RunnerInfo& r) {
   f.integer("slot", r.slot);
   f.integer("point", r.point);
   f.number("wall_seconds", r.wall_seconds);
+  f.text("slurm_state", r.slurm_state);
 }
 
 void read_partitioned_cache(const Fields& f, PartitionedCacheInfo& c) {
@@ -209,6 +212,7 @@ void read_blocks(const Fields& f, InstanceReport& r) {
   });
   f.block("runner", r.runner, read_runner);
   f.block("gpu_monitor", r.gpu_monitor, [](const Fields& g, GpuMonitorInfo& mon) {
+    mon.raw = g.object();
     g.number("interval_s", mon.interval_s);
     g.text("device", mon.device);
     if (const json* summary = g.find("summary"); summary && summary->is_object()) {
@@ -221,7 +225,221 @@ void read_blocks(const Fields& f, InstanceReport& r) {
   });
 }
 
+// --- Writing ---
+
+template <class T>
+json or_null(const std::optional<T>& v) {
+  return v ? json(*v) : json();
+}
+
+json stats_json(const Stats& s) {
+  return {{"avg", or_null(s.avg)}, {"min", or_null(s.min)}, {"max", or_null(s.max)},
+          {"sd", or_null(s.sd)},   {"count", s.count},      {"unit", s.unit}};
+}
+
+json block_or_null(const std::optional<Stats>& s) {
+  return s ? stats_json(*s) : json();
+}
+
+json stall_json(const StallPhases& s) {
+  json j = {{"wait", block_or_null(s.wait)},       {"h2d", block_or_null(s.h2d)},
+            {"compute", block_or_null(s.compute)}, {"iteration", block_or_null(s.iteration)},
+            {"stall_pct", or_null(s.stall_pct)},   {"warmup_iterations", s.warmup_iterations}};
+  if (!s.phase_clock.empty()) j["phase_clock"] = s.phase_clock;
+  return j;
+}
+
+json interference_json(const InterferenceInfo& i) {
+  json j = {{"slot_cpus", i.slot_cpus}};
+  for (auto [key, v] : {std::pair{"other_cpu_pct", &i.other_cpu_pct},
+                        {"other_cpu_s", &i.other_cpu_s},
+                        {"own_cpu_s", &i.own_cpu_s},
+                        {"steal_pct", &i.steal_pct},
+                        {"wall_s", &i.wall_s},
+                        {"loadavg_start", &i.loadavg_start},
+                        {"loadavg_end", &i.loadavg_end},
+                        {"probe_before_s", &i.probe_before_s},
+                        {"probe_after_s", &i.probe_after_s},
+                        {"probe_drift_pct", &i.probe_drift_pct},
+                        {"probe_before_wall_s", &i.probe_before_wall_s},
+                        {"probe_after_wall_s", &i.probe_after_wall_s},
+                        {"parallel_probe_before_s", &i.parallel_probe_before_s},
+                        {"parallel_probe_after_s", &i.parallel_probe_after_s}}) {
+    j[key] = or_null(*v);
+  }
+  return j;
+}
+
+json runner_json(const RunnerInfo& r) {
+  json j = {{"job", r.job},
+            {"point", or_null(r.point)},
+            {"sweep", r.sweep},
+            {"slot", r.slot},
+            {"cpus", r.cpus},
+            {"memory_limit_bytes", or_null(r.memory_limit_bytes)},
+            {"command", r.command},
+            {"log", r.log},
+            {"wall_seconds", or_null(r.wall_seconds)},
+            {"exit_code", or_null(r.exit_code)},
+            {"signal", or_null(r.signal)}};
+  if (r.slurm_state) j["slurm_state"] = *r.slurm_state;
+  return j;
+}
+
+json resources_json(const ResourcesInfo& r) {
+  json j = {{"cpu_seconds", or_null(r.cpu_seconds)},
+            {"memory_peak_bytes", or_null(r.memory_peak_bytes)},
+            {"bytes_read", or_null(r.bytes_read)},
+            {"oom_kills", or_null(r.oom_kills)}};
+  if (!r.source.empty()) j["source"] = r.source;
+  return j;
+}
+
+json gpu_monitor_json(const GpuMonitorInfo& g) {
+  if (g.raw.is_object()) return g.raw;
+  return {{"interval_s", g.interval_s},
+          {"device", g.device},
+          {"summary", {{"util_pct", {{"mean", or_null(g.util_pct_mean)}, {"max", or_null(g.util_pct_max)}}}}}};
+}
+
+// The blocks: each typed block over the block `out` has under its key (kept where it is an object).
+void write_blocks(const InstanceReport& r, json& out) {
+  const auto put = [&](const char* key, const auto& block, const auto& write) {
+    if (!block) return;  // as `out` has it: null, absent, or a block kept as written
+    json j = out.contains(key) && out[key].is_object() ? out[key] : json::object();
+    const json typed = write(*block);
+    for (const auto& [k, v] : typed.items()) j[k] = v;
+    out[key] = std::move(j);
+  };
+  put("version", r.version, [](const VersionInfo& v) {
+    // A writer with no build behind it (the Python probe) has null git and source: kept so.
+    json j = json::object();
+    for (auto [key, text] : {std::pair{"mlbench", &v.mlbench}, {"git", &v.git}, {"source", &v.source}}) {
+      if (!text->empty()) j[key] = *text;
+    }
+    return j;
+  });
+  put("machine", r.machine, [](const MachineInfo& m) { return to_json(m); });
+  put("train", r.train, stats_json);
+  put("train_item", r.train_item, [](const TrainItem& t) {
+    return json{{"avg", or_null(t.avg)},
+                {"min", or_null(t.min)},
+                {"max", or_null(t.max)},
+                {"range", or_null(t.range)},
+                {"unit", t.unit}};
+  });
+  put("stall", r.stall, stall_json);
+  put("process_cpu", r.process_cpu, [](const ProcessCpuBlock& c) {
+    return json{{"user_s", or_null(c.user_s)},
+                {"sys_s", or_null(c.sys_s)},
+                {"wall_s", or_null(c.wall_s)},
+                {"busy_cpus", or_null(c.busy_cpus)},
+                {"per_item_us", or_null(c.per_item_us)}};
+  });
+  put("stability", r.stability, [](const StabilityInfo& s) {
+    return json{{"observations", s.observations},
+                {"sd_pct", or_null(s.sd_pct)},
+                {"min_s", or_null(s.min_s)},
+                {"max_s", or_null(s.max_s)},
+                {"median_s", or_null(s.median_s)},
+                {"trend_pct", or_null(s.trend_pct)},
+                {"rho", or_null(s.rho)},
+                {"warmup_trending", s.warmup_trending},
+                {"short_observations", s.short_observations}};
+  });
+  put("calibration", r.calibration, [](const CalibrationInfo& c) {
+    return json{{"number", c.number},
+                {"probe_iterations", c.probe_iterations},
+                {"seconds_per_iteration", or_null(c.seconds_per_iteration)},
+                {"target_s", or_null(c.target_s)},
+                {"refinements", c.refinements}};
+  });
+  put("interference", r.interference, interference_json);
+  put("resources", r.resources, resources_json);
+  put("runner", r.runner, runner_json);
+  // The blocks kept as written.
+  if (r.pipeline) out["pipeline"] = r.pipeline->raw;
+  if (r.gpu_monitor) out["gpu_monitor"] = gpu_monitor_json(*r.gpu_monitor);
+}
+
+json losses_json(const std::vector<std::optional<double>>& xs) {
+  json a = json::array();
+  for (const auto& x : xs) a.push_back(or_null(x));
+  return a;
+}
+
 }  // namespace
+
+nlohmann::json to_json(const MachineInfo& m) {
+  json j = {{"hostname", m.hostname},
+            {"cpu_model", m.cpu_model},
+            {"logical_cores", m.logical_cores},
+            {"physical_cores", m.physical_cores},
+            {"affinity", m.affinity},
+            {"memory_bytes", m.memory_bytes},
+            {"kernel", m.kernel},
+            {"cgroup_mode", m.cgroup_mode},
+            {"gpus", m.gpus},
+            {"framework", m.framework},
+            {"framework_version", m.framework_version},
+            {"cuda_available", m.cuda_available}};
+  if (m.blas) {
+    j["blas"] = {{"name", m.blas->name},
+                 {"library", m.blas->library},
+                 {"backend", m.blas->backend},
+                 {"threads", m.blas->threads}};
+  }
+  return j;
+}
+
+nlohmann::json to_json(const InstanceReport& r) {
+  json out = r.raw.is_object() ? r.raw : json::object();
+  const auto text = [&](const char* key, const std::string& v) {
+    if (!v.empty()) out[key] = v;
+  };
+  const auto maybe = [&](const char* key, const auto& v) {
+    if (v) out[key] = *v;
+  };
+  if (r.schema_version > 0) out["schema_version"] = r.schema_version;
+  out["name"] = r.name;
+  out["suite"] = r.suite;
+  out["run_id"] = r.run_id;
+  out["completed"] = r.completed;
+  for (auto [key, v] : {std::pair{"vcd", &r.vcd},
+                        {"hostname", &r.hostname},
+                        {"device", &r.device},
+                        {"unique_id", &r.unique_id},
+                        {"isolation", &r.isolation},
+                        {"start_time", &r.start_time},
+                        {"end_time", &r.end_time}}) {
+    text(key, *v);
+  }
+  for (auto [key, v] : {std::pair{"reason", &r.reason}, {"benchmark_reason", &r.benchmark_reason}}) {
+    if (v->empty())
+      out.erase(key);
+    else
+      out[key] = *v;
+  }
+  maybe("jr_id", r.jr_id);
+  for (auto [key, v] : {std::pair{"batch_size", &r.batch_size},
+                        {"workers", &r.workers},
+                        {"cpu_cores", &r.cpu_cores},
+                        {"repeat", &r.repeat},
+                        {"number", &r.number},
+                        {"seed", &r.seed},
+                        {"warmup", &r.warmup},
+                        {"iterations", &r.iterations}}) {
+    maybe(key, *v);
+  }
+  maybe("min_time", r.min_time);
+  maybe("gpu", r.gpu);
+  if (!r.args.is_null()) out["args"] = r.args;
+  if (!r.metrics.empty()) out["metrics"] = json(r.metrics);
+  if (!r.batch_loss.empty()) out["batch_loss"] = losses_json(r.batch_loss);
+  if (!r.epoch_loss.empty()) out["epoch_loss"] = losses_json(r.epoch_loss);
+  write_blocks(r, out);
+  return out;
+}
 
 std::optional<double> InstanceReport::metric(const std::string& key) const {
   const auto it = metrics.find(key);
@@ -290,6 +508,7 @@ InstanceReport parse_instance_report(const nlohmann::json& j) {
   read_losses(f, "batch_loss", r.batch_loss);
   read_losses(f, "epoch_loss", r.epoch_loss);
   read_blocks(f, r);
+  r.raw = j;
   return r;
 }
 

@@ -1,8 +1,9 @@
 // The instance report of Contract 1 as one typed record (docs/report-format.md; its JSON Schema:
 // docs/schema/instance-report.schema.json). Every reader (mlbench-report, mlbench-run, mlbench-stall)
 // reads reports through read_instance_report(), which turns a bad or old report into one error
-// naming the file and the field. The pipeline block is also kept as written (PipelineInfo::raw),
-// which mlbench-stall copies into stall.json.
+// naming the file and the field; every C++ writer (the benchmarks' BenchmarkRun, mlbench-run, the
+// --exec probe's C++ side) fills one and writes it with to_json(). The blocks that a benchmark
+// writes in its own shape (pipeline, gpu_monitor's samples, metrics, args) are kept as written.
 //
 // Versions: `schema_version` is written by every writer from kInstanceReportSchema on; a report
 // without it is version 0 (every report written before the field) and reads the same way, a
@@ -90,6 +91,7 @@ struct CalibrationInfo {
 struct InterferenceInfo {
   std::optional<double> other_cpu_pct, other_cpu_s, own_cpu_s, steal_pct, wall_s, loadavg_start, loadavg_end;
   std::optional<double> probe_before_s, probe_after_s, probe_drift_pct, parallel_probe_before_s, parallel_probe_after_s;
+  std::optional<double> probe_before_wall_s, probe_after_wall_s;
   std::vector<std::int64_t> slot_cpus;
 };
 
@@ -107,13 +109,16 @@ struct RunnerInfo {
   std::int64_t slot = 0;
   std::optional<std::int64_t> point;  // the sweep point; absent in reports before sweeps
   std::optional<double> wall_seconds;
+  std::optional<std::string> slurm_state;  // under Slurm: the job step's state
 };
 
-// gpu_monitor.summary's utilisation (docs/report-format.md, "GPU monitor").
+// gpu_monitor.summary's utilisation (docs/report-format.md, "GPU monitor"); the whole block (its
+// samples) in `raw`, which is what is written.
 struct GpuMonitorInfo {
   double interval_s = 0;
   std::string device;
   std::optional<double> util_pct_mean, util_pct_max;
+  nlohmann::json raw;
 };
 
 // One stage of the data pipeline (pipeline.stages.<name>).
@@ -129,7 +134,8 @@ struct PartitionedCacheInfo {
   double peer_items = 0;                // items asked of peers: cache_items + storage_items + misses
 };
 
-// pipeline: the loader's totals that readers need typed; the whole block in PipelineInfo::raw.
+// pipeline: the loader's totals that readers need typed; the whole block in PipelineInfo::raw, which
+// is what is written.
 struct PipelineInfo {
   std::string source, root, output;  // output: "float32" or "uint8" batches
   std::map<std::string, StageTotals> stages;
@@ -179,10 +185,22 @@ struct InstanceReport {
   std::string reason;            // why it did not complete ("" when completed)
   std::string benchmark_reason;  // mlbench-run's FAIL record: the benchmark's own reason, when it differs
   std::string start_time, end_time;
+  // The report as read, or a writer's skeleton (the fields it writes as null until filled):
+  // to_json() writes the typed fields over it, so that what they do not name (another writer's
+  // block, a field of a newer minor change) is kept.
+  nlohmann::json raw;
 
   // metrics.<key> as a number, when it is one.
   std::optional<double> metric(const std::string& key) const;
 };
+
+// The report as JSON: every typed field over `raw`. A field or block that is unset (nullopt, an
+// empty string or list) is left as `raw` has it (null, absent, or a block kept as written);
+// inside a typed block every field is written, null when unset, as the benchmarks write them.
+// `reason` and `benchmark_reason` are written only when set. For a report read with
+// parse_instance_report, to_json(parse_instance_report(j)) holds every field of j with its value.
+nlohmann::json to_json(const InstanceReport& r);
+nlohmann::json to_json(const MachineInfo& m);
 
 // The report in `j`; throws ReportFormatError naming the field.
 InstanceReport parse_instance_report(const nlohmann::json& j);

@@ -1,31 +1,42 @@
 // The report's derived fields (see report.h).
 #include "report.h"
 
-#include <nlohmann/json.hpp>
+#include <cmath>
 
 namespace mlbench::core {
 
-nlohmann::json train_item(const StatAccumulator& train, double items_per_observation) {
-  if (train.count() == 0 || !(train.min() > 0.0)) {
-    return {{"avg", nullptr}, {"min", nullptr}, {"max", nullptr}, {"range", nullptr}, {"unit", "items/sec"}};
-  }
-  const double avg = items_per_observation / train.mean();
-  const double max = items_per_observation / train.min();
-  const double min = items_per_observation / train.max();
-  return {{"avg", avg}, {"min", min}, {"max", max}, {"range", max - min}, {"unit", "items/sec"}};
+namespace {
+std::optional<double> finite(double x) {
+  return std::isfinite(x) ? std::optional<double>(x) : std::nullopt;
+}
+}  // namespace
+
+TrainItem train_item(const StatAccumulator& train, double items_per_observation) {
+  TrainItem t;
+  t.unit = "items/sec";
+  t.avg_written = true;
+  if (train.count() == 0 || !(train.min() > 0.0)) return t;
+  t.avg = items_per_observation / train.mean();
+  t.max = items_per_observation / train.min();
+  t.min = items_per_observation / train.max();
+  t.range = *t.max - *t.min;
+  return t;
 }
 
-nlohmann::json process_cpu(double user_s, double sys_s, double wall_s, double items) {
-  if (!(wall_s > 0.0) || !(items > 0.0)) {
-    return {
-        {"user_s", nullptr}, {"sys_s", nullptr}, {"wall_s", nullptr}, {"busy_cpus", nullptr}, {"per_item_us", nullptr}};
-  }
+ProcessCpuBlock process_cpu(double user_s, double sys_s, double wall_s, double items) {
+  if (!(wall_s > 0.0) || !(items > 0.0)) return {};
   const double cpu = user_s + sys_s;
-  return {{"user_s", user_s},
-          {"sys_s", sys_s},
-          {"wall_s", wall_s},
-          {"busy_cpus", cpu / wall_s},
-          {"per_item_us", 1e6 * cpu / items}};
+  return {
+      .user_s = user_s, .sys_s = sys_s, .wall_s = wall_s, .busy_cpus = cpu / wall_s, .per_item_us = 1e6 * cpu / items};
+}
+
+Stats stats_of(const StatAccumulator& s, const char* unit) {
+  return {.avg = finite(s.mean()),
+          .min = finite(s.min()),
+          .max = finite(s.max()),
+          .sd = finite(s.sd()),
+          .count = static_cast<std::int64_t>(s.count()),
+          .unit = unit};
 }
 
 }  // namespace mlbench::core

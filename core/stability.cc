@@ -62,17 +62,17 @@ Stability stability_of(std::span<const double> kept) {
   return s;
 }
 
-nlohmann::json Stability::to_json() const {
-  auto stat = [this](double v) { return observations > 0 ? nlohmann::json(v) : nlohmann::json(); };
-  return {{"observations", observations},
-          {"sd_pct", stat(sd_pct)},
-          {"min_s", stat(min_s)},
-          {"max_s", stat(max_s)},
-          {"median_s", stat(median_s)},
-          {"trend_pct", stat(trend_pct)},
-          {"rho", stat(rho)},
-          {"warmup_trending", warmup_trending},
-          {"short_observations", short_observations}};
+StabilityInfo Stability::info() const {
+  auto stat = [this](double v) { return observations > 0 ? std::optional<double>(v) : std::nullopt; };
+  return {.observations = observations,
+          .sd_pct = stat(sd_pct),
+          .min_s = stat(min_s),
+          .max_s = stat(max_s),
+          .median_s = stat(median_s),
+          .trend_pct = stat(trend_pct),
+          .rho = stat(rho),
+          .warmup_trending = warmup_trending,
+          .short_observations = short_observations};
 }
 
 }  // namespace mlbench::core

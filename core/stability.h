@@ -6,7 +6,7 @@
 
 #include <span>
 
-#include <nlohmann/json_fwd.hpp>
+#include "instance_report.h"
 
 namespace mlbench::core {
 
@@ -37,9 +37,8 @@ struct Stability {
   bool short_observations = false;
 
   bool unstable() const { return sd_pct > kUnstableSdPct; }
-  // {"observations","sd_pct","min_s","max_s","median_s","trend_pct","warmup_trending",
-  //  "short_observations"}; the statistics are null without observations.
-  nlohmann::json to_json() const;
+  // The report's stability block; the statistics are unset without observations.
+  StabilityInfo info() const;
 };
 
 // Of the kept observations (seconds, in the order they were taken).

@@ -32,9 +32,12 @@ std::string field_value(const std::string& line) {
 
 const char* to_string(CgroupMode mode) {
   switch (mode) {
-    case CgroupMode::V1: return "v1";
-    case CgroupMode::V2: return "v2";
-    case CgroupMode::None: break;
+    case CgroupMode::V1:
+      return "v1";
+    case CgroupMode::V2:
+      return "v2";
+    case CgroupMode::None:
+      break;
   }
   return "none";
 }
@@ -65,7 +68,9 @@ std::string cpu_model() {
   return "unknown";
 }
 
-int logical_cores() { return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)); }
+int logical_cores() {
+  return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+}
 
 int physical_cores() {
   std::ifstream in("/proc/cpuinfo");
@@ -179,16 +184,31 @@ std::vector<int> parse_cpu_list(const std::string& text) {
   return cpus;
 }
 
+MachineInfo machine_info() {
+  MachineInfo m;
+  m.hostname = hostname();
+  m.cpu_model = cpu_model();
+  m.logical_cores = logical_cores();
+  m.physical_cores = physical_cores();
+  m.affinity = format_cpu_list(affinity_cpus());
+  m.memory_bytes = static_cast<std::int64_t>(memory_total_bytes());
+  m.kernel = kernel_release();
+  m.cgroup_mode = to_string(cgroup_mode());
+  m.gpus = gpu_names();
+  return m;
+}
+
 nlohmann::json machine_description() {
-  return {{"hostname", hostname()},
-          {"cpu_model", cpu_model()},
-          {"logical_cores", logical_cores()},
-          {"physical_cores", physical_cores()},
-          {"affinity", format_cpu_list(affinity_cpus())},
-          {"memory_bytes", memory_total_bytes()},
-          {"kernel", kernel_release()},
-          {"cgroup_mode", to_string(cgroup_mode())},
-          {"gpus", gpu_names()}};
+  const MachineInfo m = machine_info();
+  return {{"hostname", m.hostname},
+          {"cpu_model", m.cpu_model},
+          {"logical_cores", m.logical_cores},
+          {"physical_cores", m.physical_cores},
+          {"affinity", m.affinity},
+          {"memory_bytes", m.memory_bytes},
+          {"kernel", m.kernel},
+          {"cgroup_mode", m.cgroup_mode},
+          {"gpus", m.gpus}};
 }
 
 }  // namespace mlbench::core

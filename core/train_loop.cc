@@ -1,5 +1,7 @@
 #include "train_loop.h"
 
+#include "report.h"
+
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -19,15 +21,15 @@ double LoopResult::stall_pct() const {
   return total > 0.0 ? 100.0 * wait.sum() / total : std::nan("");
 }
 
-nlohmann::json LoopResult::stall_json() const {
+StallPhases LoopResult::phases() const {
   const double pct = stall_pct();
-  return {{"phase_clock", phase_clock},
-          {"wait", wait.to_json()},
-          {"h2d", h2d.to_json()},
-          {"compute", compute.to_json()},
-          {"iteration", iteration.to_json()},
-          {"stall_pct", std::isfinite(pct) ? nlohmann::json(pct) : nlohmann::json()},
-          {"warmup_iterations", warmup_iterations}};
+  return {.wait = stats_of(wait),
+          .h2d = stats_of(h2d),
+          .compute = stats_of(compute),
+          .iteration = stats_of(iteration),
+          .stall_pct = std::isfinite(pct) ? std::optional<double>(pct) : std::nullopt,
+          .warmup_iterations = warmup_iterations,
+          .phase_clock = phase_clock};
 }
 
 std::span<const double> LoopResult::kept_observations() const {
@@ -121,7 +123,8 @@ void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& res
   result.kept_cpu = {};
   result.phase_clock = config_.device_timeline ? "device" : "host";
   std::unique_ptr<ProgressPrinter> progress;
-  if (config_.progress) progress = std::make_unique<ProgressPrinter>(*config_.progress, config_.progress_tty, config_.repeat);
+  if (config_.progress)
+    progress = std::make_unique<ProgressPrinter>(*config_.progress, config_.progress_tty, config_.repeat);
 
   std::vector<std::function<double()>> pending;
   pending.reserve(static_cast<std::size_t>(config_.number));

@@ -20,6 +20,7 @@
 
 #include "calibration.h"
 #include "chrono.h"
+#include "instance_report.h"
 #include "nvtx.h"
 #include "process.h"
 #include "statistics.h"
@@ -124,21 +125,21 @@ class NonFiniteLoss : public std::runtime_error {
 using CpuNowFn = ProcessCpu (*)();
 struct LoopConfig {
   int repeat = 1;
-  int number = 1;                         // ignored when min_time > 0 (calibrated instead)
+  int number = 1;  // ignored when min_time > 0 (calibrated instead)
   // > 0: calibrate `number` first so one observation lasts >= min_time seconds
   // (calibration.h); the probe iterations are untimed warm-up before the first
   // observation, counted in LoopResult::iterations but in no statistics. Each
   // warm-up observation then re-estimates the number from its own time, so the
   // kept observations use the estimate of the warmest run-in.
   double min_time = 0;
-  int warmup = 0;                         // observations (and their iterations) dropped
-  Chrono::SyncHook sync;                  // device synchronisation at train-stage edges
-  bool sync_phases = false;               // also synchronise at each phase edge (exact per-phase device time)
+  int warmup = 0;            // observations (and their iterations) dropped
+  Chrono::SyncHook sync;     // device synchronisation at train-stage edges
+  bool sync_phases = false;  // also synchronise at each phase edge (exact per-phase device time)
   // When set (a GPU's events), the kept iterations' wait/h2d/compute statistics
   // are its device times, read after the sync that ends each observation
   // (`sync` must be set); the host's phase times are then not used.
   std::shared_ptr<DeviceTimeline> device_timeline;
-  std::ostream* progress = nullptr;       // where progress lines go (nullptr: none)
+  std::ostream* progress = nullptr;  // where progress lines go (nullptr: none)
   bool progress_tty = false;
   // Called after every iteration with its index (0-based over the whole run).
   std::function<void(long, const Iteration&)> on_iteration;
@@ -151,24 +152,24 @@ struct LoopConfig {
 };
 
 struct LoopResult {
-  Chrono chrono;                          // the "train" stage (one observation per repeat)
+  Chrono chrono;                                  // the "train" stage (one observation per repeat)
   StatAccumulator wait, h2d, compute, iteration;  // per iteration of the kept observations
   std::string phase_clock = "host";               // "host", or "device" when a DeviceTimeline timed the phases
-  std::vector<double> batch_loss;         // the last 100 iteration losses
-  std::vector<double> epoch_loss;         // mean loss of each observation
-  std::vector<double> observations;       // seconds of every train observation, warm-up included
-  long iterations = 0;                    // every iteration run, probe and warm-up included
-  int number = 0;                         // iterations per observation, as used
-  std::optional<Calibration> calibration; // when LoopConfig::min_time > 0
-  int warmup = 0;                         // observations dropped
-  long warmup_iterations = 0;             // iterations of the dropped observations
-  ProcessCpu kept_cpu;                    // the process's CPU time during the kept observations
+  std::vector<double> batch_loss;                 // the last 100 iteration losses
+  std::vector<double> epoch_loss;                 // mean loss of each observation
+  std::vector<double> observations;               // seconds of every train observation, warm-up included
+  long iterations = 0;                            // every iteration run, probe and warm-up included
+  int number = 0;                                 // iterations per observation, as used
+  std::optional<Calibration> calibration;         // when LoopConfig::min_time > 0
+  int warmup = 0;                                 // observations dropped
+  long warmup_iterations = 0;                     // iterations of the dropped observations
+  ProcessCpu kept_cpu;                            // the process's CPU time during the kept observations
 
   // The observations after the warm-up.
   std::span<const double> kept_observations() const;
 
-  // {"wait","h2d","compute","iteration": stats, "stall_pct", "warmup_iterations"}
-  nlohmann::json stall_json() const;
+  // The report's stall block: {wait, h2d, compute, iteration: stats, stall_pct, warmup_iterations, phase_clock}.
+  StallPhases phases() const;
   // sum(wait) / sum(wait + h2d + compute) * 100 over the kept iterations (NaN when none).
   double stall_pct() const;
 };

@@ -33,10 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/atomic_file.h"
-#include "core/instance_report.h"
-#include "core/report_name.h"
-#include "core/statistics.h"
+#include "core/report.h"
 
 namespace mlbench::pipeline {
 
@@ -164,66 +161,62 @@ class Probe {
     double all_items = 0;
     for (double k : items_) all_items += k;
     const bool timed = seconds > 0;
-    nlohmann::json r = {
-        {"schema_version", core::kInstanceReportSchema},
-        {"name", o_.name},
-        {"suite", "mlbench"},
-        {"run_id", 0},
-        {"vcd", ""},
-        {"jr_id", 0},
-        {"batch_size", n ? static_cast<long>(std::lround(all_items / static_cast<double>(n))) : 0},
-        {"workers", 0},
-        {"cpu_cores", 0},
-        {"repeat", observations},
-        {"number", o_.number},
-        {"warmup", warm},
-        {"seed", nullptr},
-        {"min_time", nullptr},
-        {"gpu", nullptr},
-        {"device", "cpu"},
-        {"version", {{"mlbench", kSchema}, {"git", nullptr}, {"source", nullptr}}},
-        {"args",
-         {{"mode", mode_name()}, {"iterations", o_.iterations ? nlohmann::json(o_.iterations) : nlohmann::json()}}},
-        {"batch_loss", nlohmann::json::array()},
-        {"epoch_loss", nlohmann::json::array()},
-        {"metrics", nlohmann::json::object()},
-        {"train", train.to_json("s")},
-        {"train_item", timed ? nlohmann::json{{"avg", items / seconds},
-                                              {"max", max_rate},
-                                              {"min", min_rate},
-                                              {"range", max_rate - min_rate},
-                                              {"unit", "items/sec"}}
-                             : nlohmann::json{{"avg", nullptr},
-                                              {"max", nullptr},
-                                              {"min", nullptr},
-                                              {"range", nullptr},
-                                              {"unit", "items/sec"}}},
-        {"stall",
-         {{"wait", wait.to_json("s")},
-          {"h2d", h2d.to_json("s")},
-          {"compute", compute.to_json("s")},
-          {"iteration", iteration.to_json("s")},
-          {"stall_pct", sum_iter > 0 ? nlohmann::json(100 * sum_wait / sum_iter) : nlohmann::json()},
-          {"warmup_iterations", warm * per}}},
-        {"pipeline", {{"source", "mlbench probe (C++)"}, {"loader", "wrapped range"}, {"workers", 0}}},
-        {"resources", nullptr},
-        {"iterations", n},
-        {"probe",
-         {{"schema", kSchema},
-          {"mode", mode_name()},
-          {"cache_batches",
-           o_.mode == ProbeOptions::Mode::kComputeOnly ? nlohmann::json(o_.cache_batches) : nlohmann::json()},
-          {"replayed_iterations", replayed_},
-          {"epochs", epochs_}}},
-        {"completed", completed},
-        {"start_time", core::utc_iso8601(start_)},
-        {"end_time", core::utc_iso8601(std::chrono::system_clock::now())},
-    };
+    core::InstanceReport r;
+    // No build of mlbench behind it: the version's git and source are null; no seed, no GPU.
+    r.raw = {{"version", {{"mlbench", kSchema}, {"git", nullptr}, {"source", nullptr}}},
+             {"seed", nullptr},
+             {"min_time", nullptr},
+             {"gpu", nullptr},
+             {"vcd", ""},
+             {"batch_loss", nlohmann::json::array()},
+             {"epoch_loss", nlohmann::json::array()},
+             {"metrics", nlohmann::json::object()},
+             {"resources", nullptr}};
+    r.schema_version = core::kInstanceReportSchema;
+    r.name = o_.name;
+    r.suite = "mlbench";
+    r.jr_id = 0;
+    r.batch_size = n ? static_cast<long>(std::lround(all_items / static_cast<double>(n))) : 0;
+    r.workers = 0;
+    r.cpu_cores = 0;
+    r.repeat = static_cast<std::int64_t>(observations);
+    r.number = o_.number;
+    r.warmup = static_cast<std::int64_t>(warm);
+    r.device = "cpu";
+    r.args = {{"mode", mode_name()}, {"iterations", o_.iterations ? nlohmann::json(o_.iterations) : nlohmann::json()}};
+    r.train = core::stats_of(train);
+    r.train_item.emplace().unit = "items/sec";
+    if (timed) {
+      r.train_item->avg = items / seconds;
+      r.train_item->max = max_rate;
+      r.train_item->min = min_rate;
+      r.train_item->range = max_rate - min_rate;
+    }
+    core::StallPhases& phases = r.stall.emplace();
+    phases.wait = core::stats_of(wait);
+    phases.h2d = core::stats_of(h2d);
+    phases.compute = core::stats_of(compute);
+    phases.iteration = core::stats_of(iteration);
+    if (sum_iter > 0) phases.stall_pct = 100 * sum_wait / sum_iter;
+    phases.warmup_iterations = static_cast<std::int64_t>(warm * per);
+    core::PipelineInfo pipeline;
+    pipeline.raw = {{"source", "mlbench probe (C++)"}, {"loader", "wrapped range"}, {"workers", 0}};
+    r.pipeline = pipeline;
+    r.iterations = static_cast<std::int64_t>(n);
+    r.raw["probe"] = {{"schema", kSchema},
+                      {"mode", mode_name()},
+                      {"cache_batches", o_.mode == ProbeOptions::Mode::kComputeOnly ? nlohmann::json(o_.cache_batches)
+                                                                                    : nlohmann::json()},
+                      {"replayed_iterations", replayed_},
+                      {"epochs", epochs_}};
+    r.completed = completed;
+    r.start_time = core::utc_iso8601(start_);
+    r.end_time = core::utc_iso8601(std::chrono::system_clock::now());
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
-    r["hostname"] = host;
-    if (!completed) r["reason"] = reason;
-    return r;
+    r.hostname = host;
+    if (!completed) r.reason = reason;
+    return core::to_json(r);
   }
 
   // Writes the final report (once; later calls do nothing). `failure` non-empty: a .FAIL.

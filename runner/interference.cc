@@ -138,9 +138,8 @@ ProbeTime run_parallel_probe(const std::vector<int>& cpus) {
   return t;
 }
 
-nlohmann::json interference_json(const InterferenceSample& s) {
-  using nlohmann::json;
-  auto or_null = [](std::optional<double> v) { return v && std::isfinite(*v) ? json(*v) : json(); };
+core::InterferenceInfo interference_of(const InterferenceSample& s) {
+  const auto finite = [](std::optional<double> v) { return v && std::isfinite(*v) ? v : std::nullopt; };
   // Busy and steal ticks of the slot's CPUs between the snapshots; nullopt when a CPU is missing.
   std::optional<double> busy_s = 0.0, steal_s = 0.0;
   for (int cpu : s.slot_cpus) {
@@ -167,21 +166,23 @@ nlohmann::json interference_json(const InterferenceSample& s) {
   if (steal_s && cpu_wall > 0) steal_pct = 100.0 * *steal_s / cpu_wall;
   std::optional<double> drift;
   if (s.probe_before.cpu_s > 0) drift = 100.0 * (s.probe_after.cpu_s - s.probe_before.cpu_s) / s.probe_before.cpu_s;
-  return {{"slot_cpus", s.slot_cpus},
-          {"wall_s", s.wall_s},
-          {"own_cpu_s", or_null(s.own_cpu_s)},
-          {"other_cpu_s", or_null(other_s)},
-          {"other_cpu_pct", or_null(other_pct)},
-          {"steal_pct", or_null(steal_pct)},
-          {"loadavg_start", or_null(s.before.loadavg)},
-          {"loadavg_end", or_null(s.after.loadavg)},
-          {"probe_before_s", s.probe_before.cpu_s},
-          {"probe_after_s", s.probe_after.cpu_s},
-          {"probe_drift_pct", or_null(drift)},
-          {"probe_before_wall_s", s.probe_before.wall_s},
-          {"probe_after_wall_s", s.probe_after.wall_s},
-          {"parallel_probe_before_s", s.parallel_before ? json(s.parallel_before->cpu_s) : json()},
-          {"parallel_probe_after_s", s.parallel_after ? json(s.parallel_after->cpu_s) : json()}};
+  core::InterferenceInfo i;
+  i.slot_cpus.assign(s.slot_cpus.begin(), s.slot_cpus.end());
+  i.wall_s = s.wall_s;
+  i.own_cpu_s = finite(s.own_cpu_s);
+  i.other_cpu_s = finite(other_s);
+  i.other_cpu_pct = finite(other_pct);
+  i.steal_pct = finite(steal_pct);
+  i.loadavg_start = finite(s.before.loadavg);
+  i.loadavg_end = finite(s.after.loadavg);
+  i.probe_before_s = s.probe_before.cpu_s;
+  i.probe_after_s = s.probe_after.cpu_s;
+  i.probe_drift_pct = finite(drift);
+  i.probe_before_wall_s = s.probe_before.wall_s;
+  i.probe_after_wall_s = s.probe_after.wall_s;
+  if (s.parallel_before) i.parallel_probe_before_s = s.parallel_before->cpu_s;
+  if (s.parallel_after) i.parallel_probe_after_s = s.parallel_after->cpu_s;
+  return i;
 }
 
 InterferenceSampler::InterferenceSampler(fs::path proc_root, Probe probe, Probe parallel_probe)
@@ -201,7 +202,8 @@ InterferenceSampler::Running InterferenceSampler::begin(std::vector<int> cpus) c
   return r;
 }
 
-nlohmann::json InterferenceSampler::end(const Running& running, std::optional<double> own_cpu_s) const {
+std::optional<core::InterferenceInfo> InterferenceSampler::end(const Running& running,
+                                                               std::optional<double> own_cpu_s) const {
   InterferenceSample s;
   s.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - running.started).count();
   std::string error = running.error;
@@ -216,7 +218,7 @@ nlohmann::json InterferenceSampler::end(const Running& running, std::optional<do
   if (running.parallel_before) s.parallel_after = parallel_probe_(running.cpus);
   if (!error.empty()) {
     std::cerr << "mlbench-run: warning: no interference figures (" << error << ")" << std::endl;
-    return nullptr;
+    return std::nullopt;
   }
   s.slot_cpus = running.cpus;
   s.before = *running.before;
@@ -225,7 +227,7 @@ nlohmann::json InterferenceSampler::end(const Running& running, std::optional<do
   s.parallel_before = running.parallel_before;
   const long hz = sysconf(_SC_CLK_TCK);
   s.ticks_per_second = hz > 0 ? static_cast<double>(hz) : 100.0;
-  return interference_json(s);
+  return interference_of(s);
 }
 
 }  // namespace mlbench::runner

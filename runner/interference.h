@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/instance_report.h"
+
 namespace mlbench::runner {
 
 // One CPU's counters from a /proc/stat "cpuN" line, in clock ticks (USER_HZ).
@@ -26,7 +28,7 @@ struct CpuTicks {
 };
 
 struct ProcSnapshot {
-  std::map<int, CpuTicks> cpus;  // by CPU number
+  std::map<int, CpuTicks> cpus;   // by CPU number
   std::optional<double> loadavg;  // 1-minute load average
 };
 
@@ -55,23 +57,22 @@ ProbeTime run_cpu_probe(const std::vector<int>& cpus);
 // a shared frequency limit), which is how a multi-threaded benchmark runs.
 ProbeTime run_parallel_probe(const std::vector<int>& cpus);
 
-// Everything interference_json needs, so the arithmetic is testable on fixed numbers.
+// Everything interference_of needs, so the arithmetic is testable on fixed numbers.
 struct InterferenceSample {
   std::vector<int> slot_cpus;
-  ProcSnapshot before, after;  // taken after the first probe and before the second
-  double wall_s = 0;           // between the two snapshots
+  ProcSnapshot before, after;       // taken after the first probe and before the second
+  double wall_s = 0;                // between the two snapshots
   std::optional<double> own_cpu_s;  // the instance's process tree (cgroup cpuacct, else rusage)
   ProbeTime probe_before, probe_after;
   std::optional<ProbeTime> parallel_before, parallel_after;  // slots of 2+ CPUs only
-  double ticks_per_second = 100;  // sysconf(_SC_CLK_TCK)
+  double ticks_per_second = 100;                             // sysconf(_SC_CLK_TCK)
 };
 
-// {"slot_cpus", "wall_s", "own_cpu_s", "other_cpu_s", "other_cpu_pct", "steal_pct",
-//  "loadavg_start", "loadavg_end", "probe_before_s", "probe_after_s", "probe_drift_pct",
-//  "probe_before_wall_s", "probe_after_wall_s", "parallel_probe_before_s",
-//  "parallel_probe_after_s"}; see docs/runner.md. Figures that cannot
-// be computed (no own CPU time, a CPU missing from a snapshot) are null.
-nlohmann::json interference_json(const InterferenceSample& s);
+// The report's interference block (docs/runner.md): the slot's CPUs, the wall time, the
+// instance's own CPU time, the other processes' and the hypervisor's (steal) share, the load
+// average and the probes before and after. Figures that cannot be computed (no own CPU time, a
+// CPU missing from a snapshot) are unset (null in the report).
+core::InterferenceInfo interference_of(const InterferenceSample& s);
 
 // Samples one instance: begin() before it starts (probe, then snapshot), end() once it
 // ended (snapshot, then probe). `proc_root` and `probe` are seams for tests.
@@ -91,9 +92,9 @@ class InterferenceSampler {
   };
   // `cpus`: the slot's CPUs; empty means the CPUs this process may use.
   Running begin(std::vector<int> cpus) const;
-  // The block for an instance that used `own_cpu_s`; null when /proc could not be read
+  // The block for an instance that used `own_cpu_s`; none when /proc could not be read
   // (one warning on stderr says why).
-  nlohmann::json end(const Running& running, std::optional<double> own_cpu_s) const;
+  std::optional<core::InterferenceInfo> end(const Running& running, std::optional<double> own_cpu_s) const;
 
  private:
   std::filesystem::path proc_root_;

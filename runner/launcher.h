@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/instance_report.h"
+
 namespace mlbench::runner {
 
 // One process to start.
@@ -27,8 +29,8 @@ struct LaunchRequest {
   std::string cgroup;                         // slice name under the run's group ("": no slice)
   std::filesystem::path log;                  // stdout+stderr, truncated
   std::string log_header;                     // written first
-  double timeout = 0;             // seconds the scheduler allows it (0: none); Slurm's --time backstop
-  bool whole_allocation = false;  // an `all` job: the whole machine (under Slurm: every node)
+  double timeout = 0;                         // seconds the scheduler allows it (0: none); Slurm's --time backstop
+  bool whole_allocation = false;              // an `all` job: the whole machine (under Slurm: every node)
 };
 
 // How a launched process ended, with its own start and end times.
@@ -38,8 +40,8 @@ struct Ending {
   int exit_code = 0;
   int signal = 0;
   std::uint64_t oom_kills = 0;
-  nlohmann::json resources;  // CPU seconds, peak memory, ...; null when it never ran
-  nlohmann::json interference;  // what else used its CPUs (interference.h); null when not sampled
+  std::optional<core::ResourcesInfo> resources;        // CPU seconds, peak memory, ...; none when it never ran
+  std::optional<core::InterferenceInfo> interference;  // what else used its CPUs (interference.h); none unsampled
   std::chrono::system_clock::time_point started;
   std::chrono::system_clock::time_point ended;
   double wall_seconds = 0;

@@ -43,12 +43,13 @@ std::set<std::string> subdirectories(const fs::path& dir) {
   return names;
 }
 
-nlohmann::json rusage_json(const core::ExitStatus& s) {
-  return {{"cpu_seconds", s.cpu_seconds()},
-          {"memory_peak_bytes", static_cast<std::uint64_t>(s.usage.ru_maxrss) * 1024},
-          {"oom_kills", nullptr},
-          {"bytes_read", static_cast<std::uint64_t>(s.usage.ru_inblock) * 512},
-          {"source", "rusage"}};
+core::ResourcesInfo rusage_resources(const core::ExitStatus& s) {
+  core::ResourcesInfo r;
+  r.source = "rusage";
+  r.cpu_seconds = s.cpu_seconds();
+  r.memory_peak_bytes = static_cast<std::int64_t>(s.usage.ru_maxrss) * 1024;
+  r.bytes_read = static_cast<std::int64_t>(s.usage.ru_inblock) * 512;  // oom_kills: unknown outside a cgroup
+  return r;
 }
 
 }  // namespace
@@ -75,7 +76,9 @@ void LocalLauncher::open_cgroups(const std::vector<int>& cpus, const std::string
       cg_.reset();
     }
   }
-  if (!cg_) std::cerr << "mlbench-run: warning: no cgroups (" << why << "); confining instances with CPU affinity only" << std::endl;
+  if (!cg_)
+    std::cerr << "mlbench-run: warning: no cgroups (" << why << "); confining instances with CPU affinity only"
+              << std::endl;
 }
 
 // The directories of `group` in every slice controller that is mounted.
@@ -192,15 +195,12 @@ Ending LocalLauncher::ending_of(Child& child, const core::ExitStatus& status) {
   ending.signal = status.signal;
   ending.started = child.started_at;
   ending.wall_seconds = std::chrono::duration<double>(SteadyClock::now() - child.started).count();
-  ending.ended = child.started_at + std::chrono::duration_cast<SystemClock::duration>(
-                                        std::chrono::duration<double>(ending.wall_seconds));
-  ending.resources = rusage_json(status);
+  ending.ended = child.started_at +
+                 std::chrono::duration_cast<SystemClock::duration>(std::chrono::duration<double>(ending.wall_seconds));
+  ending.resources = rusage_resources(status);
   release_slice(child.group, ending);
   // Own CPU time: the cgroup's (the whole slice) when in one, else rusage's.
-  std::optional<double> own_cpu;
-  if (ending.resources.is_object() && ending.resources.value("cpu_seconds", nlohmann::json()).is_number()) {
-    own_cpu = ending.resources["cpu_seconds"].get<double>();
-  }
+  const std::optional<double> own_cpu = ending.resources ? ending.resources->cpu_seconds : std::nullopt;
   if (child.sampling) ending.interference = sampler_.end(*child.sampling, own_cpu);
   return ending;
 }
@@ -211,10 +211,14 @@ void LocalLauncher::release_slice(const std::string& group, Ending& ending) {
   const cgroup::Usage usage = cg_->usage(group);
   ending.oom_kills = usage.oom_kills;
   if (ending.launched()) {
-    ending.resources = usage.to_json();
-    ending.resources["source"] = "cgroup";
+    ending.resources = core::ResourcesInfo{.source = "cgroup",
+                                           .cpu_seconds = usage.cpu_seconds,
+                                           .memory_peak_bytes = static_cast<std::int64_t>(usage.memory_peak_bytes),
+                                           .bytes_read = static_cast<std::int64_t>(usage.bytes_read),
+                                           .oom_kills = static_cast<std::int64_t>(usage.oom_kills)};
   }
-  if (!cg_->remove(group)) std::cerr << "mlbench-run: warning: cgroup " << group << " could not be removed" << std::endl;
+  if (!cg_->remove(group))
+    std::cerr << "mlbench-run: warning: cgroup " << group << " could not be removed" << std::endl;
 }
 
 void LocalLauncher::signal(Id id, int sig) {

@@ -47,11 +47,15 @@ std::optional<core::InstanceReport> read_instance_report(const fs::path& file) {
 }
 
 namespace {
-bool is_fail_name(const fs::path& p) { return p.filename().string().find(".FAIL.") != std::string::npos; }
+bool is_fail_name(const fs::path& p) {
+  return p.filename().string().find(".FAIL.") != std::string::npos;
+}
 
 // Whether the runner finished this report (its runner block): a benchmark's own report
 // is only half a record, e.g. one an orphan left after its runner was SIGKILLed.
-bool runner_completed(const core::InstanceReport& r) { return r.runner.has_value(); }
+bool runner_completed(const core::InstanceReport& r) {
+  return r.runner.has_value();
+}
 }  // namespace
 
 bool same_point(const core::InstanceReport& r, const Instance& inst) {
@@ -83,29 +87,38 @@ int supersede_failures(const fs::path& dir, const Instance& inst) {
 }
 
 fs::path finalize_report(const fs::path& dir, const Instance& inst, const std::optional<fs::path>& written,
-                         const Outcome& outcome, const nlohmann::json& blocks, const nlohmann::json& base) {
+                         const Outcome& outcome, const RunnerBlocks& blocks, core::InstanceReport base) {
   std::optional<nlohmann::json> report;
   if (written) report = read_report(*written);
   const auto now = std::chrono::system_clock::now();
-  nlohmann::json r = report ? *report : base;
-  for (const auto& [k, v] : blocks.items()) r[k] = v;
-  r["completed"] = outcome.passed;
+  core::InstanceReport r = std::move(base);
+  if (report) {
+    try {
+      r = core::parse_instance_report(*report);
+    } catch (const core::ReportFormatError&) {
+      r.raw = *report;  // kept as written under the runner's own fields; the outcome says why it failed
+    }
+  }
+  r.isolation = blocks.isolation;
+  r.runner = blocks.runner;
+  if (blocks.resources) r.resources = blocks.resources;
+  if (blocks.interference) r.interference = blocks.interference;
+  r.completed = outcome.passed;
   if (outcome.passed) {
-    r.erase("reason");
+    r.reason.clear();
   } else {
-    const std::string own = r.value("reason", std::string());
-    if (!own.empty() && own != outcome.reason) r["benchmark_reason"] = own;
-    r["reason"] = outcome.reason;
-    if (!r.contains("end_time")) r["end_time"] = core::utc_iso8601(now);
+    if (!r.reason.empty() && r.reason != outcome.reason) r.benchmark_reason = r.reason;
+    r.reason = outcome.reason;
+    if (r.end_time.empty()) r.end_time = core::utc_iso8601(now);
   }
   fs::path target;
   if (report && (outcome.passed == !is_fail_name(*written))) {
     target = *written;  // already named right: rewrite in place
   } else {
-    target = dir / core::report_file_name(r.value("suite", std::string()), inst.name,
-                                          r.value("run_id", 0), inst.slot, !outcome.passed, now);
+    target =
+        dir / core::report_file_name(r.suite, inst.name, static_cast<int>(r.run_id), inst.slot, !outcome.passed, now);
   }
-  core::write_json_atomic(target, r);
+  core::write_json_atomic(target, core::to_json(r));
   // The instance's own file is replaced by the runner's: one report per instance.
   if (written && *written != target) {
     std::error_code ec;

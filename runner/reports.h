@@ -29,12 +29,21 @@ std::optional<std::filesystem::path> completed_report(const std::filesystem::pat
 // so a rerun leaves one report per instance. Returns how many moved.
 int supersede_failures(const std::filesystem::path& dir, const Instance& inst);
 
+// What the runner adds to an instance's report: how it ran it.
+struct RunnerBlocks {
+  std::string isolation;
+  core::RunnerInfo runner;
+  std::optional<core::ResourcesInfo> resources;        // when it ran
+  std::optional<core::InterferenceInfo> interference;  // when sampled
+};
+
 // Writes the final report of an ended instance and returns its path. `written`: the
-// report the instance wrote itself (nullopt: none); `blocks`: resources, isolation,
-// runner; `base`: fields for a report the runner writes itself.
+// report the instance wrote itself (nullopt: none; one the reader refuses is kept as written
+// under `base`'s fields, its outcome a failure already); `base`: the report the runner writes
+// itself.
 std::filesystem::path finalize_report(const std::filesystem::path& dir, const Instance& inst,
                                       const std::optional<std::filesystem::path>& written, const Outcome& outcome,
-                                      const nlohmann::json& blocks, const nlohmann::json& base);
+                                      const RunnerBlocks& blocks, core::InstanceReport base);
 
 // Whether a report belongs to this sweep point (reports the runner has not touched count as
 // point 0 of a job without a sweep).

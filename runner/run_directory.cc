@@ -16,47 +16,56 @@ namespace fs = std::filesystem;
 
 namespace {
 
-nlohmann::json or_null(const std::optional<std::uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+nlohmann::json or_null(const std::optional<std::uint64_t>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
 
 nlohmann::json slots_json(const std::vector<Slot>& slots) {
   nlohmann::json sl = nlohmann::json::array();
   for (const auto& s : slots) {
-    sl.push_back({{"index", s.index}, {"cpus", core::format_cpu_list(s.cpus)}, {"memory_bytes", or_null(s.memory_bytes)}});
+    sl.push_back(
+        {{"index", s.index}, {"cpus", core::format_cpu_list(s.cpus)}, {"memory_bytes", or_null(s.memory_bytes)}});
   }
   return sl;
 }
 
-nlohmann::json runner_block(const Instance& inst, const std::optional<Ending>& ending) {
+core::RunnerInfo runner_block(const Instance& inst, const std::optional<Ending>& ending) {
   const bool exited = ending && ending->launched() && ending->exited;
   const bool signalled = ending && ending->launched() && !ending->exited && ending->signal != 0;
-  return {{"job", inst.name},
-          {"point", inst.point},
-          {"sweep", inst.label},
-          {"slot", inst.slot},
-          {"cpus", core::format_cpu_list(inst.cpus)},
-          {"memory_limit_bytes", or_null(inst.memory_bytes)},
-          {"command", shell_line(inst)},
-          {"log", inst.log_name},
-          {"wall_seconds", ending && ending->launched() ? ending->wall_seconds : 0.0},
-          {"exit_code", exited ? nlohmann::json(ending->exit_code) : nlohmann::json()},
-          {"signal", signalled ? nlohmann::json(ending->signal) : nlohmann::json()}};
+  core::RunnerInfo r;
+  r.job = inst.name;
+  r.point = inst.point;
+  r.sweep = inst.label;
+  r.slot = inst.slot;
+  r.cpus = core::format_cpu_list(inst.cpus);
+  if (inst.memory_bytes) r.memory_limit_bytes = static_cast<std::int64_t>(*inst.memory_bytes);
+  r.command = shell_line(inst);
+  r.log = inst.log_name;
+  r.wall_seconds = ending && ending->launched() ? ending->wall_seconds : 0.0;
+  if (exited) r.exit_code = ending->exit_code;
+  if (signalled) r.signal = ending->signal;
+  // Under Slurm: the job step's state (only there, so local reports are unchanged).
+  if (ending && !ending->state.empty()) r.slurm_state = ending->state;
+  return r;
 }
 
 // The fields of a report the runner writes itself (the instance left none).
-nlohmann::json base_report(const Instance& inst, const PlanSettings& settings, const std::optional<Ending>& ending) {
+core::InstanceReport base_report(const Instance& inst, const PlanSettings& settings,
+                                 const std::optional<Ending>& ending) {
   const bool ran = ending && ending->launched();
   const auto now = std::chrono::system_clock::now();
-  nlohmann::json base = {{"schema_version", core::kInstanceReportSchema},
-                         {"name", inst.name},
-                         {"suite", settings.suite},
-                         {"run_id", settings.run_id},
-                         {"jr_id", inst.slot},
-                         {"vcd", inst.env.count("CUDA_VISIBLE_DEVICES") ? inst.env.at("CUDA_VISIBLE_DEVICES") : ""},
-                         {"seed", inst.seed},
-                         {"hostname", core::hostname()},
-                         {"resources", nullptr},
-                         {"start_time", core::utc_iso8601(ran ? ending->started : now)}};
-  if (ran) base["end_time"] = core::utc_iso8601(ending->ended);
+  core::InstanceReport base;
+  base.raw = {{"resources", nullptr}, {"vcd", ""}};
+  base.schema_version = core::kInstanceReportSchema;
+  base.name = inst.name;
+  base.suite = settings.suite;
+  base.run_id = settings.run_id;
+  base.jr_id = inst.slot;
+  base.vcd = inst.env.count("CUDA_VISIBLE_DEVICES") ? inst.env.at("CUDA_VISIBLE_DEVICES") : "";
+  base.seed = inst.seed;
+  base.hostname = core::hostname();
+  base.start_time = core::utc_iso8601(ran ? ending->started : now);
+  if (ran) base.end_time = core::utc_iso8601(ending->ended);
   return base;
 }
 
@@ -98,11 +107,13 @@ std::optional<fs::path> new_report(const fs::path& dir, const Instance& inst, co
 void write_instance_report(const fs::path& dir, const Instance& inst, const PlanSettings& settings,
                            const std::string& isolation, const std::optional<Ending>& ending,
                            const std::optional<fs::path>& written, const Outcome& outcome) {
-  nlohmann::json blocks = {{"isolation", isolation}, {"runner", runner_block(inst, ending)}};
-  // Under Slurm: the job step's state (only there, so local reports are unchanged).
-  if (ending && !ending->state.empty()) blocks["runner"]["slurm_state"] = ending->state;
-  if (ending && ending->launched()) blocks["resources"] = ending->resources;
-  if (ending && ending->launched() && !ending->interference.is_null()) blocks["interference"] = ending->interference;
+  RunnerBlocks blocks;
+  blocks.isolation = isolation;
+  blocks.runner = runner_block(inst, ending);
+  if (ending && ending->launched()) {
+    blocks.resources = ending->resources;
+    blocks.interference = ending->interference;
+  }
   finalize_report(dir, inst, written, outcome, blocks, base_report(inst, settings, ending));
 }
 

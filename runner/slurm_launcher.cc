@@ -123,7 +123,8 @@ std::optional<SlurmAllocation> slurm_allocation(const std::map<std::string, std:
     return std::nullopt;
   }
   a.cpus_per_node = parse_cpus_per_node(cpus);
-  for (auto [name, field] : {std::pair<const char*, int*>{"SLURM_NTASKS", &a.ntasks}, {"SLURM_CPUS_PER_TASK", &a.cpus_per_task}}) {
+  for (auto [name, field] :
+       {std::pair<const char*, int*>{"SLURM_NTASKS", &a.ntasks}, {"SLURM_CPUS_PER_TASK", &a.cpus_per_task}}) {
     if (const std::string v = get(name); !v.empty()) {
       try {
         std::size_t used = 0;
@@ -291,11 +292,8 @@ std::optional<Ending> SlurmLauncher::poll(Id id) {
   if (const std::string error = step_creation_error(tail); !error.empty()) ending.launch_error = error;
   if (ending.state == "OUT_OF_MEMORY") ending.oom_kills = 1;
   // srun's own usage says nothing of the step's; Slurm's accounting (sacct) has that.
-  ending.resources = {{"cpu_seconds", nullptr},
-                      {"memory_peak_bytes", nullptr},
-                      {"oom_kills", nullptr},
-                      {"bytes_read", nullptr},
-                      {"source", "slurm"}};
+  ending.resources = core::ResourcesInfo{};
+  ending.resources->source = "slurm";
   step.ending = ending;
   return step.ending;
 }

@@ -69,9 +69,11 @@ TEST(Calibration, AClockThatNeverMovesIsCappedNotEndless) {
   EXPECT_EQ(f.rounds.back(), kMaxCalibratedNumber);
 }
 
-TEST(Calibration, JsonHasTheSchemaFields) {
+TEST(Calibration, TheReportBlockHasTheSchemaFields) {
   FakeRounds f{0.01, {}};
-  const nlohmann::json j = calibrate_number(0.2, std::ref(f)).to_json();
+  InstanceReport r;
+  r.calibration = calibrate_number(0.2, std::ref(f)).info();
+  const nlohmann::json j = to_json(r)["calibration"];
   for (const char* key : {"number", "probe_iterations", "seconds_per_iteration", "target_s", "refinements"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }

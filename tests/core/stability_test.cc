@@ -68,20 +68,22 @@ TEST(Stability, ShortObservationsAreFlagged) {
   EXPECT_FALSE(stability_of(std::vector<double>(6, kShortObservationS)).short_observations);
 }
 
-TEST(Stability, NoObservationsGiveNullStatistics) {
-  const nlohmann::json j = stability_of({}).to_json();
-  EXPECT_EQ(j["observations"], 0);
-  EXPECT_TRUE(j["sd_pct"].is_null());
-  EXPECT_TRUE(j["median_s"].is_null());
-  EXPECT_EQ(j["warmup_trending"], false);
-  EXPECT_EQ(j["short_observations"], false);
+TEST(Stability, NoObservationsGiveNoStatistics) {
+  const StabilityInfo s = stability_of({}).info();
+  EXPECT_EQ(s.observations, 0);
+  EXPECT_FALSE(s.sd_pct);
+  EXPECT_FALSE(s.median_s);
+  EXPECT_FALSE(s.warmup_trending);
+  EXPECT_FALSE(s.short_observations);
 }
 
-TEST(Stability, JsonHasTheSchemaFields) {
+TEST(Stability, TheReportBlockHasTheSchemaFields) {
   const std::vector<double> xs{0.2, 0.3};
-  const nlohmann::json j = stability_of(xs).to_json();
-  for (const char* key : {"observations", "sd_pct", "min_s", "max_s", "median_s", "trend_pct", "warmup_trending",
-                          "short_observations"}) {
+  InstanceReport r;
+  r.stability = stability_of(xs).info();
+  const nlohmann::json j = to_json(r)["stability"];
+  for (const char* key :
+       {"observations", "sd_pct", "min_s", "max_s", "median_s", "trend_pct", "warmup_trending", "short_observations"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_NEAR(j["sd_pct"].get<double>(), 20.0, 1e-9);  // population sd 0.05 over mean 0.25

@@ -34,7 +34,7 @@ TEST(TrainLoop, RunsRepeatTimesNumberIterationsAndDropsWarmup) {
   EXPECT_EQ(r.chrono.stage("train").seen(), 5u);
   EXPECT_EQ(r.chrono.stage("train").count(), 3u);
   EXPECT_EQ(r.iteration.count(), 12u);  // (5 - 2) * 4
-  EXPECT_EQ(r.stall_json()["warmup_iterations"], 8);
+  EXPECT_EQ(r.phases().warmup_iterations, 8);
   EXPECT_EQ(r.epoch_loss.size(), 5u);
   EXPECT_EQ(r.batch_loss.size(), 20u);
 }
@@ -141,7 +141,7 @@ TEST(TrainLoop, DeviceTimelineTimesTheKeptPhasesAfterEachObservationsSync) {
   EXPECT_NEAR(r.compute.sum(), 0.003 * 10, 1e-12);
   EXPECT_NEAR(r.iteration.sum(), 0.006 * 10, 1e-12);
   EXPECT_NEAR(r.stall_pct(), 100.0 / 6.0, 1e-9);
-  EXPECT_EQ(r.stall_json()["phase_clock"], "device");
+  EXPECT_EQ(r.phases().phase_clock, "device");
 }
 
 TEST(TrainLoop, PhasesAreTimedAndStallPctIsWaitShare) {
@@ -170,10 +170,10 @@ TEST(TrainLoop, PhasesAreTimedAndStallPctIsWaitShare) {
   EXPECT_EQ(r.iteration.count(), 6u);
   const double pct = r.stall_pct();
   EXPECT_NEAR(pct, 60.0, 1e-9);  // 3 ms of 5 ms
-  EXPECT_DOUBLE_EQ(r.stall_json()["stall_pct"].get<double>(), pct);
+  EXPECT_DOUBLE_EQ(r.phases().stall_pct.value_or(0), pct);
   // The train stage reads the same clock: 3 iterations of 255 ms each.
   EXPECT_NEAR(r.chrono.stage("train").mean(), 3 * 0.255, 1e-12);
-  EXPECT_EQ(r.stall_json()["phase_clock"], "host");  // no device timeline: the host's clock
+  EXPECT_EQ(r.phases().phase_clock, "host");  // no device timeline: the host's clock
 }
 
 TEST(TrainLoop, RealClockTimesEveryPhase) {
@@ -290,7 +290,7 @@ TEST(TrainLoop, MinTimeCalibratesNumberWithUntimedProbeIterations) {
   // Probe and warm-up iterations are in no statistic; the warm-up observation is counted.
   EXPECT_EQ(r.iteration.count(), 150u);
   EXPECT_EQ(r.calibration->refinements, 1);  // the warm-up observation confirmed 50
-  EXPECT_EQ(r.stall_json()["warmup_iterations"], 50);
+  EXPECT_EQ(r.phases().warmup_iterations, 50);
   EXPECT_EQ(r.batch_loss.size(), 100u);  // the last 100 of the timed iterations only
   ASSERT_EQ(r.observations.size(), 4u);
   for (double o : r.observations) EXPECT_NEAR(o, 0.2, 1e-9);
@@ -328,7 +328,7 @@ TEST(TrainLoop, WarmupObservationsRefineANumberTheSlowStartMisjudged) {
   EXPECT_DOUBLE_EQ(r.observations[1], 54.0 / 256);
   for (double o : r.kept_observations()) EXPECT_DOUBLE_EQ(o, 0.25);
   EXPECT_EQ(r.warmup_iterations, 16 + 54);
-  EXPECT_EQ(r.stall_json()["warmup_iterations"], 70);
+  EXPECT_EQ(r.phases().warmup_iterations, 70);
   EXPECT_EQ(r.iteration.count(), 3u * 64u);
   EXPECT_EQ(r.iterations, 3 + 70 + 3 * 64);
   EXPECT_DOUBLE_EQ(r.chrono.stage("train").mean(), 0.25);

@@ -7,7 +7,8 @@
 #   - the Python probe (probe/mlbench_probe.py) around a script's loop of batches;
 #   - the checked-in reports of tests/fixtures (written before schema_version: version 0);
 # and mlbench-stall's stall.json (a stallsim analysis, the fixtures') against docs/schema/stall.schema.json;
-# and every report also reads through the typed reader (the C++ side: mlbench-report --reports FILE).
+# and every report also reads through the typed reader (the C++ side: mlbench-report --reports FILE) and
+# goes through the typed record and back with nothing lost (report_roundtrip).
 # Usage: schema_test.sh BUILD_DIR SOURCE_DIR
 set -u
 build=$(realpath "$1")
@@ -104,6 +105,11 @@ for f in sys.argv[2:]:
 print(f"{len(sys.argv) - 2} stall.json files against {os.path.basename(sys.argv[1])}: {bad} errors")
 sys.exit(1 if bad else 0)
 PY
+
+# Every report through the typed record and back (core/instance_report.h): no field lost or changed
+# (the runner rewrites each benchmark's report through it).
+"$build/tests/e2e/report_roundtrip" "$tmp"/run/*[!e].json "${probe_reports[@]}" \
+  "$src"/tests/fixtures/report_golden/tree/R*/*.json || fail "a report lost a field through the typed record"
 
 # The same files through the typed reader: one report file at a time, as mlbench-report reads it.
 for f in "$tmp"/run/*.json "${probe_reports[@]}"; do

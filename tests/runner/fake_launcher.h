@@ -25,22 +25,22 @@ namespace mlbench::runner::testing {
 
 struct FakeBehaviour {
   static constexpr double kForever = std::numeric_limits<double>::infinity();
-  double runs_for = 1;        // virtual seconds; kForever: until signalled
+  double runs_for = 1;  // virtual seconds; kForever: until signalled
   int exit_code = 0;
   int signal = 0;             // > 0: dies of this signal at its end instead of exiting
   bool writes_report = true;  // at a normal end
   bool report_completed = true;
   bool ignores_term = false;  // SIGTERM and SIGINT do nothing (SIGKILL always works)
   std::uint64_t oom_kills = 0;
-  std::string launch_error;   // non-empty: the start fails
+  std::string launch_error;  // non-empty: the start fails
 };
 
 class FakeLauncher : public Launcher {
  public:
   // The behaviour of each request (default: runs 1 s, exits 0, writes a completed report).
   std::function<FakeBehaviour(const LaunchRequest&)> script = [](const LaunchRequest&) { return FakeBehaviour{}; };
-  std::optional<double> interrupt_at;  // virtual time of a Ctrl-C
-  std::vector<LaunchRequest> started;  // every request, in order
+  std::optional<double> interrupt_at;       // virtual time of a Ctrl-C
+  std::vector<LaunchRequest> started;       // every request, in order
   std::vector<std::pair<Id, int>> signals;  // every signal sent, in order
 
   Id start(const LaunchRequest& request) override {
@@ -111,7 +111,9 @@ class FakeLauncher : public Launcher {
     e.signal = sig;
     e.oom_kills = p.behaviour.oom_kills;
     e.wall_seconds = clock_ - p.started;
-    e.resources = {{"cpu_seconds", e.wall_seconds}, {"source", "fake"}};
+    e.resources = core::ResourcesInfo{};
+    e.resources->source = "fake";
+    e.resources->cpu_seconds = e.wall_seconds;
     if (p.behaviour.writes_report) write_report(p);
     p.ending = e;
   }
@@ -122,8 +124,11 @@ class FakeLauncher : public Launcher {
     const bool ok = p.behaviour.report_completed;
     const std::string name = env.at("SUITE_NAME") + "." + env.at("BENCH_NAME") + ".R" + env.at("RUN_ID") + ".D" +
                              env.at("JOB_ID") + (ok ? "" : ".FAIL") + "." + std::to_string(++reports_) + ".json";
-    nlohmann::json r = {{"name", env.at("BENCH_NAME")}, {"suite", env.at("SUITE_NAME")},
-                        {"run_id", std::stoi(env.at("RUN_ID"))}, {"jr_id", p.request.slot}, {"completed", ok}};
+    nlohmann::json r = {{"name", env.at("BENCH_NAME")},
+                        {"suite", env.at("SUITE_NAME")},
+                        {"run_id", std::stoi(env.at("RUN_ID"))},
+                        {"jr_id", p.request.slot},
+                        {"completed", ok}};
     if (!ok) r["reason"] = "loss is NaN";
     std::ofstream(env.at("OUTPUT_DIRECTORY") + "/" + name) << r.dump();
   }

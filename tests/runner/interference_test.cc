@@ -11,6 +11,14 @@
 namespace mlbench::runner {
 namespace {
 
+// The block as the report has it (null when none).
+nlohmann::json block(const std::optional<core::InterferenceInfo>& i) {
+  if (!i) return nullptr;
+  core::InstanceReport r;
+  r.interference = i;
+  return core::to_json(r)["interference"];
+}
+
 // cpuN user nice system idle iowait irq softirq steal guest guest_nice
 constexpr const char* kStatBefore =
     "cpu  300 0 150 900 10 0 5 20 0 0\n"
@@ -22,7 +30,8 @@ constexpr const char* kStatBefore =
 constexpr const char* kStatAfter =
     "cpu  9999 0 0 0 0 0 0 0 0 0\n"
     "cpu0 180 0 70 400 5 0 0 0 0 0\n"     // +100 busy
-    "cpu1 250 10 60 340 5 0 15 30 7 0\n"  // +180 busy (user +150, nice +10, system +10, softirq +10; guest is inside user), +20 steal
+    "cpu1 250 10 60 340 5 0 15 30 7 0\n"  // +180 busy (user +150, nice +10, system +10, softirq +10; guest is inside
+                                          // user), +20 steal
     "cpu2 900 0 50 300 0 0 0 10 0 0\n"    // not in the slot
     "intr 1 2 3\n";
 
@@ -71,7 +80,7 @@ InterferenceSample sample() {
 }
 
 TEST(Interference, OtherCpuIsTheSlotsBusyTimeLessTheInstancesOwn) {
-  const nlohmann::json j = interference_json(sample());
+  const nlohmann::json j = block(interference_of(sample()));
   // Busy on CPUs 0 and 1: (100 + 180) ticks = 2.8 s; the instance used 2.0 s.
   EXPECT_NEAR(j["other_cpu_s"].get<double>(), 0.8, 1e-9);
   // Over 2 CPUs x 2 s.
@@ -91,7 +100,7 @@ TEST(Interference, OtherCpuIsTheSlotsBusyTimeLessTheInstancesOwn) {
 TEST(Interference, OwnTimeAboveTheSampledTicksGivesZeroNotNegative) {
   InterferenceSample s = sample();
   s.own_cpu_s = 3.0;
-  const nlohmann::json j = interference_json(s);
+  const nlohmann::json j = block(interference_of(s));
   EXPECT_EQ(j["other_cpu_s"], 0.0);
   EXPECT_EQ(j["other_cpu_pct"], 0.0);
 }
@@ -99,13 +108,13 @@ TEST(Interference, OwnTimeAboveTheSampledTicksGivesZeroNotNegative) {
 TEST(Interference, UnknownOwnTimeOrMissingCpuGivesNull) {
   InterferenceSample s = sample();
   s.own_cpu_s.reset();
-  nlohmann::json j = interference_json(s);
+  nlohmann::json j = block(interference_of(s));
   EXPECT_TRUE(j["other_cpu_s"].is_null());
   EXPECT_TRUE(j["own_cpu_s"].is_null());
   EXPECT_FALSE(j["steal_pct"].is_null());
   s = sample();
   s.slot_cpus = {0, 7};
-  j = interference_json(s);
+  j = block(interference_of(s));
   EXPECT_TRUE(j["other_cpu_pct"].is_null());
   EXPECT_TRUE(j["steal_pct"].is_null());
 }
@@ -127,7 +136,7 @@ TEST(Interference, SamplerReadsTheProcRootItIsGivenAndProbesTwice) {
   const auto running = sampler.begin({0, 1});
   write(proc.path() / "stat", kStatAfter);
   write(proc.path() / "loadavg", "1.75 0.40 0.30 1/100 5\n");
-  const nlohmann::json j = sampler.end(running, 1.0);
+  const nlohmann::json j = block(sampler.end(running, 1.0));
   ASSERT_TRUE(j.is_object()) << j;
   EXPECT_EQ(probed, (std::vector<std::vector<int>>{{0, 1}, {0, 1}}));
   // The default parallel probe ran too (a 2-CPU slot): real times, not asserted further.
@@ -146,14 +155,17 @@ TEST(Interference, ParallelProbeRunsOnSlotsOfTwoOrMoreCpusOnly) {
   write(proc.path() / "loadavg", "0.50 0.40 0.30 1/100 5\n");
   std::vector<std::vector<int>> parallel;
   InterferenceSampler sampler(
-      proc.path(), [](const std::vector<int>&) { return ProbeTime{0.05, 0.05}; },
+      proc.path(),
+      [](const std::vector<int>&) {
+        return ProbeTime{0.05, 0.05};
+      },
       [&](const std::vector<int>& cpus) {
         parallel.push_back(cpus);
         return ProbeTime{parallel.size() == 1 ? 0.05 : 0.08, 0.09};
       });
   auto running = sampler.begin({0, 1});
   write(proc.path() / "stat", kStatAfter);
-  nlohmann::json j = sampler.end(running, 1.0);
+  nlohmann::json j = block(sampler.end(running, 1.0));
   EXPECT_EQ(parallel, (std::vector<std::vector<int>>{{0, 1}, {0, 1}}));
   EXPECT_EQ(j["parallel_probe_before_s"], 0.05);
   EXPECT_EQ(j["parallel_probe_after_s"], 0.08);
@@ -162,7 +174,7 @@ TEST(Interference, ParallelProbeRunsOnSlotsOfTwoOrMoreCpusOnly) {
   write(proc.path() / "stat", kStatBefore);
   running = sampler.begin({1});
   write(proc.path() / "stat", kStatAfter);
-  j = sampler.end(running, 1.0);
+  j = block(sampler.end(running, 1.0));
   EXPECT_TRUE(parallel.empty());
   EXPECT_TRUE(j["parallel_probe_before_s"].is_null()) << j;
   EXPECT_TRUE(j["parallel_probe_after_s"].is_null()) << j;
@@ -173,7 +185,7 @@ TEST(Interference, UnreadableProcGivesNullAndAWarning) {
   InterferenceSampler sampler(proc.path(), [](const std::vector<int>&) { return ProbeTime{0.05, 0.05}; });
   const auto running = sampler.begin({0});
   testing::internal::CaptureStderr();
-  const nlohmann::json j = sampler.end(running, 1.0);
+  const nlohmann::json j = block(sampler.end(running, 1.0));
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_TRUE(j.is_null());
   EXPECT_NE(err.find("warning: no interference figures (cannot read"), std::string::npos) << err;
