@@ -130,7 +130,8 @@ void read_pipeline(const Fields& f, PipelineInfo& p) {
   f.text("output", p.output);
   f.integer("bytes_read", p.bytes_read);
   f.integer("corrupt_samples", p.corrupt_samples);
-  f.integer("workers", p.workers);
+  // atari's reports before its worker count said "processes" here: they read with no count.
+  if (const json* w = f.find("workers"); !w || !w->is_string()) f.integer("workers", p.workers);
   f.integer("prefetch", p.prefetch);
   f.integer("image_size", p.image_size);
   f.number("consumer_wait_total_s", p.consumer_wait_total_s);
@@ -138,11 +139,16 @@ void read_pipeline(const Fields& f, PipelineInfo& p) {
   f.flag("pin_memory", p.pin_memory);
   if (const auto ra = f.sub("read_ahead")) ra->integer("window_per_worker", p.read_ahead_window);
   if (const auto cache = f.sub("cache")) cache->number("items", p.cache_items);
-  f.objects("epochs", [&](const Fields& e) {
-    double images = 0;
-    e.number("images", images);
-    p.epoch_images.push_back(images);
-  });
+  // epochs: the image loader's per-epoch totals, or the in-memory sources' count of epochs begun.
+  if (const json* e = f.find("epochs"); e && e->is_number_integer()) {
+    p.epoch_count = e->get<std::int64_t>();
+  } else {
+    f.objects("epochs", [&](const Fields& epoch) {
+      double images = 0;
+      epoch.number("images", images);
+      p.epoch_images.push_back(images);
+    });
+  }
   p.has_partitioned_cache_field = f.object().contains("partitioned_cache");
   p.emulated_storage = f.object().contains("emulated_storage");
   f.block("partitioned_cache", p.partitioned_cache, read_partitioned_cache);

@@ -145,7 +145,8 @@ struct PipelineInfo {
   std::optional<std::int64_t> read_ahead_window;  // read_ahead.window_per_worker
   std::optional<double> cache_items;              // cache.items: what the item cache held at the end
   std::optional<bool> pin_memory;
-  std::vector<double> epoch_images;  // epochs[].images
+  std::vector<double> epoch_images;         // epochs[].images (the image loader)
+  std::optional<std::int64_t> epoch_count;  // epochs as a count (the in-memory sources: sequences, tables)
   // The image loader writes `partitioned_cache` (null when off) and stallsim `emulated_storage`:
   // whether the block is in the report says which loader it was.
   bool has_partitioned_cache_field = false, emulated_storage = false;

@@ -173,7 +173,8 @@ nlohmann::json pipeline_block(const atari::EnvConfig& env, int envs) {
   return {{"source", "environment"},
           {"env", "mlbench-pong"},
           {"envs", envs},
-          {"workers", "processes"},
+          {"workers", envs},  // one worker process per environment
+          {"worker_kind", "processes"},
           {"frame_skip", env.wrap.frame_skip},
           {"frame_stack", env.wrap.stack},
           {"observation", "84x84 grayscale"},

@@ -4,8 +4,6 @@
 // .FAIL. report and exit 1 (not a hang); flags that do not apply are refused.
 #include <signal.h>
 
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -13,8 +11,10 @@
 #include <sstream>
 #include <thread>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/instance_report.h"
 #include "core/process.h"
 #include "tests/support/bench_run.h"
 #include "tests/support/processes.h"
@@ -64,7 +64,9 @@ TEST_F(AtariE2E, TinyRunReportsTheWaitOnEnvironmentsAsTheStall) {
   EXPECT_EQ(rep["iterations"], 3);
   EXPECT_EQ(rep["pipeline"]["env"], "mlbench-pong");
   EXPECT_EQ(rep["pipeline"]["envs"], 2);
-  EXPECT_EQ(rep["pipeline"]["workers"], "processes");
+  EXPECT_EQ(rep["pipeline"]["workers"], 2);  // an integer, as every reader types it
+  EXPECT_EQ(rep["pipeline"]["worker_kind"], "processes");
+  EXPECT_NO_THROW(mlbench::core::parse_instance_report(rep));
   const auto& m = rep["metrics"];
   EXPECT_EQ(m["env"], "mlbench-pong");
   EXPECT_EQ(m["agent_steps"], 3 * 2 * 8);
