@@ -49,6 +49,54 @@ class IgnoreSigpipe {
  private:
   struct sigaction previous_ {};
 };
+// The loop as the shared flags ask, with the workload's device timeline and per-iteration hook.
+LoopConfig loop_config(const BenchOptions& o, const Workload& work, const Chrono::SyncHook& sync) {
+  LoopConfig config;
+  config.repeat = o.repeat;
+  config.number = o.number;
+  config.min_time = o.min_time;
+  config.warmup = o.warmup;
+  config.sync = sync;
+  config.device_timeline = work.device_timeline;
+  config.progress = &std::cout;
+  config.progress_tty = is_terminal(1);
+  config.interrupted = [] { return stop_signal(); };
+  config.on_iteration = work.on_iteration;
+  return config;
+}
+
+// The report's figures from the loop (also after a failure or an interrupt: what it sampled).
+void fill_report(InstanceReport& report, const LoopResult& result, const Workload& work, GpuMonitor* gpu_monitor,
+                 int asked_number) {
+  if (gpu_monitor) {
+    gpu_monitor->stop();
+    report.gpu_monitor = parse_gpu_monitor(gpu_monitor->to_json());
+  }
+  // The calibrated number once the probe ran, else the one asked for.
+  const int used_number = result.number > 0 ? result.number : asked_number;
+  report.number = used_number;
+  if (result.calibration) report.calibration = result.calibration->info();
+  report.stability = stability_of(result.kept_observations()).info();
+  const bool timed = result.chrono.has("train");
+  if (timed) report.train = stats_of(result.chrono.stage("train"));
+  report.train_item = timed ? train_item(result.chrono.stage("train"), work.items_per_iteration * used_number)
+                            : train_item(StatAccumulator(), 1.0);
+  report.batch_loss = finite_or_unset(result.batch_loss);
+  report.epoch_loss = finite_or_unset(result.epoch_loss);
+  report.stall = result.phases();
+  const auto kept = result.kept_observations();
+  report.process_cpu =
+      process_cpu(result.kept_cpu.user_s, result.kept_cpu.sys_s, std::accumulate(kept.begin(), kept.end(), 0.0),
+                  work.items_per_iteration * used_number * static_cast<double>(kept.size()));
+  report.iterations = result.iterations;
+  // The benchmark's own blocks (metrics, pipeline) in its own shape; read back into the record,
+  // so that a benchmark cannot write a report that the readers refuse.
+  if (work.finish) {
+    nlohmann::json j = to_json(report);
+    work.finish(j);
+    report = parse_instance_report(j);
+  }
+}
 }  // namespace
 
 BenchmarkRun::BenchmarkRun(const BenchCli& cli, std::string source_hash, RuntimeInfo runtime, Chrono::SyncHook sync)
@@ -175,51 +223,11 @@ int BenchmarkRun::run(const std::function<Workload()>& setup) {
   Workload work;
   // Declared out of the try: a failed or interrupted run reports what it sampled too.
   std::unique_ptr<GpuMonitor> gpu_monitor;
-  auto fill = [&] {
-    if (gpu_monitor) {
-      gpu_monitor->stop();
-      report.gpu_monitor = parse_gpu_monitor(gpu_monitor->to_json());
-    }
-    // The calibrated number once the probe ran, else the one asked for.
-    const int used_number = result.number > 0 ? result.number : o.number;
-    report.number = used_number;
-    if (result.calibration) report.calibration = result.calibration->info();
-    report.stability = stability_of(result.kept_observations()).info();
-    const bool timed = result.chrono.has("train");
-    if (timed) report.train = stats_of(result.chrono.stage("train"));
-    report.train_item = timed ? train_item(result.chrono.stage("train"), work.items_per_iteration * used_number)
-                              : train_item(StatAccumulator(), 1.0);
-    report.batch_loss = finite_or_unset(result.batch_loss);
-    report.epoch_loss = finite_or_unset(result.epoch_loss);
-    report.stall = result.phases();
-    const auto kept = result.kept_observations();
-    report.process_cpu =
-        process_cpu(result.kept_cpu.user_s, result.kept_cpu.sys_s, std::accumulate(kept.begin(), kept.end(), 0.0),
-                    work.items_per_iteration * used_number * static_cast<double>(kept.size()));
-    report.iterations = result.iterations;
-    // The benchmark's own blocks (metrics, pipeline) in its own shape; read back into the record,
-    // so that a benchmark cannot write a report that the readers refuse.
-    if (work.finish) {
-      nlohmann::json j = to_json(report);
-      work.finish(j);
-      report = parse_instance_report(j);
-    }
-  };
+  const auto fill = [&] { fill_report(report, result, work, gpu_monitor.get(), o.number); };
   try {
     work = setup();
-    LoopConfig config;
-    config.repeat = o.repeat;
-    config.number = o.number;
-    config.min_time = o.min_time;
-    config.warmup = o.warmup;
-    config.sync = sync_;
-    config.device_timeline = work.device_timeline;
-    config.progress = &std::cout;
-    config.progress_tty = is_terminal(1);
-    config.interrupted = [] { return stop_signal(); };
-    config.on_iteration = work.on_iteration;
     gpu_monitor = start_gpu_monitor();
-    TrainLoop(config).run(work.step, result);
+    TrainLoop(loop_config(o, work, sync_)).run(work.step, result);
     if (gpu_monitor) gpu_monitor->stop();  // the timed loop only, not after_loop
     if (result.calibration) {
       const Calibration& c = *result.calibration;

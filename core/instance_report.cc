@@ -15,6 +15,37 @@ using json = nlohmann::json;
 using json_fields::Fields;
 using json_fields::wrong_type;
 
+// The interference block's figures, read and written by the same table.
+constexpr std::pair<const char*, std::optional<double> InterferenceInfo::*> kInterferenceFigures[] = {
+    {"other_cpu_pct", &InterferenceInfo::other_cpu_pct},
+    {"other_cpu_s", &InterferenceInfo::other_cpu_s},
+    {"own_cpu_s", &InterferenceInfo::own_cpu_s},
+    {"steal_pct", &InterferenceInfo::steal_pct},
+    {"wall_s", &InterferenceInfo::wall_s},
+    {"loadavg_start", &InterferenceInfo::loadavg_start},
+    {"loadavg_end", &InterferenceInfo::loadavg_end},
+    {"probe_before_s", &InterferenceInfo::probe_before_s},
+    {"probe_after_s", &InterferenceInfo::probe_after_s},
+    {"probe_drift_pct", &InterferenceInfo::probe_drift_pct},
+    {"probe_before_wall_s", &InterferenceInfo::probe_before_wall_s},
+    {"probe_after_wall_s", &InterferenceInfo::probe_after_wall_s},
+    {"parallel_probe_before_s", &InterferenceInfo::parallel_probe_before_s},
+    {"parallel_probe_after_s", &InterferenceInfo::parallel_probe_after_s}};
+
+// process_cpu's figures, likewise.
+constexpr std::pair<const char*, std::optional<double> ProcessCpuBlock::*> kProcessCpuFigures[] = {
+    {"user_s", &ProcessCpuBlock::user_s},
+    {"sys_s", &ProcessCpuBlock::sys_s},
+    {"wall_s", &ProcessCpuBlock::wall_s},
+    {"busy_cpus", &ProcessCpuBlock::busy_cpus},
+    {"per_item_us", &ProcessCpuBlock::per_item_us}};
+
+// stability's figures, likewise.
+constexpr std::pair<const char*, std::optional<double> StabilityInfo::*> kStabilityFigures[] = {
+    {"sd_pct", &StabilityInfo::sd_pct},       {"min_s", &StabilityInfo::min_s},
+    {"max_s", &StabilityInfo::max_s},         {"median_s", &StabilityInfo::median_s},
+    {"trend_pct", &StabilityInfo::trend_pct}, {"rho", &StabilityInfo::rho}};
+
 void read_stats(const Fields& f, Stats& s) {
   f.number("avg", s.avg);
   f.number("min", s.min);
@@ -73,22 +104,7 @@ void read_stall(const Fields& f, StallPhases& s) {
 }
 
 void read_interference(const Fields& f, InterferenceInfo& i) {
-  for (auto [key, out] : {std::pair{"other_cpu_pct", &i.other_cpu_pct},
-                          {"other_cpu_s", &i.other_cpu_s},
-                          {"own_cpu_s", &i.own_cpu_s},
-                          {"steal_pct", &i.steal_pct},
-                          {"wall_s", &i.wall_s},
-                          {"loadavg_start", &i.loadavg_start},
-                          {"loadavg_end", &i.loadavg_end},
-                          {"probe_before_s", &i.probe_before_s},
-                          {"probe_after_s", &i.probe_after_s},
-                          {"probe_drift_pct", &i.probe_drift_pct},
-                          {"parallel_probe_before_s", &i.parallel_probe_before_s},
-                          {"parallel_probe_after_s", &i.parallel_probe_after_s},
-                          {"probe_before_wall_s", &i.probe_before_wall_s},
-                          {"probe_after_wall_s", &i.probe_after_wall_s}}) {
-    f.number(key, *out);
-  }
+  for (const auto& [key, member] : kInterferenceFigures) f.number(key, i.*member);
   f.array("slot_cpus", [&](const json& v, const std::string& path) {
     if (!v.is_number_integer()) {
       throw wrong_type(path, v, "an integer");
@@ -179,25 +195,12 @@ void read_blocks(const Fields& f, InstanceReport& r) {
   });
   f.block("stall", r.stall, read_stall);
   f.block("process_cpu", r.process_cpu, [](const Fields& c, ProcessCpuBlock& cpu) {
-    for (auto [key, out] : {std::pair{"user_s", &cpu.user_s},
-                            {"sys_s", &cpu.sys_s},
-                            {"wall_s", &cpu.wall_s},
-                            {"busy_cpus", &cpu.busy_cpus},
-                            {"per_item_us", &cpu.per_item_us}}) {
-      c.number(key, *out);
-    }
+    for (const auto& [key, member] : kProcessCpuFigures) c.number(key, cpu.*member);
   });
   f.block("pipeline", r.pipeline, read_pipeline);
   f.block("stability", r.stability, [](const Fields& s, StabilityInfo& st) {
     s.integer("observations", st.observations);
-    for (auto [key, out] : {std::pair{"sd_pct", &st.sd_pct},
-                            {"min_s", &st.min_s},
-                            {"max_s", &st.max_s},
-                            {"median_s", &st.median_s},
-                            {"trend_pct", &st.trend_pct},
-                            {"rho", &st.rho}}) {
-      s.number(key, *out);
-    }
+    for (const auto& [key, member] : kStabilityFigures) s.number(key, st.*member);
     s.flag("warmup_trending", st.warmup_trending);
     s.flag("short_observations", st.short_observations);
   });
@@ -257,22 +260,7 @@ json stall_json(const StallPhases& s) {
 
 json interference_json(const InterferenceInfo& i) {
   json j = {{"slot_cpus", i.slot_cpus}};
-  for (auto [key, v] : {std::pair{"other_cpu_pct", &i.other_cpu_pct},
-                        {"other_cpu_s", &i.other_cpu_s},
-                        {"own_cpu_s", &i.own_cpu_s},
-                        {"steal_pct", &i.steal_pct},
-                        {"wall_s", &i.wall_s},
-                        {"loadavg_start", &i.loadavg_start},
-                        {"loadavg_end", &i.loadavg_end},
-                        {"probe_before_s", &i.probe_before_s},
-                        {"probe_after_s", &i.probe_after_s},
-                        {"probe_drift_pct", &i.probe_drift_pct},
-                        {"probe_before_wall_s", &i.probe_before_wall_s},
-                        {"probe_after_wall_s", &i.probe_after_wall_s},
-                        {"parallel_probe_before_s", &i.parallel_probe_before_s},
-                        {"parallel_probe_after_s", &i.parallel_probe_after_s}}) {
-    j[key] = or_null(*v);
-  }
+  for (const auto& [key, member] : kInterferenceFigures) j[key] = or_null(i.*member);
   return j;
 }
 
@@ -336,22 +324,16 @@ void write_blocks(const InstanceReport& r, json& out) {
   });
   put("stall", r.stall, stall_json);
   put("process_cpu", r.process_cpu, [](const ProcessCpuBlock& c) {
-    return json{{"user_s", or_null(c.user_s)},
-                {"sys_s", or_null(c.sys_s)},
-                {"wall_s", or_null(c.wall_s)},
-                {"busy_cpus", or_null(c.busy_cpus)},
-                {"per_item_us", or_null(c.per_item_us)}};
+    json j = json::object();
+    for (const auto& [key, member] : kProcessCpuFigures) j[key] = or_null(c.*member);
+    return j;
   });
   put("stability", r.stability, [](const StabilityInfo& s) {
-    return json{{"observations", s.observations},
-                {"sd_pct", or_null(s.sd_pct)},
-                {"min_s", or_null(s.min_s)},
-                {"max_s", or_null(s.max_s)},
-                {"median_s", or_null(s.median_s)},
-                {"trend_pct", or_null(s.trend_pct)},
-                {"rho", or_null(s.rho)},
-                {"warmup_trending", s.warmup_trending},
-                {"short_observations", s.short_observations}};
+    json j = {{"observations", s.observations},
+              {"warmup_trending", s.warmup_trending},
+              {"short_observations", s.short_observations}};
+    for (const auto& [key, member] : kStabilityFigures) j[key] = or_null(s.*member);
+    return j;
   });
   put("calibration", r.calibration, [](const CalibrationInfo& c) {
     return json{{"number", c.number},

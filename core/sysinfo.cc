@@ -199,16 +199,10 @@ MachineInfo machine_info() {
 }
 
 nlohmann::json machine_description() {
-  const MachineInfo m = machine_info();
-  return {{"hostname", m.hostname},
-          {"cpu_model", m.cpu_model},
-          {"logical_cores", m.logical_cores},
-          {"physical_cores", m.physical_cores},
-          {"affinity", m.affinity},
-          {"memory_bytes", m.memory_bytes},
-          {"kernel", m.kernel},
-          {"cgroup_mode", m.cgroup_mode},
-          {"gpus", m.gpus}};
+  // The report's machine block without what only a benchmark knows (its framework, CUDA, BLAS).
+  nlohmann::json j = to_json(machine_info());
+  for (const char* key : {"framework", "framework_version", "cuda_available"}) j.erase(key);
+  return j;
 }
 
 }  // namespace mlbench::core

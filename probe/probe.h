@@ -130,6 +130,30 @@ class Probe {
     if (done()) finish();
   }
 
+  // The report's fields that do not depend on the iterations probed.
+  core::InstanceReport base_record() const {
+    core::InstanceReport r;
+    // No build of mlbench behind it: the version's git and source are null; no seed, no GPU.
+    r.raw = {{"version", {{"mlbench", kSchema}, {"git", nullptr}, {"source", nullptr}}},
+             {"seed", nullptr},
+             {"min_time", nullptr},
+             {"gpu", nullptr},
+             {"vcd", ""},
+             {"batch_loss", nlohmann::json::array()},
+             {"epoch_loss", nlohmann::json::array()},
+             {"metrics", nlohmann::json::object()},
+             {"resources", nullptr}};
+    r.schema_version = core::kInstanceReportSchema;
+    r.name = o_.name;
+    r.suite = "mlbench";
+    r.jr_id = 0;
+    r.start_time = core::utc_iso8601(start_);
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    r.hostname = host;
+    return r;
+  }
+
   // The report written at the end (and, with completed false, as a snapshot).
   nlohmann::json report(bool completed, const std::string& reason) const {
     const std::size_t n = wait_.size();
@@ -161,21 +185,7 @@ class Probe {
     double all_items = 0;
     for (double k : items_) all_items += k;
     const bool timed = seconds > 0;
-    core::InstanceReport r;
-    // No build of mlbench behind it: the version's git and source are null; no seed, no GPU.
-    r.raw = {{"version", {{"mlbench", kSchema}, {"git", nullptr}, {"source", nullptr}}},
-             {"seed", nullptr},
-             {"min_time", nullptr},
-             {"gpu", nullptr},
-             {"vcd", ""},
-             {"batch_loss", nlohmann::json::array()},
-             {"epoch_loss", nlohmann::json::array()},
-             {"metrics", nlohmann::json::object()},
-             {"resources", nullptr}};
-    r.schema_version = core::kInstanceReportSchema;
-    r.name = o_.name;
-    r.suite = "mlbench";
-    r.jr_id = 0;
+    core::InstanceReport r = base_record();
     r.batch_size = n ? static_cast<long>(std::lround(all_items / static_cast<double>(n))) : 0;
     r.workers = 0;
     r.cpu_cores = 0;
@@ -210,11 +220,7 @@ class Probe {
                       {"replayed_iterations", replayed_},
                       {"epochs", epochs_}};
     r.completed = completed;
-    r.start_time = core::utc_iso8601(start_);
     r.end_time = core::utc_iso8601(std::chrono::system_clock::now());
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    r.hostname = host;
     if (!completed) r.reason = reason;
     return core::to_json(r);
   }

@@ -134,7 +134,8 @@ PeerCpu peer_cpu_of(const std::map<std::string, RunOutcome>& runs, const RawRate
 // stall.json's whatif.partitioned: the model's predictions and where its k came from.
 nlohmann::json partitioned_json(const PartitionedNodes& nodes, const PeerCpu& k, const std::string& prep_cpu_from,
                                 const std::string& prep_rate_from) {
-  nlohmann::json j = partitioned_whatif_json(nodes, {2, 4, 8});
+  const std::vector<int> counts{2, 4, 8};
+  nlohmann::json j = partitioned_whatif_json(nodes, counts);
   j["prep_cpu_from"] = prep_cpu_from;
   j["P_from"] = prep_rate_from;
   const auto us = [](const std::optional<double>& s) { return s ? nlohmann::json(1e6 * *s) : nlohmann::json(); };
@@ -162,10 +163,9 @@ nlohmann::json partitioned_json(const PartitionedNodes& nodes, const PeerCpu& k,
   const bool by_pair_k = k.source == "nodes";
   const bool by_pair_p = prep_cpu_from == "peer-local";
   if ((by_pair_k || by_pair_p) && k.pairs_s.size() > 1) {
-    for (auto& pred : j["predictions"]) {
-      PartitionedNodes in = nodes;
-      in.nodes = pred["nodes"].get<int>();
-      in.memory_fraction = pred["memory_fraction"].get<double>();
+    for (std::size_t c = 0; c < counts.size(); ++c) {
+      PartitionedNodes in = partitioned_at(nodes, counts[c]);
+      nlohmann::json& pred = j["predictions"][c];
       nlohmann::json each = nlohmann::json::array();
       for (std::size_t i = 0; i < k.pairs_s.size(); ++i) {
         if (by_pair_k) in.peer_request_cpu_s = std::max(0.0, k.pairs_s[i]);

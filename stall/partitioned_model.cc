@@ -79,13 +79,18 @@ PartitionedPrediction predict_partitioned(const PartitionedNodes& in) {
   return r;
 }
 
+PartitionedNodes partitioned_at(const PartitionedNodes& base, int nodes) {
+  PartitionedNodes in = base;
+  in.nodes = nodes;
+  if (base.memory_fraction <= 0) in.memory_fraction = 1.0 / nodes;  // each node holds its partition
+  return in;
+}
+
 nlohmann::json partitioned_whatif_json(const PartitionedNodes& base, const std::vector<int>& nodes) {
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
   nlohmann::json predictions = nlohmann::json::array();
   for (int n : nodes) {
-    PartitionedNodes in = base;
-    in.nodes = n;
-    if (base.memory_fraction <= 0) in.memory_fraction = 1.0 / n;  // each node holds its partition
+    const PartitionedNodes in = partitioned_at(base, n);
     const PartitionedPrediction p = predict_partitioned(in);
     predictions.push_back({{"nodes", n},
                            {"memory_fraction", in.memory_fraction},

@@ -66,6 +66,8 @@ PartitionedPrediction predict_partitioned(const PartitionedNodes& in);
 
 // stall.json's whatif.partitioned: inputs, formula and, for each N of `nodes`,
 // the prediction at `base.memory_fraction` (<= 0: 1/N each, every node holding its partition).
+// `base` at `nodes` nodes: its memory fraction, or 1/nodes (each node holds its partition) when unset.
+PartitionedNodes partitioned_at(const PartitionedNodes& base, int nodes);
 nlohmann::json partitioned_whatif_json(const PartitionedNodes& base, const std::vector<int>& nodes);
 
 inline constexpr const char* kPartitionedFormula =

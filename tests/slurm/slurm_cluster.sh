@@ -76,9 +76,17 @@ skip() {
 }
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-# Three consecutive free ports from one derived from our pid (parallel runs differ).
+# Three consecutive free ports from one derived from our pid and the attempt (parallel runs
+# differ), below the kernel's ephemeral range: a port in it may be the local end of any outgoing
+# connection (or one in TIME_WAIT), which a connect() does not see but slurmctld's bind() does.
+# MLBENCH_SLURM_PORT: the first attempt's first port (tests).
 pick_ports() {
-  local base=$((20000 + ($$ * 7) % 30000)) i
+  local attempt=$1 low span i
+  low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null) || low=32768
+  span=$((${low:-32768} - 20000 - 600))
+  ((span >= 600)) || span=600
+  local base=$((20000 + ($$ * 7 + attempt * 997) % span))
+  ((attempt == 0)) && [[ -n "${MLBENCH_SLURM_PORT:-}" ]] && base=$MLBENCH_SLURM_PORT
   for ((i = 0; i < 200; i++)); do
     local p=$((base + i * 3))
     if port_free "$p" && port_free $((p + 1)) && port_free $((p + 2)); then echo "$p"; return 0; fi
@@ -86,17 +94,32 @@ pick_ports() {
   return 1
 }
 
+# Whether the process in pid file $1 is alive.
+alive() { local pid; pid=$(cat "$1" 2>/dev/null) && [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; }
+
 start() {
-  stop  # leftovers of an earlier run in the same DIR
-  rm -rf "$dir"
-  mkdir -p "$dir/state" "$dir/spool"
   for b in munged slurmctld slurmd srun; do
     command -v "$b" >/dev/null || skip "$b not installed (apt-get install slurm-wlm munge)"
   done
   [[ $(id -u) -eq 0 ]] || skip "slurmd needs root (to create cgroups and switch users)"
+  local attempt
+  # A controller whose port was taken between the check and its bind dies at once: another
+  # set of ports, three times at most.
+  for attempt in 0 1 2; do
+    start_once "$attempt" && return 0
+    echo "slurm_cluster: slurmctld could not bind port $(awk -F= '/^SlurmctldPort=/ {print $2}' "$dir/slurm.conf"): trying other ports" >&2
+  done
+  skip "slurmctld found no free port in three tries: $(grep -m1 fatal "$dir/slurmctld.log")"
+}
+
+# One try; returns 1 when the controller died of a port in use (the caller tries other ports).
+start_once() {
+  stop  # leftovers of an earlier run (or try) in the same DIR
+  rm -rf "$dir"
+  mkdir -p "$dir/state" "$dir/spool"
   local host ports cpus mem
   host=$(hostname -s)
-  ports=$(pick_ports) || skip "no free ports"
+  ports=$(pick_ports "$1") || skip "no free ports"
   local node="mlb${ports}n"
   printf '%s\n' "${node}1" "${node}2" >"$dir/nodes"
   cpus=$(nproc)
@@ -154,14 +177,21 @@ CONF
   # The guard: stops everything by pid file if no `stop` came in time.
   (trap '' HUP; sleep "$guard_seconds"; GUARD_PID=$BASHPID "$0" stop "$dir") >/dev/null 2>&1 </dev/null &
   echo $! >"$dir/guard.pid"
-  for _ in $(seq 150); do  # up to 15 s for both nodes to be idle
-    if [[ $(sinfo -h -N -t idle -o %N 2>/dev/null | sort -u | wc -l) -eq 2 ]]; then
+  # Up to 15 s for both nodes to be idle; each sinfo bounded (with no controller it retries for
+  # minutes), and a controller that died ends the wait at once.
+  local deadline=$((SECONDS + 15))
+  while ((SECONDS < deadline)); do
+    if [[ -f "$dir/slurmctld.pid" ]] && ! alive "$dir/slurmctld.pid"; then  # written once it runs
+      grep -q "Address already in use" "$dir/slurmctld.log" 2>/dev/null && return 1
+      skip "slurmctld died: $(grep -m1 fatal "$dir/slurmctld.log") (see $dir/slurmctld.log)"
+    fi
+    if [[ $(timeout 3 sinfo -h -N -t idle -o %N 2>/dev/null | sort -u | wc -l) -eq 2 ]]; then
       echo "slurm_cluster: up in $dir (ports $ports-$((ports + 2)))"
       return 0
     fi
     sleep 0.1
   done
-  skip "the nodes did not become idle: $(sinfo -h -N -o '%N %T %E' 2>&1 | tr '\n' ';') (see $dir/slurmd.${node}1.log)"
+  skip "the nodes did not become idle: $(timeout 3 sinfo -h -N -o '%N %T %E' 2>&1 | tr '\n' ';') (see $dir/slurmd.${node}1.log)"
 }
 
 case "$cmd" in
