@@ -4,6 +4,7 @@
 // another tree. See docs/report.md.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -152,9 +153,16 @@ int run_report(const ReportOptions& o) {
     Report report = load_report({o.reports, o.suite, targets, o.min_runs, {o.stall_dirs.begin(), o.stall_dirs.end()}}, &tree);
     if (!o.compare.empty()) {
       const ReportsTree other_tree = load_reports_tree(o.compare, o.suite, o.min_runs, "--compare");
-      const Report other = build_report(o.suite, o.compare, other_tree, targets, {}, o.min_runs);
+      const Report other = build_report(o.suite, o.compare, other_tree, targets, {},
+                                        std::min(o.min_runs, static_cast<int>(other_tree.runs.size())));
       report.comparison = Comparison{o.compare, other.runs, compare_results(report.benches, other.benches)};
       for (std::string& w : blas_compare_warnings(tree, other_tree, o.compare)) report.notes.warnings.push_back(w);
+    }
+    // Targets are made from --min-runs runs at least: a partial answer is shown, not kept.
+    if (!o.write_targets.empty() && static_cast<int>(tree.runs.size()) < o.min_runs) {
+      throw InputError(fmt::format("--write-targets: {} run(s) in {}; targets are made from at least {} "
+                                   "(--min-runs lowers it)",
+                                   tree.runs.size(), o.reports, o.min_runs));
     }
     if (!o.write_targets.empty())
       write_targets_file(o.write_targets, o.targets_model, o.targets_note, o.reports, o.suite, tree, report);

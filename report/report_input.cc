@@ -176,10 +176,13 @@ Report load_report(const ReportRequest& q, ReportsTree* tree_out) {
   const auto analyses = kind == ReportsInput::ReportFile && q.stall_dirs.empty()
                             ? std::map<std::string, StallAnalysis>{}
                             : find_stall_analyses(roots, stall_warnings);
-  Report report = build_report(q.suite, q.reports.string(), tree, q.targets, analyses, single ? 1 : q.min_runs);
+  // Fewer runs than asked for show what they can, with the note below.
+  const int runs = static_cast<int>(tree.runs.size());
+  Report report = build_report(q.suite, q.reports.string(), tree, q.targets, analyses,
+                               single ? 1 : std::min(q.min_runs, runs));
   for (std::string& w : stall_warnings) report.notes.warnings.push_back(std::move(w));
   for (std::string& w : blas_warnings(tree)) report.notes.warnings.push_back(std::move(w));
-  if (const std::string note = repeated_passes_note(static_cast<int>(tree.runs.size())); !note.empty()) {
+  if (const std::string note = repeated_passes_note(runs); !note.empty()) {
     report.info.push_back(note);
   }
   std::vector<std::pair<std::string, std::string>> machines;
