@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/benchmark_run.h"
 #include "core/environment.h"
 
 namespace mlbench::pipeline {
@@ -192,6 +193,14 @@ LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineO
     throw std::invalid_argument("--rank and --world belong to a partitioned cache: give --peers too");
   }
   return c;
+}
+
+LoaderConfig benchmark_loader_config(const core::BenchOptions& bench, const PipelineOptions& options) {
+  try {
+    return make_loader_config(bench, options);
+  } catch (const std::invalid_argument& e) {
+    throw core::UsageError(e.what());
+  }
 }
 
 std::shared_ptr<ImageFolderReader> open_image_folder(const std::string& root, const std::string& hint,

@@ -48,6 +48,8 @@ void add_prefetch_flag(core::BenchCli& cli, int& prefetch, const std::string& de
 // A LoaderConfig from the shared and pipeline flags (train transforms).
 // Throws std::invalid_argument for a bad --cache-size.
 LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineOptions& options);
+// The same for a benchmark's set-up: a bad flag value is a core::UsageError (one line, exit 2).
+LoaderConfig benchmark_loader_config(const core::BenchOptions& bench, const PipelineOptions& options);
 
 // Opens an ImageFolder dataset with the reader flags (--drop-after-read) applied.
 std::shared_ptr<ImageFolderReader> open_image_folder(const std::string& root, const std::string& hint,

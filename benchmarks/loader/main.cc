@@ -125,12 +125,7 @@ std::shared_ptr<pipeline::Loader> start_loader(const core::BenchOptions& o, cons
                                                const bench::TorchContext& ctx,
                                                std::shared_ptr<pipeline::ImageFolderReader> source,
                                                pipeline::TraceRecorder* trace) {
-  pipeline::LoaderConfig config;
-  try {
-    config = pipeline::make_loader_config(o, opt.pipeline);
-  } catch (const std::invalid_argument& e) {
-    throw core::UsageError(e.what());
-  }
+  pipeline::LoaderConfig config = pipeline::benchmark_loader_config(o, opt.pipeline);
   if (config.transform.decode_on_device) {
     throw core::UsageError(
         "--decode gpu is for the image benchmarks (convnet, convnet_fp16, ...); the loader "

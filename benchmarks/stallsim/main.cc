@@ -146,12 +146,7 @@ std::optional<int> validate(const core::BenchOptions& o) {
 // The pipeline over the storage, its prep the injected cost; its workers started.
 std::shared_ptr<pipeline::Loader> start_loader(const core::BenchOptions& o, const StallsimOptions& opt,
                                                std::shared_ptr<stallsim::EmulatedStorage> storage) {
-  pipeline::LoaderConfig config;
-  try {
-    config = pipeline::make_loader_config(o, opt.pipeline);
-  } catch (const std::invalid_argument& e) {
-    throw core::UsageError(e.what());
-  }
+  pipeline::LoaderConfig config = pipeline::benchmark_loader_config(o, opt.pipeline);
   if (config.transform.decode_on_device) {
     throw core::UsageError("--decode gpu: stallsim's prep is simulated, it decodes nothing");
   }

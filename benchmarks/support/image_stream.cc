@@ -20,12 +20,7 @@ std::string default_data_path(const core::BenchOptions& o, const std::string& da
 // The loader configuration of the shared flags; a bad flag value is a core::UsageError.
 pipeline::LoaderConfig loader_config(const core::BenchOptions& o, const pipeline::PipelineOptions& p,
                                      const torch::Device& device) {
-  pipeline::LoaderConfig c;
-  try {
-    c = pipeline::make_loader_config(o, p);
-  } catch (const std::invalid_argument& e) {
-    throw core::UsageError(e.what());
-  }
+  pipeline::LoaderConfig c = pipeline::benchmark_loader_config(o, p);
   if (device.is_cuda()) c.allocator = pipeline::torch_host_allocator();
   return c;
 }
