@@ -125,6 +125,7 @@ void read_runner(const Fields& f, RunnerInfo& r) {
   f.integer("point", r.point);
   f.number("wall_seconds", r.wall_seconds);
   f.text("slurm_state", r.slurm_state);
+  f.text("run_id", r.run_id);
 }
 
 void read_partitioned_cache(const Fields& f, PartitionedCacheInfo& c) {
@@ -277,6 +278,7 @@ json runner_json(const RunnerInfo& r) {
             {"exit_code", or_null(r.exit_code)},
             {"signal", or_null(r.signal)}};
   if (r.slurm_state) j["slurm_state"] = *r.slurm_state;
+  if (r.run_id) j["run_id"] = *r.run_id;
   return j;
 }
 

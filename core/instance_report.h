@@ -110,6 +110,7 @@ struct RunnerInfo {
   std::optional<std::int64_t> point;  // the sweep point; absent in reports before sweeps
   std::optional<double> wall_seconds;
   std::optional<std::string> slurm_state;  // under Slurm: the job step's state
+  std::optional<std::string> run_id;       // mlbench-run's run ("<UTC timestamp>-<pid>"); absent in older reports
 };
 
 // gpu_monitor.summary's utilisation (docs/report-format.md, "GPU monitor"); the whole block (its

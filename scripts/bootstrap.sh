@@ -31,6 +31,8 @@ packages=(
   python3-torch python3-torchvision  # /usr/bin/python3's PyTorch: mlbench-stall --exec on an unmodified
                                      # PyTorch script (its end-to-end tests) and the peer comparisons
   python3-jsonschema           # the tests that hold every report writer to docs/schema/*.schema.json
+  libsqlite3-dev               # the results store's default back-end (docs/report.md, "The results store")
+  libpq-dev postgresql         # its PostgreSQL back-end, and the private server its tests start
 )
 
 missing=()

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,9 +75,9 @@ StallAnalysisRecord stall_analysis_record(const core::StallRecord& stall, const 
 
 // What the views query: instances with their run's time and machine.
 struct InstanceQuery {
-  std::string bench;    // "" = every benchmark
-  std::string machine;  // fingerprint; "" = every machine
-  std::string suite;    // "" = every suite
+  std::string bench = "";    // "" = every benchmark
+  std::string machine = "";  // fingerprint; "" = every machine
+  std::string suite = "";    // "" = every suite
   bool with_report = false;
 };
 struct HistoryInstance {
@@ -116,6 +117,10 @@ class ResultsStore {
   std::unique_ptr<Database> db_;
   std::string name_;
 };
+
+// mlbench-stall --store: records the analysis in `stall_json` (and this machine) in the
+// store `spec`; throws StoreError (the store) or core::ReportFormatError (the file).
+void record_stall_file(const std::string& spec, const std::filesystem::path& stall_json);
 
 // Whether `spec` names a PostgreSQL server rather than a file.
 bool is_postgresql_url(const std::string& spec);

@@ -1,0 +1,23 @@
+// The store's schema and its versioned migrations (docs/report.md, "The results store").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "store/database.h"
+
+namespace mlbench::store {
+
+// Migration k (1-based) brings a store from version k-1 to k; portable SQL that both
+// SQLite and PostgreSQL run.
+const std::vector<std::string>& migrations();
+
+// The store's version: 0 for an empty database (no mlbench_schema table).
+int read_schema_version(Database& db);
+
+// Brings the store to `target` (kStoreSchemaVersion) in one write transaction. A store
+// newer than `target` throws StoreError: "<store>: its schema is version N, newer than
+// this mlbench's (M); use a newer mlbench".
+void migrate(Database& db, int target);
+
+}  // namespace mlbench::store

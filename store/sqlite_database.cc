@@ -1,0 +1,107 @@
+// The SQLite back-end (database.h): one file, WAL journal so readers do not block the
+// writer, a busy timeout so concurrent writers queue, BEGIN IMMEDIATE for writes.
+#include <sqlite3.h>
+
+#include <fmt/format.h>
+
+#include "store/database.h"
+
+namespace mlbench::store {
+
+namespace {
+
+class SqliteDatabase final : public Database {
+ public:
+  SqliteDatabase(const std::string& path, int busy_timeout_ms) : path_(path) {
+    const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    if (rc != SQLITE_OK) {
+      const std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw StoreError(fmt::format("{}: {}", path_, why));
+    }
+    sqlite3_extended_result_codes(db_, 0);
+    sqlite3_busy_timeout(db_, busy_timeout_ms);
+    // Reading the header here turns "not a database" into an error at open.
+    query("SELECT count(*) FROM sqlite_master", {});
+    // WAL: one writer and many readers at once. A read-only file keeps its journal mode
+    // (readers still work; a write says "readonly database").
+    if (!sqlite3_db_readonly(db_, "main")) {
+      try {
+        query("PRAGMA journal_mode=WAL", {});
+        exec("PRAGMA synchronous=NORMAL");
+      } catch (const StoreError&) {
+        // e.g. a folder that does not allow the -wal file: rollback journal, still correct
+      }
+    }
+    exec("PRAGMA foreign_keys=ON");
+  }
+  ~SqliteDatabase() override { sqlite3_close_v2(db_); }
+
+  std::string kind() const override { return "sqlite"; }
+  std::string name() const override { return path_; }
+
+  void exec(const std::string& sql) override {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      const std::string why = err ? err : sqlite3_errmsg(db_);
+      sqlite3_free(err);
+      throw StoreError(fmt::format("{}: {}", path_, why));
+    }
+  }
+
+  std::vector<Row> query(const std::string& sql, const std::vector<Value>& params) override {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) fail();
+    struct Finalize {
+      sqlite3_stmt* s;
+      ~Finalize() { sqlite3_finalize(s); }
+    } finalize{st};
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const int idx = static_cast<int>(i) + 1;
+      const int rc = params[i] ? sqlite3_bind_text(st, idx, params[i]->c_str(), static_cast<int>(params[i]->size()),
+                                                   SQLITE_TRANSIENT)
+                               : sqlite3_bind_null(st, idx);
+      if (rc != SQLITE_OK) fail();
+    }
+    std::vector<Row> rows;
+    for (;;) {
+      const int rc = sqlite3_step(st);
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) fail();
+      Row row;
+      const int n = sqlite3_column_count(st);
+      row.reserve(n);
+      for (int c = 0; c < n; ++c) {
+        if (sqlite3_column_type(st, c) == SQLITE_NULL) {
+          row.emplace_back(std::nullopt);
+        } else {
+          const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(st, c));
+          row.emplace_back(std::string(text, sqlite3_column_bytes(st, c)));
+        }
+      }
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
+  void begin_write() override { exec("BEGIN IMMEDIATE"); }
+  void commit() override { exec("COMMIT"); }
+  void rollback() noexcept override {
+    if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+
+ private:
+  [[noreturn]] void fail() { throw StoreError(fmt::format("{}: {}", path_, sqlite3_errmsg(db_))); }
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Database> open_sqlite(const std::string& path, int busy_timeout_ms) {
+  return std::make_unique<SqliteDatabase>(path, busy_timeout_ms);
+}
+
+}  // namespace mlbench::store
