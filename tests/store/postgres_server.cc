@@ -75,12 +75,16 @@ std::string tail_of(const fs::path& file, std::size_t max_chars = 2000) {
 
 std::string PostgresServer::unavailable_reason() {
   if (!store::postgresql_available()) return "this mlbench was built without PostgreSQL (libpq-dev)";
-  if (server_bin_dir().empty()) return "PostgreSQL server not installed: no /usr/lib/postgresql/*/bin/initdb";
+  const fs::path bin = server_bin_dir();
+  if (bin.empty()) return "PostgreSQL server not installed: no /usr/lib/postgresql/*/bin/initdb";
+  if (!fs::exists(bin / "initdb") || !fs::exists(bin / "postgres")) {
+    return "PostgreSQL server not installed: no initdb and postgres in MLBENCH_POSTGRES_BIN=" + bin.string();
+  }
   return "";
 }
 
 PostgresServer::PostgresServer() : bin_(server_bin_dir()), password_(random_password()) {
-  if (bin_.empty()) throw std::runtime_error(unavailable_reason());
+  if (const std::string why = unavailable_reason(); !why.empty()) throw std::runtime_error(why);
   TempDir tmp("pg");  // removed again unless the server starts
   dir_ = tmp.path();
   // initdb and postgres refuse to run as root: as root, the server runs as nobody.

@@ -23,7 +23,8 @@ class PostgresServer {
   static constexpr const char* kUser = "mlbench";
 
   // Why no server can be started here ("" when one can): a build without libpq, or no
-  // PostgreSQL server binaries (/usr/lib/postgresql/<version>/bin).
+  // PostgreSQL server binaries (the highest /usr/lib/postgresql/<version>/bin, or
+  // $MLBENCH_POSTGRES_BIN).
   static std::string unavailable_reason();
 
   // initdb, start, wait until it accepts connections (60 s at most). Throws
