@@ -18,6 +18,8 @@ namespace {
 // The advisory lock every mlbench writer takes ("mlbench\0" in ASCII): any fixed key
 // works, as long as every mlbench uses the same one.
 constexpr long long kWriteLockKey = 0x6d6c62656e636800LL;
+// Seconds a writer waits for the write lock (open_sqlite's default busy timeout).
+constexpr int kWriteLockTimeoutS = 60;
 // Seconds a connection may take when the URL sets no connect_timeout: a server that is
 // down or unreachable is an error, not a hang.
 constexpr const char* kDefaultConnectTimeoutS = "10";
@@ -123,9 +125,16 @@ class PostgresDatabase final : public Database {
   }
 
   void begin_write() override {
-    exec("BEGIN");
+    // The wait is bounded as SQLite's busy timeout bounds it: a writer stuck inside its
+    // transaction (a hung process) is an error for the others, not a hang.
+    exec(fmt::format("BEGIN; SET LOCAL lock_timeout = '{}s'", kWriteLockTimeoutS));
     try {
       query(fmt::format("SELECT pg_advisory_xact_lock({})", kWriteLockKey), {});
+    } catch (const StoreError& e) {
+      rollback();
+      if (std::string(e.what()).find("lock timeout") == std::string::npos) throw;
+      throw StoreError(
+          fmt::format("{}: another writer held the store's write lock for over {} s", name_, kWriteLockTimeoutS));
     } catch (...) {
       rollback();
       throw;
