@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -164,6 +165,81 @@ std::string drift_svg(const std::vector<BenchResult>& benches, const std::vector
     }
     if (!points.empty()) out += fmt::format(R"(<polyline points="{}" fill="none" stroke="#4e79a7"/>)", points);
     out += "</g>";
+  }
+  return out + "</svg>";
+}
+
+std::string trend_svg(const std::string& bench, const std::vector<TrendSeries>& series) {
+  constexpr int kLeft = 70, kPlotW = 760, kPlotTop = 40, kPlotH = 180;
+  constexpr const char* kColors[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948"};
+  // x: the runs of every machine in time order; y: 0 .. the largest items/s (+10 %).
+  std::vector<std::pair<std::string, std::string>> order;  // (when, run id)
+  double top = 0.0;
+  for (const TrendSeries& s : series) {
+    for (const TrendPoint& p : s.points) {
+      order.emplace_back(p.when, p.run_id);
+      if (std::isfinite(p.items_per_s)) top = std::max(top, p.items_per_s);
+    }
+  }
+  std::sort(order.begin(), order.end());
+  order.erase(std::unique(order.begin(), order.end()), order.end());
+  top = top > 0.0 ? top * 1.1 : 1.0;
+  const double step = order.size() > 1 ? static_cast<double>(kPlotW) / static_cast<double>(order.size() - 1) : 0.0;
+  auto px = [&](const TrendPoint& p) {
+    const auto it = std::find(order.begin(), order.end(), std::make_pair(p.when, p.run_id));
+    return kLeft + (order.size() > 1 ? step * static_cast<double>(it - order.begin()) : kPlotW / 2.0);
+  };
+  auto py = [&](double v) { return kPlotTop + kPlotH - std::clamp(v / top, 0.0, 1.0) * kPlotH; };
+  const int height = kPlotTop + kPlotH + 40;
+  std::string out = fmt::format(
+      R"(<svg xmlns="http://www.w3.org/2000/svg" class="chart trend" data-bench="{0}" width="{1}" height="{2}" )"
+      R"(viewBox="0 0 {1} {2}" role="img" aria-label="items/s of {0} over its runs" font-family="sans-serif" )"
+      R"(font-size="12"><text x="{3}" y="16" font-weight="bold">{0}: items/s per run</text>)",
+      core::html_escape(bench), kWidth, height, kLeft);
+  out += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#999"/><line x1="{0}" y1="{2}" x2="{3}" )"
+                     R"(y2="{2}" stroke="#999"/><text x="{4}" y="{5}" text-anchor="end">{6}</text>)"
+                     R"(<text x="{4}" y="{2}" text-anchor="end">0</text>)",
+                     kLeft, kPlotTop, kPlotTop + kPlotH, kLeft + kPlotW, kLeft - 4, kPlotTop + 4,
+                     fmt::format("{:.4g}", top));
+  std::size_t i = 0;
+  for (const TrendSeries& s : series) {
+    const char* color = kColors[i % std::size(kColors)];
+    out += fmt::format(R"(<g class="trend-series" data-machine="{}">)", core::html_escape(s.label));
+    out += fmt::format(R"(<rect x="{}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{}">{}</text>)",
+                       kLeft + 8 + 240 * static_cast<int>(i), kPlotTop + kPlotH + 14, color,
+                       kLeft + 24 + 240 * static_cast<int>(i), kPlotTop + kPlotH + 24,
+                       core::html_escape(s.label));
+    std::string points;
+    for (const TrendPoint& p : s.points) {
+      const double x = px(p);
+      const std::string title = fmt::format("{} {} ({}): {} items/s{}{}", core::html_escape(bench),
+                                            core::html_escape(p.run_id), core::html_escape(p.when),
+                                            std::isfinite(p.items_per_s) ? fmt::format("{:.4g}", p.items_per_s) : "no",
+                                            p.failures ? fmt::format(", {} failed", p.failures) : "",
+                                            p.change.empty() ? "" : ", " + p.change);
+      if (!std::isfinite(p.items_per_s)) {
+        const double y = kPlotTop + kPlotH;
+        out += fmt::format(R"(<g class="failed-run"><path d="M{0:.2f},{1:.2f} l8,8 m0,-8 l-8,8" stroke="#c62828" )"
+                           R"(stroke-width="2"/><title>{2}</title></g>)",
+                           x - 4, y - 4, title);
+        continue;
+      }
+      const double y = py(p.items_per_s);
+      points += fmt::format("{:.2f},{:.2f} ", x, y);
+      const char* fill = p.change == "regression" ? "#c62828" : p.change == "improvement" ? "#1a7f37" : color;
+      out += fmt::format(R"(<circle class="run" cx="{:.2f}" cy="{:.2f}" r="4" fill="{}"><title>{}</title></circle>)",
+                         x, y, fill, title);
+      if (p.failures > 0) {
+        out += fmt::format(R"(<g class="failed-run"><circle cx="{:.2f}" cy="{:.2f}" r="8" fill="none" )"
+                           R"(stroke="#c62828" stroke-width="2"/><title>{}</title></g>)",
+                           x, y, title);
+      }
+    }
+    if (!points.empty()) {
+      out += fmt::format(R"(<polyline points="{}" fill="none" stroke="{}"/>)", points, color);
+    }
+    out += "</g>";
+    ++i;
   }
   return out + "</svg>";
 }

@@ -21,4 +21,20 @@ std::string result_svg(const std::vector<BenchResult>& benches);
 // Per benchmark (<g class="drift-group">): run values / result, one point per run in run order.
 std::string drift_svg(const std::vector<BenchResult>& benches, const std::vector<std::string>& runs);
 
+// The results store's history of one benchmark (mlbench-report --history --html): items/s
+// over its runs in time order, one line per machine; a run with a failed instance is a red
+// ring (<g class="failed-run">), one with no value at all a red cross on the axis.
+struct TrendPoint {
+  std::string run_id, when;
+  double items_per_s = kNaN;
+  int failures = 0;
+  std::string change;  // "regression", "improvement" or "" (drawn as the point's colour)
+};
+struct TrendSeries {
+  std::string label;  // the machine
+  std::vector<TrendPoint> points;  // time order
+};
+// One <svg class="chart trend" data-bench="NAME">.
+std::string trend_svg(const std::string& bench, const std::vector<TrendSeries>& series);
+
 }  // namespace mlbench::report
