@@ -26,6 +26,7 @@
 #include "report/reporter.h"
 #include "report/reports_tree.h"
 #include "report/stall_results.h"
+#include "report/store_command.h"
 #include "report/targets.h"
 
 namespace fs = std::filesystem;
@@ -49,7 +50,19 @@ void write_targets_file(const std::string& file, const std::string& model, const
       user_note, user_note.empty() ? "" : "; ", reports, tree.runs.size(), suite, blas.empty() ? "not recorded" : blas,
       mlbench::core::utc_iso8601(std::chrono::system_clock::now()).substr(0, 10));
   std::vector<std::string> skipped;
-  const nlohmann::json targets = make_targets(report.benches, model, note, skipped);
+  nlohmann::json targets = make_targets(report.benches, model, note, skipped);
+  // A CPU targets file names the CPU it was made on: reports compare only with their own CPU's.
+  if (is_cpu_targets(parse_targets(targets, file))) {
+    const auto machine = reports_machine(reports);
+    if (machine && machine->gpus.empty() && !machine->cpu_model.empty()) {
+      set_targets_machine(targets, machine->cpu_model, machine->logical_cores);
+    } else {
+      report.notes.warnings.push_back(fmt::format(
+          "--write-targets: the reports name no CPU (no machine.json, no machine block): {} has no cpu_model, and "
+          "reports will not know which CPU its targets were made on",
+          file));
+    }
+  }
   if (targets["benchmarks"].empty())
     throw InputError("--write-targets: no benchmark has a run value to make a target of");
   for (const std::string& b : skipped) {
@@ -65,6 +78,11 @@ struct ReportOptions {
   std::vector<std::string> stall_dirs;
   int min_runs = kDefaultMinRuns;
   std::string write_targets, targets_model = "CPU", targets_note;
+  // --store: the results store's side (store_command.h).
+  std::string store, machine_kind;
+  std::vector<std::string> imports;
+  std::optional<std::string> history;  // --history [BENCH]: "" for every benchmark
+  bool machines = false;
 };
 
 // Parses argv into `o`; an exit status when the program should end now (--help, --version, a bad flag).
@@ -73,8 +91,22 @@ std::optional<int> parse_command_line(int argc, char** argv, ReportOptions& o) {
                "mlbench-report"};
   app.add_option("--reports", o.reports,
                  "Reports: a tree with one sub-directory per run (R0.. or output0..), one run directory "
-                 "(mlbench-run's output), or one report file")
-      ->required();
+                 "(mlbench-run's output), or one report file (required unless --store)");
+  app.add_option("--store", o.store,
+                 "The results store: a SQLite file or a postgresql:// URL (docs/report.md, \"The results store\")");
+  app.add_option("--import", o.imports,
+                 "With --store: load run folders (a tree of R<k>/ or output<k>/, one run directory) and the "
+                 "stall.json under them into the store; repeatable; a report already there is skipped");
+  std::string history_bench;
+  auto* history = app.add_option(
+      "--history", history_bench,
+      "With --store: per benchmark and machine, its runs over time and each run's change against the runs "
+         "before it; BENCH: only that benchmark")
+      ->expected(0, 1);
+  app.add_flag("--machines", o.machines,
+               "With --store: per benchmark the latest run on each machine, side by side");
+  app.add_option("--machine-kind", o.machine_kind,
+                 "With --store --write-targets: the machine kind whose runs make the targets (default: the only one)");
   app.add_option("--name", o.suite,
                  "Suite name: only reports whose \"suite\" equals it are used (default: the one suite the "
                  "reports hold)");
@@ -114,6 +146,24 @@ std::optional<int> parse_command_line(int argc, char** argv, ReportOptions& o) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --version
     std::cerr << "mlbench-report: error: " << mlbench::core::parse_error_line(e) << " (see --help)\n";
+    return 2;
+  }
+  if (history->count() > 0) o.history = history_bench;
+  if (o.store.empty() && (!o.imports.empty() || o.history || o.machines || !o.machine_kind.empty())) {
+    std::cerr << "mlbench-report: error: --import, --history, --machines and --machine-kind need --store (see --help)\n";
+    return 2;
+  }
+  if (!o.store.empty() && !o.reports.empty()) {
+    std::cerr << "mlbench-report: error: --store and --reports are read apart: load the reports with --store "
+              << o.store << " --import " << o.reports << " (see --help)\n";
+    return 2;
+  }
+  if (!o.store.empty() && o.imports.empty() && !o.history && !o.machines && o.write_targets.empty()) {
+    std::cerr << "mlbench-report: error: --store needs --import, --history, --machines or --write-targets (see --help)\n";
+    return 2;
+  }
+  if (o.store.empty() && o.reports.empty()) {
+    std::cerr << "mlbench-report: error: --reports is required (or --store; see --help)\n";
     return 2;
   }
   return std::nullopt;
@@ -191,6 +241,12 @@ int run_report(const ReportOptions& o) {
 int main(int argc, char** argv) {
   ReportOptions o;
   if (const auto exit = parse_command_line(argc, argv, o)) return *exit;
+  if (!o.store.empty()) {
+    const char* no_color = std::getenv("NO_COLOR");
+    return run_store_command({o.store, o.imports, o.history.has_value(), o.history.value_or(""), o.machines, o.suite,
+                              o.csv, o.json, o.html, o.write_targets, o.machine_kind, o.targets_note, o.min_runs,
+                              o.color == "always" || (o.color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color))});
+  }
   if (const int rc = resolve_suite(o)) return rc;
   return run_report(o);
 }

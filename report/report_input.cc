@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/instance_report.h"
+#include "core/sysinfo.h"
 #include "report/report_builder.h"
 #include "report/report_statistics.h"
 #include "report/blas_notes.h"
@@ -140,17 +141,68 @@ std::string run_machine(const fs::path& run) {
   return "";
 }
 
-std::optional<Targets> targets_for_machine(const std::vector<std::string>& gpu_names,
-                                           const std::vector<fs::path>& dirs) {
-  std::vector<std::string> kinds;
-  if (gpu_names.empty()) {
-    kinds.push_back("CPU");
-  } else {
-    kinds.push_back(gpu_names.front());
-    std::istringstream words(gpu_names.front());
-    for (std::string w; words >> w;) {
-      if (lower(w) != "nvidia" && lower(w) != "geforce") kinds.push_back(w);
+std::optional<core::MachineInfo> reports_machine(const fs::path& reports) {
+  const auto runs = run_dirs_of(reports);
+  for (const auto& [name, run] : runs) {
+    std::error_code ec;
+    const fs::path dir = fs::is_regular_file(run, ec) ? run.parent_path() : run;
+    for (const fs::path& file : {dir / "machine.json", reports / "machine.json"}) {
+      try {
+        const nlohmann::json j = read_json(file);
+        if (j.is_object()) return core::parse_machine_info(j);
+      } catch (const core::ReportFormatError&) {
+        // a machine.json this reader cannot use: the reports name their machine
+      }
     }
+    for (const fs::path& f : report_files(run)) {
+      try {
+        const core::InstanceReport r = core::read_instance_report(f);
+        if (r.machine) return r.machine;
+      } catch (const core::ReportFormatError&) {
+        continue;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Targets> targets_for_machine(const core::MachineInfo& machine, const std::vector<fs::path>& dirs,
+                                           std::string* why_none) {
+  const std::string available = available_targets(dirs);
+  if (machine.gpus.empty()) {
+    // Every CPU targets file of the folder in use: the one made on this CPU, if any.
+    for (const fs::path& dir : dirs) {
+      std::error_code ec;
+      if (!fs::is_directory(dir, ec)) continue;
+      std::vector<fs::path> files;
+      for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+        if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+      }
+      if (files.empty()) continue;
+      std::sort(files.begin(), files.end());
+      for (const fs::path& f : files) {
+        try {
+          const Targets t = load_targets_file(f);
+          if (is_cpu_targets(t) && !cpu_targets_mismatch(t, machine.cpu_model, machine.logical_cores, available)) {
+            return t;
+          }
+        } catch (const InputError&) {
+          // not a targets file this reader can use: not this kind
+        }
+      }
+      break;  // the first folder with targets is the one in use
+    }
+    if (why_none) {
+      *why_none = fmt::format("no target for this CPU ({} x{}); targets exist for: {}",
+                              machine.cpu_model.empty() ? "unknown model" : machine.cpu_model, machine.logical_cores,
+                              available.empty() ? "none" : available);
+    }
+    return std::nullopt;
+  }
+  std::vector<std::string> kinds{machine.gpus.front()};
+  std::istringstream words(machine.gpus.front());
+  for (std::string w; words >> w;) {
+    if (lower(w) != "nvidia" && lower(w) != "geforce") kinds.push_back(w);
   }
   for (const std::string& kind : kinds) {
     try {
@@ -159,13 +211,45 @@ std::optional<Targets> targets_for_machine(const std::vector<std::string>& gpu_n
       // not this kind; try the next word
     }
   }
+  if (why_none) {
+    *why_none = fmt::format("no target for this GPU ({}); targets exist for: {}", machine.gpus.front(),
+                            available.empty() ? "none" : available);
+  }
   return std::nullopt;
+}
+
+std::optional<Targets> targets_for_machine(const std::vector<std::string>& gpu_names,
+                                           const std::vector<fs::path>& dirs) {
+  core::MachineInfo m;
+  m.gpus = gpu_names;
+  m.cpu_model = core::cpu_model();
+  m.logical_cores = core::logical_cores();
+  return targets_for_machine(m, dirs);
 }
 
 Report load_report(const ReportRequest& q, ReportsTree* tree_out) {
   const ReportsInput kind = reports_input_kind(q.reports);
   const bool single = kind != ReportsInput::Tree;
   const ReportsTree tree = load_reports_tree(q.reports, q.suite, q.min_runs);
+  // CPU targets compare only with runs on the CPU they were made on.
+  Targets targets = q.targets;
+  std::string targets_note;
+  if (is_cpu_targets(targets) && !targets.source.empty()) {
+    const auto machine = reports_machine(q.reports);
+    if (targets.cpu_model.empty()) {
+      targets_note = fmt::format(
+          "{} names no CPU (made before targets named their cpu_model and logical_cores): its machine kind is "
+          "unknown, so the vs-target column may compare with another CPU",
+          targets.source);
+    } else if (machine && machine->gpus.empty()) {
+      if (auto line = cpu_targets_mismatch(targets, machine->cpu_model, machine->logical_cores,
+                                           fmt::format("{} ({})", targets_kind(targets).substr(5),
+                                                       fs::path(targets.source).filename().string()))) {
+        targets_note = std::move(*line);
+        targets = Targets{};
+      }
+    }
+  }
   std::vector<fs::path> roots{kind == ReportsInput::ReportFile ? q.reports.parent_path() : q.reports};
   for (const fs::path& d : q.stall_dirs) {
     if (!fs::exists(d)) throw InputError(fmt::format("--stall {}: no such file or directory", d.string()));
@@ -178,8 +262,9 @@ Report load_report(const ReportRequest& q, ReportsTree* tree_out) {
                             : find_stall_analyses(roots, stall_warnings);
   // Fewer runs than asked for show what they can, with the note below.
   const int runs = static_cast<int>(tree.runs.size());
-  Report report = build_report(q.suite, q.reports.string(), tree, q.targets, analyses,
+  Report report = build_report(q.suite, q.reports.string(), tree, targets, analyses,
                                single ? 1 : std::min(q.min_runs, runs));
+  if (!targets_note.empty()) report.info.push_back(targets_note);
   for (std::string& w : stall_warnings) report.notes.warnings.push_back(std::move(w));
   for (std::string& w : blas_warnings(tree)) report.notes.warnings.push_back(std::move(w));
   if (const std::string note = repeated_passes_note(runs); !note.empty()) {

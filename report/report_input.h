@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/instance_report.h"
 #include "report/report_model.h"
 #include "report/reports_tree.h"
 
@@ -33,9 +34,19 @@ std::string machines_note(const std::vector<std::pair<std::string, std::string>>
 // (else CPU) model, else the first report's hostname and gpu fields; "" when unknown.
 std::string run_machine(const std::filesystem::path& run_dir);
 
-// The targets of this machine's kind: "CPU" without GPUs, else the GPU model (by name
-// or by one word of it, e.g. "RTX" in "NVIDIA GeForce RTX 3090"); nullopt when
-// `dirs` hold none for it.
+// The machine of a run directory (or of the first run of a tree, or of a report file): its
+// machine.json, else its first report's machine block; nullopt when neither says.
+std::optional<core::MachineInfo> reports_machine(const std::filesystem::path& reports);
+
+// The targets of this machine's kind: without GPUs, the CPU targets made on this CPU model with
+// this many logical cores (targets.h, cpu_targets_mismatch); else the GPU model (by name or by
+// one word of it, e.g. "RTX" in "NVIDIA GeForce RTX 3090"). nullopt when `dirs` hold none for
+// it, with `why_none` (when given) the line to print instead: "no target for this CPU (AMD EPYC
+// x2); targets exist for: ...".
+std::optional<Targets> targets_for_machine(const core::MachineInfo& machine,
+                                           const std::vector<std::filesystem::path>& dirs,
+                                           std::string* why_none = nullptr);
+// The same for this machine (core/sysinfo.h's CPU model and cores) with these GPUs.
 std::optional<Targets> targets_for_machine(const std::vector<std::string>& gpu_names,
                                            const std::vector<std::filesystem::path>& dirs);
 

@@ -4,6 +4,7 @@
 // no I/O, so statistics and reporters can be tested on numbers alone.
 #pragma once
 
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <optional>
@@ -24,7 +25,11 @@ struct Target {
 };
 
 struct Targets {
-  std::string model;   // e.g. "RTX"
+  std::string model;   // e.g. "RTX", or "CPU"
+  // A CPU targets file names the CPU it was made on ("cpu_model", "logical_cores"): a CPU report
+  // compares only with targets of its own CPU. "" / 0 in files made before the fields (unknown kind).
+  std::string cpu_model;
+  std::int64_t logical_cores = 0;
   std::string source;  // the file read ("" when none)
   std::string note;    // where the numbers come from
   std::map<std::string, Target> benchmarks;

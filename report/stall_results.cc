@@ -49,8 +49,7 @@ StallAnalysis parse_stall_json(const nlohmann::json& j, const std::string& sourc
   return a;
 }
 
-std::map<std::string, StallAnalysis> find_stall_analyses(const std::vector<fs::path>& roots,
-                                                         std::vector<std::string>& warnings) {
+std::vector<fs::path> find_stall_files(const std::vector<fs::path>& roots) {
   std::vector<fs::path> files;
   for (const fs::path& root : roots) {
     std::error_code ec;
@@ -67,6 +66,12 @@ std::map<std::string, StallAnalysis> find_stall_analyses(const std::vector<fs::p
   }
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());
+  return files;
+}
+
+std::map<std::string, StallAnalysis> find_stall_analyses(const std::vector<fs::path>& roots,
+                                                         std::vector<std::string>& warnings) {
+  const std::vector<fs::path> files = find_stall_files(roots);
   std::map<std::string, StallAnalysis> out;
   for (const fs::path& file : files) {
     const nlohmann::json j = nlohmann::json::parse(read_text(file), nullptr, false);

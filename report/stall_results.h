@@ -18,6 +18,9 @@ namespace mlbench::report {
 // Throws InputError naming `source` and the missing field.
 StallAnalysis parse_stall_json(const nlohmann::json& j, const std::string& source);
 
+// Every stall.json under each root (a root may be a stall.json itself), sorted, once each.
+std::vector<std::filesystem::path> find_stall_files(const std::vector<std::filesystem::path>& roots);
+
 // Every stall.json under each root (recursively), keyed by benchmark; when two
 // name the same benchmark the one found last (by path order) wins and a warning
 // is added. Unreadable files add a warning and are skipped.

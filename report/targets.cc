@@ -39,6 +39,17 @@ Targets parse_targets(const nlohmann::json& j, const std::string& source) {
   t.model =
       j.contains("model") && j["model"].is_string() ? j["model"].get<std::string>() : fs::path(source).stem().string();
   if (j.contains("note") && j["note"].is_string()) t.note = j["note"].get<std::string>();
+  if (j.contains("cpu_model") && !j["cpu_model"].is_null()) {
+    if (!j["cpu_model"].is_string()) throw InputError(fmt::format("{}: cpu_model must be a string", source));
+    t.cpu_model = j["cpu_model"].get<std::string>();
+  }
+  if (j.contains("logical_cores") && !j["logical_cores"].is_null()) {
+    const nlohmann::json& c = j["logical_cores"];
+    if (!c.is_number_integer() || c.get<std::int64_t>() <= 0) {
+      throw InputError(fmt::format("{}: logical_cores must be a positive whole number, got {}", source, c.dump()));
+    }
+    t.logical_cores = c.get<std::int64_t>();
+  }
   for (const auto& [bench, v] : j["benchmarks"].items()) {
     Target target;
     const std::string where = "benchmarks." + bench;
@@ -100,6 +111,77 @@ fs::path find_targets_file(const std::string& model, const std::vector<fs::path>
 
 std::vector<fs::path> default_target_dirs() {
   return {fs::path("configs") / "targets", core::layout::configs_dir() / "targets"};
+}
+
+namespace {
+// "AMD  EPYC 7B13 " and "amd epyc 7b13" are one model.
+std::string normal_model(const std::string& s) {
+  std::string out;
+  for (char c : lower(s)) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+std::string cpu_line(const std::string& cpu_model, std::int64_t logical_cores) {
+  return fmt::format("{} x{}", cpu_model.empty() ? "unknown model" : cpu_model, logical_cores);
+}
+}  // namespace
+
+bool is_cpu_targets(const Targets& t) { return lower(t.model) == "cpu" || !t.cpu_model.empty(); }
+
+std::string targets_kind(const Targets& t) {
+  if (!is_cpu_targets(t)) return t.model;
+  if (t.cpu_model.empty()) return "CPU of unknown model";
+  return "CPU: " + cpu_line(t.cpu_model, t.logical_cores);
+}
+
+void set_targets_machine(nlohmann::json& targets, const std::string& cpu_model, std::int64_t logical_cores) {
+  targets["cpu_model"] = cpu_model;
+  targets["logical_cores"] = logical_cores;
+}
+
+std::optional<std::string> cpu_targets_mismatch(const Targets& t, const std::string& cpu_model,
+                                                std::int64_t logical_cores, const std::string& available) {
+  if (!is_cpu_targets(t)) return std::nullopt;
+  const bool fits = !t.cpu_model.empty() && normal_model(t.cpu_model) == normal_model(cpu_model) &&
+                    (t.logical_cores <= 0 || t.logical_cores == logical_cores);
+  if (fits) return std::nullopt;
+  return fmt::format("no target for this CPU ({}); targets exist for: {}", cpu_line(cpu_model, logical_cores),
+                     available.empty() ? "none" : available);
+}
+
+std::string available_targets(const std::vector<fs::path>& dirs) {
+  for (const fs::path& dir : dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    std::vector<fs::path> files;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+      if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+    }
+    if (files.empty()) continue;
+    std::sort(files.begin(), files.end());
+    std::string out;
+    for (const fs::path& f : files) {
+      std::string kind;
+      try {
+        const Targets t = load_targets_file(f);
+        kind = targets_kind(t);
+        if (kind.rfind("CPU: ", 0) == 0) kind = kind.substr(5);
+        if (t.cpu_model.empty() && is_cpu_targets(t)) kind += ", made before targets named their CPU";
+      } catch (const InputError&) {
+        kind = "unreadable";
+      }
+      out += fmt::format("{}{} ({})", out.empty() ? "" : ", ", kind, f.filename().string());
+    }
+    return out;
+  }
+  return "";
 }
 
 double round_down_2_significant(double x) {
