@@ -153,7 +153,7 @@ void import_stall_analyses(store::ResultsStore& store, const fs::path& dir, cons
       std::error_code ec;
       const auto mtime = fs::last_write_time(file, ec);
       if (!ec) {
-        a.recorded_at = core::utc_iso8601(std::chrono::clock_cast<std::chrono::system_clock>(mtime));
+        a.recorded_at = core::utc_iso8601(std::chrono::time_point_cast<std::chrono::system_clock::duration>(std::chrono::file_clock::to_sys(mtime)));
       }
     }
     const auto there = store.stall_analyses(a.bench);

@@ -84,20 +84,16 @@ std::vector<const RunAggregate*> in_time_order(const std::map<std::string, RunAg
 }
 
 // The analysis of this benchmark and machine that speaks for a run: one recorded in the run,
-// else the latest recorded before it started, else the first after.
+// else the latest recorded before it started; none for runs before every analysis (their
+// split comes from their reports).
 const store::StallAnalysisRecord* analysis_for(const std::vector<const store::StallAnalysisRecord*>& analyses,
                                                const store::RunRecord& run) {
   const store::StallAnalysisRecord* before = nullptr;
-  const store::StallAnalysisRecord* after = nullptr;
   for (const store::StallAnalysisRecord* a : analyses) {
     if (!a->run_id.empty() && a->run_id == run.run_id) return a;
-    if (a->recorded_at <= run.started_at) {
-      if (!before || a->recorded_at >= before->recorded_at) before = a;
-    } else if (!after || a->recorded_at < after->recorded_at) {
-      after = a;
-    }
+    if (a->recorded_at <= run.started_at && (!before || a->recorded_at >= before->recorded_at)) before = a;
   }
-  return before ? before : after;
+  return before;
 }
 
 std::vector<const store::StallAnalysisRecord*> analyses_of(const std::vector<store::StallAnalysisRecord>& analyses,
@@ -123,10 +119,14 @@ constexpr const char* kComponents[] = {"compute", "fetch", "prep", "data wait"};
 void name_component(HistoryChange& c, const TimePerItem& time, const std::vector<TimePerItem>& earlier) {
   if (!std::isfinite(time.total_ms())) return;
   std::vector<const TimePerItem*> timed;
+  bool same_analysis = !time.analysis_id.empty();
   for (const TimePerItem& t : earlier) {
-    if (std::isfinite(t.total_ms())) timed.push_back(&t);
+    if (std::isfinite(t.total_ms()) && t.source == time.source) {
+      timed.push_back(&t);
+      same_analysis = same_analysis && t.analysis_id == time.analysis_id;
+    }
   }
-  if (timed.empty()) return;
+  if (timed.empty() || same_analysis) return;
   const bool regression = c.verdict == "regression";
   double total_before = 0.0;
   for (const TimePerItem* t : timed) total_before += t->total_ms() / static_cast<double>(timed.size());
@@ -176,6 +176,7 @@ TimePerItem time_per_item(double items_per_s, double wait_s, double h2d_s, doubl
     t.prep_ms = per_item_ms * analysis->prep_pct / 100.0;
     t.fetch_ms = per_item_ms * analysis->fetch_pct / 100.0;
     t.source = "mlbench-stall";
+    t.analysis_id = analysis->analysis_id.empty() ? analysis->recorded_at : analysis->analysis_id;
     return t;
   }
   const double waiting = (std::isfinite(wait_s) ? wait_s : 0.0) + (std::isfinite(h2d_s) ? h2d_s : 0.0);

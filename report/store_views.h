@@ -31,6 +31,7 @@ struct TimePerItem {
   // "mlbench-stall" (an analysis of that benchmark and machine), "reports" (the instances'
   // wait/h2d/compute and pipeline stages) or "" (no timing recorded).
   std::string source;
+  std::string analysis_id;  // the analysis whose split it is ("" from the reports)
   double total_ms() const { return compute_ms + fetch_ms + prep_ms + wait_ms; }
 };
 
@@ -42,7 +43,9 @@ struct HistoryChange {
   double p_value = kNaN;  // Mann-Whitney's two-sided p (NaN by size)
   int passes = 0, earlier_passes = 0;
   // The component (compute, fetch, prep, "data wait") whose ms/item grew most (a regression) or shrank
-  // most (an improvement), against the mean of the earlier runs; "" when not flagged or untimed.
+  // most (an improvement), against the mean of the earlier runs timed the same way (reports, or
+  // analyses); "" when not flagged, untimed, or when every side's split is one analysis's (a
+  // split applied to both sides cannot say where the time moved).
   std::string component;
   double component_delta_ms = kNaN, total_delta_ms = kNaN;
   std::string text;  // "regression -23.4% (p 0.008); its time moved into prep (+0.41 ms/item of +0.52)"

@@ -171,6 +171,30 @@ TEST(StoreHistory, AStallAnalysisOfTheBenchAndMachineGivesTheSplit) {
       << b.change->text;
 }
 
+TEST(StoreHistory, OneAnalysisBehindBothRunsNamesNoComponentAndRunsBeforeItUseTheirReports) {
+  std::vector<store::HistoryInstance> in;
+  add_run(in, "run-a", "2026-01-02T00:00:00Z", {1000, 1000});
+  add_run(in, "run-b", "2026-01-03T00:00:00Z", {500, 500});
+  add_run(in, "run-0", "2025-12-01T00:00:00Z", {1000, 1000});
+  store::StallAnalysisRecord a;
+  a.analysis_id = "x";
+  a.bench = "loader";
+  a.machine = "m1";
+  a.recorded_at = "2026-01-01T00:00:00Z";
+  a.compute_pct = 50;
+  a.prep_pct = 25;
+  a.fetch_pct = 25;
+  const History h = build_history(in, {}, {a});
+  const HistorySeries& s = h.series[0];
+  EXPECT_EQ(s.runs[0].run_id, "run-0");
+  EXPECT_EQ(s.runs[0].time.source, "reports");
+  EXPECT_EQ(s.runs[1].time.source, "mlbench-stall");
+  const HistoryChange& c = *s.runs[2].change;
+  EXPECT_EQ(c.verdict, "regression");
+  EXPECT_EQ(c.component, "");  // run-b against run-a: one split for both
+  EXPECT_EQ(c.text.find("its time"), std::string::npos) << c.text;
+}
+
 TEST(StoreHistory, FailuresAreCountedPerRunAndEachRunIsComparedWithAllBeforeIt) {
   std::vector<store::HistoryInstance> in;
   add_run(in, "run-a", "2026-01-01T00:00:00Z", {100, 101});
