@@ -15,11 +15,11 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include "core/layout.h"
 #include "core/atomic_file.h"
+#include "core/cli.h"
+#include "core/layout.h"
 #include "core/report_name.h"
 #include "report/blas_notes.h"
-#include "core/cli.h"
 #include "report/report_builder.h"
 #include "report/report_input.h"
 #include "report/report_statistics.h"
@@ -98,13 +98,13 @@ std::optional<int> parse_command_line(int argc, char** argv, ReportOptions& o) {
                  "With --store: load run folders (a tree of R<k>/ or output<k>/, one run directory) and the "
                  "stall.json under them into the store; repeatable; a report already there is skipped");
   std::string history_bench;
-  auto* history = app.add_option(
-      "--history", history_bench,
-      "With --store: per benchmark and machine, its runs over time and each run's change against the runs "
-         "before it; BENCH: only that benchmark")
-      ->expected(0, 1);
-  app.add_flag("--machines", o.machines,
-               "With --store: per benchmark the latest run on each machine, side by side");
+  auto* history =
+      app.add_option(
+             "--history", history_bench,
+             "With --store: per benchmark and machine, its runs over time and each run's change against the runs "
+             "before it; BENCH: only that benchmark")
+          ->expected(0, 1);
+  app.add_flag("--machines", o.machines, "With --store: per benchmark the latest run on each machine, side by side");
   app.add_option("--machine-kind", o.machine_kind,
                  "With --store --write-targets: the machine kind whose runs make the targets (default: the only one)");
   app.add_option("--name", o.suite,
@@ -150,7 +150,8 @@ std::optional<int> parse_command_line(int argc, char** argv, ReportOptions& o) {
   }
   if (history->count() > 0) o.history = history_bench;
   if (o.store.empty() && (!o.imports.empty() || o.history || o.machines || !o.machine_kind.empty())) {
-    std::cerr << "mlbench-report: error: --import, --history, --machines and --machine-kind need --store (see --help)\n";
+    std::cerr
+        << "mlbench-report: error: --import, --history, --machines and --machine-kind need --store (see --help)\n";
     return 2;
   }
   if (!o.store.empty() && !o.reports.empty()) {
@@ -159,7 +160,8 @@ std::optional<int> parse_command_line(int argc, char** argv, ReportOptions& o) {
     return 2;
   }
   if (!o.store.empty() && o.imports.empty() && !o.history && !o.machines && o.write_targets.empty()) {
-    std::cerr << "mlbench-report: error: --store needs --import, --history, --machines or --write-targets (see --help)\n";
+    std::cerr
+        << "mlbench-report: error: --store needs --import, --history, --machines or --write-targets (see --help)\n";
     return 2;
   }
   if (o.store.empty() && o.reports.empty()) {
@@ -243,9 +245,10 @@ int main(int argc, char** argv) {
   if (const auto exit = parse_command_line(argc, argv, o)) return *exit;
   if (!o.store.empty()) {
     const char* no_color = std::getenv("NO_COLOR");
-    return run_store_command({o.store, o.imports, o.history.has_value(), o.history.value_or(""), o.machines, o.suite,
-                              o.csv, o.json, o.html, o.write_targets, o.machine_kind, o.targets_note, o.min_runs,
-                              o.color == "always" || (o.color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color))});
+    return run_store_command(
+        {o.store, o.imports, o.history.has_value(), o.history.value_or(""), o.machines, o.suite, o.csv, o.json, o.html,
+         o.write_targets, o.machine_kind, o.targets_note, o.min_runs,
+         o.color == "always" || (o.color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color))});
   }
   if (const int rc = resolve_suite(o)) return rc;
   return run_report(o);

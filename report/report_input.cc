@@ -12,9 +12,9 @@
 
 #include "core/instance_report.h"
 #include "core/sysinfo.h"
+#include "report/blas_notes.h"
 #include "report/report_builder.h"
 #include "report/report_statistics.h"
-#include "report/blas_notes.h"
 #include "report/reports_tree.h"
 #include "report/stall_results.h"
 #include "report/targets.h"
@@ -242,9 +242,9 @@ Report load_report(const ReportRequest& q, ReportsTree* tree_out) {
           "unknown, so the vs-target column may compare with another CPU",
           targets.source);
     } else if (machine && machine->gpus.empty()) {
-      if (auto line = cpu_targets_mismatch(targets, machine->cpu_model, machine->logical_cores,
-                                           fmt::format("{} ({})", targets_kind(targets).substr(5),
-                                                       fs::path(targets.source).filename().string()))) {
+      if (auto line = cpu_targets_mismatch(
+              targets, machine->cpu_model, machine->logical_cores,
+              fmt::format("{} ({})", targets_kind(targets).substr(5), fs::path(targets.source).filename().string()))) {
         targets_note = std::move(*line);
         targets = Targets{};
       }
@@ -262,8 +262,8 @@ Report load_report(const ReportRequest& q, ReportsTree* tree_out) {
                             : find_stall_analyses(roots, stall_warnings);
   // Fewer runs than asked for show what they can, with the note below.
   const int runs = static_cast<int>(tree.runs.size());
-  Report report = build_report(q.suite, q.reports.string(), tree, targets, analyses,
-                               single ? 1 : std::min(q.min_runs, runs));
+  Report report =
+      build_report(q.suite, q.reports.string(), tree, targets, analyses, single ? 1 : std::min(q.min_runs, runs));
   if (!targets_note.empty()) report.info.push_back(targets_note);
   for (std::string& w : stall_warnings) report.notes.warnings.push_back(std::move(w));
   for (std::string& w : blas_warnings(tree)) report.notes.warnings.push_back(std::move(w));

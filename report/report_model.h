@@ -25,7 +25,7 @@ struct Target {
 };
 
 struct Targets {
-  std::string model;   // e.g. "RTX", or "CPU"
+  std::string model;  // e.g. "RTX", or "CPU"
   // A CPU targets file names the CPU it was made on ("cpu_model", "logical_cores"): a CPU report
   // compares only with targets of its own CPU. "" / 0 in files made before the fields (unknown kind).
   std::string cpu_model;

@@ -48,9 +48,10 @@ std::vector<store::HistoryInstance> instances_for_view(store::ResultsStore& s, c
   q.suite = c.suite;
   std::vector<store::HistoryInstance> all = s.instances(q);
   if (all.empty()) {
-    throw InputError(fmt::format("{}: the store {} holds no run{} (record runs with mlbench-run --store {} or load "
-                                 "run folders with --import DIR)",
-                                 flag, s.name(), c.suite.empty() ? "" : " of suite " + c.suite, s.name()));
+    throw InputError(
+        fmt::format("{}: the store {} holds no run{} (record runs with mlbench-run --store {} or load "
+                    "run folders with --import DIR)",
+                    flag, s.name(), c.suite.empty() ? "" : " of suite " + c.suite, s.name()));
   }
   if (c.history_bench.empty() || flag != "--history") return all;
   std::set<std::string> benches;
@@ -75,9 +76,10 @@ std::string chosen_kind(const std::vector<store::MachineRecord>& machines, const
   }
   if (wanted.empty()) {
     if (kinds.size() == 1) return *kinds.begin();
-    throw InputError(fmt::format("--write-targets: the store {} holds runs of {} machine kinds ({}); name one with "
-                                 "--machine-kind",
-                                 store_name, kinds.size(), list(kinds)));
+    throw InputError(
+        fmt::format("--write-targets: the store {} holds runs of {} machine kinds ({}); name one with "
+                    "--machine-kind",
+                    store_name, kinds.size(), list(kinds)));
   }
   for (const std::string& k : kinds) {
     const std::string model = k.rfind("CPU: ", 0) == 0 ? k.substr(5) : k;
@@ -100,8 +102,9 @@ void write_targets_from_store(store::ResultsStore& s, const StoreCommand& c, std
     used.insert(h.run.machine);
   }
   if (suites.size() > 1) {
-    throw InputError(fmt::format("--write-targets: the store {} holds runs of several suites ({}); name one with --name",
-                                 s.name(), list(suites)));
+    throw InputError(
+        fmt::format("--write-targets: the store {} holds runs of several suites ({}); name one with --name", s.name(),
+                    list(suites)));
   }
   const std::vector<store::MachineRecord> machines = s.machines();
   const std::string kind = chosen_kind(machines, used, c.machine_kind, s.name());
@@ -129,9 +132,10 @@ void write_targets_from_store(store::ResultsStore& s, const StoreCommand& c, std
     }
   }
   if (static_cast<int>(passes.size()) < c.min_runs) {
-    throw InputError(fmt::format("--write-targets: {} pass(es) of {} in the store {}; targets are made from at least {} "
-                                 "(--min-runs lowers it)",
-                                 passes.size(), kind, s.name(), c.min_runs));
+    throw InputError(
+        fmt::format("--write-targets: {} pass(es) of {} in the store {}; targets are made from at least {} "
+                    "(--min-runs lowers it)",
+                    passes.size(), kind, s.name(), c.min_runs));
   }
   std::vector<BenchResult> benches;
   for (const auto& [bench, by_pass] : values) {

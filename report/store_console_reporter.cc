@@ -39,7 +39,9 @@ std::string table(const std::vector<std::vector<std::string>>& rows, const std::
   return out;
 }
 
-std::string number(double x, const char* spec = "{:.1f}") { return std::isfinite(x) ? fmt::format(fmt::runtime(spec), x) : "-"; }
+std::string number(double x, const char* spec = "{:.1f}") {
+  return std::isfinite(x) ? fmt::format(fmt::runtime(spec), x) : "-";
+}
 
 std::string spread(const HistoryRun& r) {
   if (!std::isfinite(r.min_pass)) return "-";
@@ -51,8 +53,9 @@ void write_history(const History& h, std::ostream& out) {
       << "): per benchmark and machine, its runs in time order; items/s = mean of the passes\n";
   if (h.series.empty()) out << "  no run" << (h.bench.empty() ? "" : " of " + h.bench) << " in the store\n";
   for (const HistorySeries& s : h.series) {
-    out << "\n" << s.bench << " on " << s.machine_label << ": " << s.runs.size() << " run"
-        << (s.runs.size() == 1 ? "" : "s") << "\n";
+    out << "\n"
+        << s.bench << " on " << s.machine_label << ": " << s.runs.size() << " run" << (s.runs.size() == 1 ? "" : "s")
+        << "\n";
     std::vector<std::vector<std::string>> rows{
         {"when", "run", "passes", "items/s", "sd%", "min – max", "stall%", "time per item", "change"}};
     for (const HistoryRun& r : s.runs) {
@@ -86,10 +89,9 @@ void write_machines(const MachinesView& v, std::ostream& out) {
         continue;
       }
       const MachineCell& c = it->second;
-      std::string cell = std::isfinite(c.items_per_s)
-                             ? fmt::format("{} (x{:.2f}) {}%", format_items(c.items_per_s), c.relative,
-                                           number(c.stall_pct))
-                             : "failed";
+      std::string cell = std::isfinite(c.items_per_s) ? fmt::format("{} (x{:.2f}) {}%", format_items(c.items_per_s),
+                                                                    c.relative, number(c.stall_pct))
+                                                      : "failed";
       if (c.failures > 0 && std::isfinite(c.items_per_s)) cell += fmt::format(" {} failed", c.failures);
       if (!c.verdict.empty()) cell += " " + c.verdict;
       line.push_back(cell);
@@ -110,8 +112,8 @@ std::string format_time_split(const TimePerItem& t) {
   if (!std::isfinite(t.total_ms())) return "-";
   const bool micro = t.total_ms() < 0.01;
   const double k = micro ? 1000.0 : 1.0;
-  std::string s = fmt::format("compute {:.2f}, fetch {:.2f}, prep {:.2f}", t.compute_ms * k, t.fetch_ms * k,
-                              t.prep_ms * k);
+  std::string s =
+      fmt::format("compute {:.2f}, fetch {:.2f}, prep {:.2f}", t.compute_ms * k, t.fetch_ms * k, t.prep_ms * k);
   if (t.wait_ms > 0.0) s += fmt::format(", wait {:.2f}", t.wait_ms * k);
   return s + (micro ? " µs" : " ms") + (t.source == "mlbench-stall" ? " (mlbench-stall)" : "");
 }

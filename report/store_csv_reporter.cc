@@ -11,7 +11,9 @@
 namespace mlbench::report {
 namespace {
 
-std::string num(double x) { return std::isfinite(x) ? fmt::format("{}", x) : ""; }
+std::string num(double x) {
+  return std::isfinite(x) ? fmt::format("{}", x) : "";
+}
 
 std::string quoted(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -52,10 +54,9 @@ void write_machines(const MachinesView& v, std::ostream& out) {
       const auto it = row.cells.find(m.fingerprint);
       if (it == row.cells.end()) continue;
       const MachineCell& c = it->second;
-      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", quoted(row.bench), m.fingerprint,
-                         quoted(m.label), quoted(m.kind), quoted(m.hostname), quoted(c.run_id), c.when,
-                         num(c.items_per_s), num(c.relative), num(c.stall_pct), c.passes, c.failures,
-                         quoted(c.verdict));
+      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", quoted(row.bench), m.fingerprint, quoted(m.label),
+                         quoted(m.kind), quoted(m.hostname), quoted(c.run_id), c.when, num(c.items_per_s),
+                         num(c.relative), num(c.stall_pct), c.passes, c.failures, quoted(c.verdict));
     }
   }
 }

@@ -40,7 +40,9 @@ window.addEventListener('error', function (e) {
 })();
 )";
 
-std::string esc(const std::string& s) { return core::html_escape(s); }
+std::string esc(const std::string& s) {
+  return core::html_escape(s);
+}
 
 std::string cell(double x, const char* spec = "{:.1f}") {
   return std::isfinite(x) ? fmt::format("<td data-v=\"{:.17g}\">{}</td>", x, fmt::format(fmt::runtime(spec), x))
@@ -49,18 +51,19 @@ std::string cell(double x, const char* spec = "{:.1f}") {
 
 void write_series_table(const HistorySeries& s, std::ostream& out) {
   out << fmt::format("<h3>{} on {}</h3>\n", esc(s.bench), esc(s.machine_label))
-      << fmt::format("<table class=\"history\" data-bench=\"{}\" data-machine=\"{}\"><thead><tr><th class=\"text\">"
-                     "when</th><th class=\"text\">run</th><th>passes</th><th>items/s</th><th>sd%</th><th>min</th>"
-                     "<th>max</th><th>stall%</th><th class=\"text\">time per item</th><th>failed</th>"
-                     "<th class=\"text\">change</th></tr></thead><tbody>\n",
-                     esc(s.bench), esc(s.machine));
+      << fmt::format(
+             "<table class=\"history\" data-bench=\"{}\" data-machine=\"{}\"><thead><tr><th class=\"text\">"
+             "when</th><th class=\"text\">run</th><th>passes</th><th>items/s</th><th>sd%</th><th>min</th>"
+             "<th>max</th><th>stall%</th><th class=\"text\">time per item</th><th>failed</th>"
+             "<th class=\"text\">change</th></tr></thead><tbody>\n",
+             esc(s.bench), esc(s.machine));
   for (const HistoryRun& r : s.runs) {
     const std::string verdict = r.change ? r.change->verdict : "";
     out << (r.failures ? "<tr class=\"failed\">" : "<tr>") << "<td class=\"text\">" << esc(format_when(r.when))
-        << "</td><td class=\"text\">" << esc(r.run_id) << "</td>"
-        << fmt::format("<td>{}</td>", r.pass_values.size()) << cell(r.items_per_s, "{:.4g}") << cell(r.sd_pct)
-        << cell(r.min_pass, "{:.4g}") << cell(r.max_pass, "{:.4g}") << cell(r.stall_pct) << "<td class=\"text\">"
-        << esc(format_time_split(r.time)) << "</td>" << fmt::format("<td>{}</td>", r.failures)
+        << "</td><td class=\"text\">" << esc(r.run_id) << "</td>" << fmt::format("<td>{}</td>", r.pass_values.size())
+        << cell(r.items_per_s, "{:.4g}") << cell(r.sd_pct) << cell(r.min_pass, "{:.4g}") << cell(r.max_pass, "{:.4g}")
+        << cell(r.stall_pct) << "<td class=\"text\">" << esc(format_time_split(r.time)) << "</td>"
+        << fmt::format("<td>{}</td>", r.failures)
         << fmt::format("<td class=\"text {}\" data-verdict=\"{}\">{}</td></tr>\n", esc(verdict), esc(verdict),
                        esc(r.change ? r.change->text : ""));
   }

@@ -136,7 +136,8 @@ void import_stall_analyses(store::ResultsStore& store, const fs::path& dir, cons
     // Its machine: that of the reports of its runs, else the one machine of the import.
     for (const auto& [label, run] : record.runs) {
       if (run.report.empty() || !a.machine.empty()) continue;
-      const fs::path report = fs::path(run.report).is_absolute() ? fs::path(run.report) : file.parent_path() / run.report;
+      const fs::path report =
+          fs::path(run.report).is_absolute() ? fs::path(run.report) : file.parent_path() / run.report;
       try {
         const core::InstanceReport r = core::read_instance_report(report);
         if (const auto m = machine_of(nullptr, r)) {
@@ -153,7 +154,8 @@ void import_stall_analyses(store::ResultsStore& store, const fs::path& dir, cons
       std::error_code ec;
       const auto mtime = fs::last_write_time(file, ec);
       if (!ec) {
-        a.recorded_at = core::utc_iso8601(std::chrono::time_point_cast<std::chrono::system_clock::duration>(std::chrono::file_clock::to_sys(mtime)));
+        a.recorded_at = core::utc_iso8601(
+            std::chrono::time_point_cast<std::chrono::system_clock::duration>(std::chrono::file_clock::to_sys(mtime)));
       }
     }
     const auto there = store.stall_analyses(a.bench);
@@ -258,9 +260,8 @@ void import_into_store(store::ResultsStore& store, const fs::path& dir, ImportCo
 
 std::string import_summary(const ImportCounts& c) {
   return fmt::format("imported {} instance report{} of {} run{}, {} already there, {} stall analys{}{}",
-                     c.instances_added, c.instances_added == 1 ? "" : "s", c.runs.size(),
-                     c.runs.size() == 1 ? "" : "s", c.instances_there, c.stalls_added,
-                     c.stalls_added == 1 ? "is" : "es",
+                     c.instances_added, c.instances_added == 1 ? "" : "s", c.runs.size(), c.runs.size() == 1 ? "" : "s",
+                     c.instances_there, c.stalls_added, c.stalls_added == 1 ? "is" : "es",
                      c.stalls_there ? fmt::format(" ({} already there)", c.stalls_there) : "");
 }
 

@@ -8,9 +8,12 @@ namespace mlbench::report {
 namespace {
 
 nlohmann::json time_json(const TimePerItem& t) {
-  return {{"compute_ms", number_or_null(t.compute_ms)}, {"fetch_ms", number_or_null(t.fetch_ms)},
-          {"prep_ms", number_or_null(t.prep_ms)},       {"wait_ms", number_or_null(t.wait_ms)},
-          {"total_ms", number_or_null(t.total_ms())},   {"source", t.source.empty() ? nlohmann::json() : nlohmann::json(t.source)}};
+  return {{"compute_ms", number_or_null(t.compute_ms)},
+          {"fetch_ms", number_or_null(t.fetch_ms)},
+          {"prep_ms", number_or_null(t.prep_ms)},
+          {"wait_ms", number_or_null(t.wait_ms)},
+          {"total_ms", number_or_null(t.total_ms())},
+          {"source", t.source.empty() ? nlohmann::json() : nlohmann::json(t.source)}};
 }
 
 nlohmann::json change_json(const HistoryChange& c) {
@@ -55,7 +58,8 @@ nlohmann::json history_json(const History& h) {
 nlohmann::json machines_json(const MachinesView& v) {
   nlohmann::json machines = nlohmann::json::array();
   for (const MachineColumn& m : v.machines) {
-    machines.push_back({{"fingerprint", m.fingerprint}, {"label", m.label}, {"kind", m.kind}, {"hostname", m.hostname}});
+    machines.push_back(
+        {{"fingerprint", m.fingerprint}, {"label", m.label}, {"kind", m.kind}, {"hostname", m.hostname}});
   }
   nlohmann::json rows = nlohmann::json::array();
   for (const MachinesRow& row : v.rows) {

@@ -22,7 +22,9 @@ double finite_mean(const std::vector<double>& xs) {
   return v.empty() ? kNaN : core::mean(v);
 }
 
-double value_or_nan(const std::optional<double>& x) { return x ? *x : kNaN; }
+double value_or_nan(const std::optional<double>& x) {
+  return x ? *x : kNaN;
+}
 
 // One run of one benchmark on one machine, as its instances add up.
 struct RunAggregate {
@@ -37,8 +39,8 @@ struct RunAggregate {
     const bool has_value = i.items_per_s && std::isfinite(*i.items_per_s) && *i.items_per_s > 0.0;
     if (i.failed || !has_value) {
       ++failures;
-      failure_reasons.push_back(fmt::format("pass {} slot {}: {}", i.pass, i.slot,
-                                            i.reason.empty() ? std::string("no items/s") : i.reason));
+      failure_reasons.push_back(
+          fmt::format("pass {} slot {}: {}", i.pass, i.slot, i.reason.empty() ? std::string("no items/s") : i.reason));
       pass_items[i.pass];  // the pass exists, even when nothing in it passed
       return;
     }
@@ -135,7 +137,8 @@ void name_component(HistoryChange& c, const TimePerItem& time, const std::vector
     double before = 0.0;
     for (const TimePerItem* t : timed) before += by_name(*t, component) / static_cast<double>(timed.size());
     const double delta = by_name(time, component) - before;
-    if (!std::isfinite(c.component_delta_ms) || (regression ? delta > c.component_delta_ms : delta < c.component_delta_ms)) {
+    if (!std::isfinite(c.component_delta_ms) ||
+        (regression ? delta > c.component_delta_ms : delta < c.component_delta_ms)) {
       c.component = component;
       c.component_delta_ms = delta;
     }
@@ -150,8 +153,8 @@ std::string format_ms_per_item(double ms, bool sign) {
   const double v = micro ? ms * 1000.0 : ms;
   const std::string number = sign ? fmt::format("{:+.2f}", v) : fmt::format("{:.2f}", v);
   // Values far below 0.01 µs (millions of items/s): 3 significant digits instead.
-  const std::string text = std::abs(v) < 0.01 && v != 0.0 ? (sign ? fmt::format("{:+.3g}", v) : fmt::format("{:.3g}", v))
-                                                          : number;
+  const std::string text =
+      std::abs(v) < 0.01 && v != 0.0 ? (sign ? fmt::format("{:+.3g}", v) : fmt::format("{:.3g}", v)) : number;
   return text + (micro ? " µs/item" : " ms/item");
 }
 
@@ -165,9 +168,8 @@ std::string machine_label(const std::string& fingerprint, const std::vector<stor
   return fingerprint.empty() ? "unknown machine" : fingerprint;
 }
 
-TimePerItem time_per_item(double items_per_s, double wait_s, double h2d_s, double compute_s,
-                          double fetch_ms_per_item, double prep_ms_per_item,
-                          const store::StallAnalysisRecord* analysis) {
+TimePerItem time_per_item(double items_per_s, double wait_s, double h2d_s, double compute_s, double fetch_ms_per_item,
+                          double prep_ms_per_item, const store::StallAnalysisRecord* analysis) {
   TimePerItem t;
   if (!std::isfinite(items_per_s) || items_per_s <= 0.0) return t;
   const double per_item_ms = 1000.0 / items_per_s;
@@ -227,8 +229,8 @@ HistoryChange compare_with_earlier(const std::vector<double>& passes, const std:
     const auto [lo, hi] = std::minmax_element(earlier_passes.begin(), earlier_passes.end());
     flagged = std::abs(now / before - 1.0) > kBySizeThreshold && (now < *lo || now > *hi);
     c.verdict = !flagged ? "no change" : now < before ? "regression" : "improvement";
-    const std::string how = fmt::format("by size; {} v {} passes, the test needs {} a side", c.passes,
-                                        c.earlier_passes, needed);
+    const std::string how =
+        fmt::format("by size; {} v {} passes, the test needs {} a side", c.passes, c.earlier_passes, needed);
     c.text = flagged ? fmt::format("{} {:+.1f}% ({})", c.verdict, c.change_pct, how)
                      : fmt::format("no change beyond the spread ({:+.1f}%; {})", c.change_pct, how);
   }

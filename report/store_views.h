@@ -37,10 +37,10 @@ struct TimePerItem {
 
 // A run against the runs before it on the same machine.
 struct HistoryChange {
-  std::string verdict;  // "regression", "improvement", "no change"
+  std::string verdict;       // "regression", "improvement", "no change"
   double change_pct = kNaN;  // this run's mean over the earlier passes' mean, minus 1, in percent
-  std::string method;  // "mann-whitney" (both sides have enough passes) or "by size"
-  double p_value = kNaN;  // Mann-Whitney's two-sided p (NaN by size)
+  std::string method;        // "mann-whitney" (both sides have enough passes) or "by size"
+  double p_value = kNaN;     // Mann-Whitney's two-sided p (NaN by size)
   int passes = 0, earlier_passes = 0;
   // The component (compute, fetch, prep, "data wait") whose ms/item grew most (a regression) or shrank
   // most (an improvement), against the mean of the earlier runs timed the same way (reports, or
@@ -67,14 +67,14 @@ struct HistoryRun {
 
 struct HistorySeries {
   std::string bench;
-  std::string machine;        // fingerprint
-  std::string machine_label;  // "<kind> / <hostname>"
+  std::string machine;           // fingerprint
+  std::string machine_label;     // "<kind> / <hostname>"
   std::vector<HistoryRun> runs;  // time order
 };
 
 struct History {
   std::string store;
-  std::string bench;  // the --history BENCH asked for ("" = every benchmark)
+  std::string bench;                  // the --history BENCH asked for ("" = every benchmark)
   std::vector<HistorySeries> series;  // by benchmark, then machine label
 };
 
@@ -91,9 +91,8 @@ HistoryChange compare_with_earlier(const std::vector<double>& passes, const std:
 
 // ms per item from per-iteration seconds and the pipeline's fetch/prep ms per item; an
 // analysis's split (percent) replaces the per-iteration split when given.
-TimePerItem time_per_item(double items_per_s, double wait_s, double h2d_s, double compute_s,
-                          double fetch_ms_per_item, double prep_ms_per_item,
-                          const store::StallAnalysisRecord* analysis);
+TimePerItem time_per_item(double items_per_s, double wait_s, double h2d_s, double compute_s, double fetch_ms_per_item,
+                          double prep_ms_per_item, const store::StallAnalysisRecord* analysis);
 
 // --machines: per benchmark, the latest run of each machine.
 struct MachineColumn {

@@ -207,16 +207,14 @@ std::string trend_svg(const std::string& bench, const std::vector<TrendSeries>& 
     out += fmt::format(R"(<g class="trend-series" data-machine="{}">)", core::html_escape(s.label));
     out += fmt::format(R"(<rect x="{}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{}">{}</text>)",
                        kLeft + 8 + 240 * static_cast<int>(i), kPlotTop + kPlotH + 14, color,
-                       kLeft + 24 + 240 * static_cast<int>(i), kPlotTop + kPlotH + 24,
-                       core::html_escape(s.label));
+                       kLeft + 24 + 240 * static_cast<int>(i), kPlotTop + kPlotH + 24, core::html_escape(s.label));
     std::string points;
     for (const TrendPoint& p : s.points) {
       const double x = px(p);
-      const std::string title = fmt::format("{} {} ({}): {} items/s{}{}", core::html_escape(bench),
-                                            core::html_escape(p.run_id), core::html_escape(p.when),
-                                            std::isfinite(p.items_per_s) ? fmt::format("{:.4g}", p.items_per_s) : "no",
-                                            p.failures ? fmt::format(", {} failed", p.failures) : "",
-                                            p.change.empty() ? "" : ", " + p.change);
+      const std::string title = fmt::format(
+          "{} {} ({}): {} items/s{}{}", core::html_escape(bench), core::html_escape(p.run_id),
+          core::html_escape(p.when), std::isfinite(p.items_per_s) ? fmt::format("{:.4g}", p.items_per_s) : "no",
+          p.failures ? fmt::format(", {} failed", p.failures) : "", p.change.empty() ? "" : ", " + p.change);
       if (!std::isfinite(p.items_per_s)) {
         const double y = kPlotTop + kPlotH;
         out += fmt::format(R"(<g class="failed-run"><path d="M{0:.2f},{1:.2f} l8,8 m0,-8 l-8,8" stroke="#c62828" )"
@@ -227,8 +225,8 @@ std::string trend_svg(const std::string& bench, const std::vector<TrendSeries>& 
       const double y = py(p.items_per_s);
       points += fmt::format("{:.2f},{:.2f} ", x, y);
       const char* fill = p.change == "regression" ? "#c62828" : p.change == "improvement" ? "#1a7f37" : color;
-      out += fmt::format(R"(<circle class="run" cx="{:.2f}" cy="{:.2f}" r="4" fill="{}"><title>{}</title></circle>)",
-                         x, y, fill, title);
+      out += fmt::format(R"(<circle class="run" cx="{:.2f}" cy="{:.2f}" r="4" fill="{}"><title>{}</title></circle>)", x,
+                         y, fill, title);
       if (p.failures > 0) {
         out += fmt::format(R"(<g class="failed-run"><circle cx="{:.2f}" cy="{:.2f}" r="8" fill="none" )"
                            R"(stroke="#c62828" stroke-width="2"/><title>{}</title></g>)",

@@ -31,7 +31,7 @@ struct TrendPoint {
   std::string change;  // "regression", "improvement" or "" (drawn as the point's colour)
 };
 struct TrendSeries {
-  std::string label;  // the machine
+  std::string label;               // the machine
   std::vector<TrendPoint> points;  // time order
 };
 // One <svg class="chart trend" data-bench="NAME">.

@@ -133,7 +133,9 @@ std::string cpu_line(const std::string& cpu_model, std::int64_t logical_cores) {
 }
 }  // namespace
 
-bool is_cpu_targets(const Targets& t) { return lower(t.model) == "cpu" || !t.cpu_model.empty(); }
+bool is_cpu_targets(const Targets& t) {
+  return lower(t.model) == "cpu" || !t.cpu_model.empty();
+}
 
 std::string targets_kind(const Targets& t) {
   if (!is_cpu_targets(t)) return t.model;

@@ -16,8 +16,8 @@
 
 namespace mlbench::report {
 
-// {"model": "RTX", "note": "...", ("cpu_model": "AMD EPYC 7B13", "logical_cores": 2 for "CPU"), "benchmarks": {"bench": 1200, "other": {"target": 50,
-// "perf_target": 0.5, "sd_target": 5}}}. Throws InputError naming `source` and the field.
+// {"model": "RTX", "note": "...", ("cpu_model": "AMD EPYC 7B13", "logical_cores": 2 for "CPU"), "benchmarks": {"bench":
+// 1200, "other": {"target": 50, "perf_target": 0.5, "sd_target": 5}}}. Throws InputError naming `source` and the field.
 Targets parse_targets(const nlohmann::json& j, const std::string& source);
 Targets load_targets_file(const std::filesystem::path& file);
 
