@@ -116,5 +116,55 @@ TEST(ReportBrowser, HtmlRendersWithoutConsoleErrorsAndOneBarGroupPerBench) {
   EXPECT_NE(dom.find("alt=\"split chart of loader\""), std::string::npos);
 }
 
+// The results store's page (--store S --history --machines --html): one trend chart per
+// benchmark, the failed run marked, scripts run to the end, nothing on the console.
+TEST(ReportBrowser, StoreHistoryPageRendersOneTrendChartPerBench) {
+  if (access(kChromium, X_OK) != 0) {
+    GTEST_SKIP() << kChromium << " is not installed; the store's HTML page was not checked in a browser";
+  }
+  TempDir tmp;
+  for (int r = 0; r < 3; ++r) {
+    const fs::path tree = tmp.path() / ("run" + std::to_string(r));
+    for (int k = 0; k < 2; ++k) {
+      for (const std::string name : {"loader", "toy_reg"}) {
+        FakeInstance i;
+        i.name = name;
+        i.run = k;
+        i.items_per_s = 100.0 - 10 * r + k;
+        i.nan_loss = name == "toy_reg" && r == 1 && k == 0;  // a failed run, marked on the chart
+        i.extra = {{"start_time", "2026-01-0" + std::to_string(r + 1) + "T00:00:00Z"}};
+        write_fake_report(tree, i);
+      }
+    }
+    const CommandResult imported = run_command(std::string(MLBENCH_REPORT_BIN) + " --store " +
+                                               (tmp.path() / "s.db").string() + " --import " + tree.string());
+    ASSERT_EQ(imported.status, 0) << imported.output;
+  }
+  const fs::path html = tmp.path() / "store.html";
+  const CommandResult made = run_command(std::string(MLBENCH_REPORT_BIN) + " --store " +
+                                         (tmp.path() / "s.db").string() + " --history --machines --html " +
+                                         html.string());
+  ASSERT_EQ(made.status, 0) << made.output;
+  const BrowserRun run = open_in_chromium(html, tmp.path() / "page");
+  ASSERT_EQ(run.status, 0) << "chromium failed:\n" << run.log;
+  std::string console;
+  std::istringstream lines(run.log);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(":CONSOLE") != std::string::npos) console += line + "\n";
+  }
+  EXPECT_EQ(console, "") << "the page wrote to the browser console";
+  EXPECT_NE(run.dom.find("data-rendered=\"ok\""), std::string::npos) << "the page's script did not finish";
+  EXPECT_EQ(run.dom.find("data-js-errors=\""), std::string::npos) << "script errors recorded on <body>";
+  EXPECT_NE(run.dom.find("data-trend-charts=\"2\""), std::string::npos) << "the browser did not count 2 trend charts";
+  EXPECT_NE(run.dom.find("data-failed-runs=\"1\""), std::string::npos) << "the failed run is not marked once";
+  const std::regex chart(R"re(<svg [^>]*class="chart trend" data-bench="([^"]+)")re");
+  std::vector<std::string> found;
+  for (auto it = std::sregex_iterator(run.dom.begin(), run.dom.end(), chart); it != std::sregex_iterator(); ++it) {
+    found.push_back((*it)[1].str());
+  }
+  EXPECT_EQ(found, (std::vector<std::string>{"loader", "toy_reg"}));
+  EXPECT_NE(run.dom.find("<table id=\"machines\">"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mlbench::report::testing
