@@ -141,9 +141,9 @@ TEST(ReportBrowser, StoreHistoryPageRendersOneTrendChartPerBench) {
     ASSERT_EQ(imported.status, 0) << imported.output;
   }
   const fs::path html = tmp.path() / "store.html";
-  const CommandResult made = run_command(std::string(MLBENCH_REPORT_BIN) + " --store " +
-                                         (tmp.path() / "s.db").string() + " --history --machines --html " +
-                                         html.string());
+  const CommandResult made =
+      run_command(std::string(MLBENCH_REPORT_BIN) + " --store " + (tmp.path() / "s.db").string() +
+                  " --history --machines --html " + html.string());
   ASSERT_EQ(made.status, 0) << made.output;
   const BrowserRun run = open_in_chromium(html, tmp.path() / "page");
   ASSERT_EQ(run.status, 0) << "chromium failed:\n" << run.log;

@@ -18,8 +18,9 @@ namespace fs = std::filesystem;
 const std::string kBin = MLBENCH_REPORT_BIN;
 
 nlohmann::json machine_block(const std::string& host, const std::string& cpu, int cores) {
-  return {{"hostname", host},     {"cpu_model", cpu},   {"logical_cores", cores}, {"physical_cores", cores},
-          {"memory_bytes", 8LL << 30}, {"gpus", nlohmann::json::array()}, {"kernel", "6.1"}, {"cgroup_mode", "v2"}};
+  return {{"hostname", host},        {"cpu_model", cpu},          {"logical_cores", cores},
+          {"physical_cores", cores}, {"memory_bytes", 8LL << 30}, {"gpus", nlohmann::json::array()},
+          {"kernel", "6.1"},         {"cgroup_mode", "v2"}};
 }
 
 // A tree of `passes` R<k> folders with loader and toy_reg on one machine, its run id in machine.json.
@@ -41,7 +42,9 @@ void write_run(const fs::path& root, const std::string& host, const std::string&
   }
 }
 
-CommandResult report(const std::string& args) { return run_command(kBin + " " + args + " --color never"); }
+CommandResult report(const std::string& args) {
+  return run_command(kBin + " " + args + " --color never");
+}
 
 TEST(StoreE2E, ImportTwiceGivesTheSameCountsAndTheHistoryShowsTheRegression) {
   TempDir tmp;
