@@ -40,6 +40,7 @@ struct PlanSettings {
   bool timeout_forced = false;  // --timeout given: overrides the jobs' own timeouts
   std::vector<int> all_cpus;    // for `all` jobs
   std::uint64_t ram_total = 0;  // bytes: RAM_TOTAL (in kB, as the Mila config)
+  std::string run_key;          // the run's id ("<UTC timestamp>-<pid>"): reports' runner.run_id, the store's key
 };
 
 struct Instance {

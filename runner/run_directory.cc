@@ -78,6 +78,7 @@ void write_machine_json(const fs::path& dir, const RunFacts& run, const PlanSett
   machine["cgroup_parent"] = run.cgroup_parent ? nlohmann::json(*run.cgroup_parent) : nlohmann::json();
   machine["gpus_detected"] = run.gpus;
   machine["memory_total_bytes"] = run.memory_total_bytes;
+  if (!run.run_key.empty()) machine["run_id"] = run.run_key;
   machine["slots"] = slots_json(run.slots);
   machine["run"] = {{"jobs_file", fs::absolute(run.jobs_file).string()},
                     {"suite", settings.suite},
@@ -104,7 +105,7 @@ std::optional<fs::path> new_report(const fs::path& dir, const Instance& inst, co
   return written;
 }
 
-void write_instance_report(const fs::path& dir, const Instance& inst, const PlanSettings& settings,
+fs::path write_instance_report(const fs::path& dir, const Instance& inst, const PlanSettings& settings,
                            const std::string& isolation, const std::optional<Ending>& ending,
                            const std::optional<fs::path>& written, const Outcome& outcome) {
   RunnerBlocks blocks;
@@ -114,7 +115,8 @@ void write_instance_report(const fs::path& dir, const Instance& inst, const Plan
     blocks.resources = ending->resources;
     blocks.interference = ending->interference;
   }
-  finalize_report(dir, inst, written, outcome, blocks, base_report(inst, settings, ending));
+  if (!settings.run_key.empty()) blocks.runner.run_id = settings.run_key;
+  return finalize_report(dir, inst, written, outcome, blocks, base_report(inst, settings, ending));
 }
 
 }  // namespace mlbench::runner

@@ -26,6 +26,7 @@ struct RunFacts {
   std::string jobs_file;
   std::string data_directory;
   long long uid = 0;
+  std::string run_key;  // machine.json's run_id (the results store's key of the run)
 };
 
 // Creates `dir` and writes dir/machine.json for pass `pass`; throws on I/O errors.
@@ -40,8 +41,9 @@ std::optional<std::filesystem::path> new_report(const std::filesystem::path& dir
                                                 const std::set<std::filesystem::path>& before);
 
 // Writes the instance's final report: its own (`written`) or a new one, with the
-// isolation, runner and resources blocks. `ending`: nullopt when it was never launched.
-void write_instance_report(const std::filesystem::path& dir, const Instance& inst, const PlanSettings& settings,
+// isolation, runner and resources blocks, and returns its path. `ending`: nullopt when
+// it was never launched.
+std::filesystem::path write_instance_report(const std::filesystem::path& dir, const Instance& inst, const PlanSettings& settings,
                            const std::string& isolation, const std::optional<Ending>& ending,
                            const std::optional<std::filesystem::path>& written, const Outcome& outcome);
 

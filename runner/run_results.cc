@@ -87,7 +87,8 @@ bool report_results(Output& output, const std::vector<Pass>& passes, const RunEn
     output.line(fmt::format("vs target: {} targets ({})", end.targets->model,
                             fs::path(end.targets->source).lexically_normal().string()));
   } else {
-    output.line("vs target: no targets file for this machine kind (configs/targets/)");
+    output.line("vs target: " + (end.no_targets_why.empty() ? "no targets file for this machine kind (configs/targets/)"
+                                                            : end.no_targets_why));
   }
   // The same page as `mlbench-report --reports <outdir> --html`, with whatever finished.
   bool ok = true;

@@ -25,6 +25,7 @@ struct RunEnd {
   std::filesystem::path outdir;  // the run directory (R<k>/ below it with --repeat-suite)
   std::string suite;
   std::optional<report::Targets> targets;
+  std::string no_targets_why;  // without targets: why ("no target for this CPU (...); targets exist for: ...")
   bool color = false;  // on a terminal, NO_COLOR unset
   // Instances this run saw fail (Scheduler::failed_instances): failed in the table whatever
   // their reports on disk say.

@@ -15,10 +15,12 @@
 
 #include <fmt/format.h>
 
+#include "core/build_info.h"
 #include "core/environment.h"
 #include "core/cli.h"
 #include "core/layout.h"
 #include "core/progress.h"
+#include "core/report_name.h"
 #include "core/report.h"
 #include "core/sysinfo.h"
 #include "datagen.h"
@@ -34,6 +36,7 @@
 #include "scheduler.h"
 #include "slurm_batch.h"
 #include "slurm_launcher.h"
+#include "store_recorder.h"
 
 namespace mlbench::runner {
 
@@ -256,7 +259,9 @@ RunEnd end_of_run(const Setup& s) {
   RunEnd end;
   end.outdir = s.outdir;
   end.suite = s.settings.suite;
-  end.targets = report::targets_for_machine(gpus, report::default_target_dirs());
+  core::MachineInfo machine = core::machine_info();
+  machine.gpus = gpus;
+  end.targets = report::targets_for_machine(machine, report::default_target_dirs(), &end.no_targets_why);
   end.color = core::is_terminal(1) && !(no_color && *no_color);
   return end;
 }
@@ -282,9 +287,35 @@ void give_the_run_a_peer_secret() {
   ::setenv("MLBENCH_PEER_SECRET", core::random_hex(32).c_str(), 1);
 }
 
-int execute(const Options& opt, const Setup& s) {
+// The store a run records into: --store, else <outdir>/results.db; "" with --no-store.
+std::string store_spec(const Options& opt, const Setup& s) {
+  if (opt.no_store) return "";
+  if (!opt.store.empty()) return opt.store;
+  std::error_code ec;
+  fs::create_directories(s.outdir, ec);  // a failure is the store's one line (and machine.json's)
+  return (s.outdir / "results.db").string();
+}
+
+store::RunRecord run_record(const Options& opt, const Setup& s, const std::string& key) {
+  store::RunRecord r;
+  r.run_id = key;
+  r.suite = s.settings.suite;
+  r.jobs_file = s.jobs_file;
+  r.started_at = core::utc_iso8601(std::chrono::system_clock::now());
+  r.mlbench_version = core::build_info::kVersion;
+  r.mlbench_commit = core::build_info::kGitCommit;
+  r.command = "mlbench-run";
+  for (const std::string& a : opt.args) r.command += " " + a;
+  r.outdir = s.outdir.string();
+  return r;
+}
+
+int execute(const Options& opt, Setup s) {
   give_the_run_a_peer_secret();
   const std::string run_id = fmt::format("{}-{}", core::utc_file_timestamp(std::chrono::system_clock::now()), getpid());
+  // --resume continues the same run in the store.
+  const std::string resumed = opt.resume.empty() ? "" : resumed_run_id(s.outdir);
+  s.settings.run_key = resumed.empty() ? run_id : resumed;
   std::unique_ptr<Launcher> chosen;
   std::optional<std::string> cgroup_parent;
   try {
@@ -301,10 +332,13 @@ int execute(const Options& opt, const Setup& s) {
   }
   Launcher& launcher = *chosen;
   Output output(std::cout, core::is_terminal(1));
-  Scheduler scheduler(launcher, output,
-                      {!opt.resume.empty(), opt.raise_error, opt.kill_grace, datagen_path(s.self_dir), s.data_dir});
+  StoreRecorder recorder(store_spec(opt, s), run_record(opt, s, s.settings.run_key), s.outdir, std::cerr);
+  SchedulerOptions scheduling{!opt.resume.empty(), opt.raise_error, opt.kill_grace, datagen_path(s.self_dir),
+                              s.data_dir, {}};
+  scheduling.on_report = [&](const fs::path& report, const PlanSettings& p) { recorder.record(report, p.run_id); };
+  Scheduler scheduler(launcher, output, scheduling);
   const RunFacts facts{launcher.isolation(), cgroup_parent, s.gpus, s.ram, s.slots, s.jobs_file,
-                       s.data_dir, opt.uid};
+                       s.data_dir, opt.uid, s.settings.run_key};
   warn_if_low_space(s.outdir);
   std::vector<Pass> passes;
   for (int k = 0; k < opt.repeat_suite; ++k) passes.push_back(make_pass(opt, s, k));
@@ -319,8 +353,10 @@ int execute(const Options& opt, const Setup& s) {
     });
   } catch (const std::exception& e) {  // machine.json could not be written: the run directory is unusable
     std::cerr << "mlbench-run: error: " << e.what() << std::endl;
+    recorder.finish("failed");
     return 2;
   }
+  recorder.finish(scheduler.interrupted() ? "interrupted" : "finished");
   RunEnd end = end_of_run(s);
   end.failed = scheduler.failed_instances();
   const bool html_ok = report_results(output, passes, end);
@@ -333,7 +369,7 @@ int execute(const Options& opt, const Setup& s) {
   output.line("Results: " + s.outdir.string() + (opt.repeat_suite > 1 ? "/R*" : "") +
               " (summary.txt, machine.json, reports, logs)");
   if (scheduler.interrupted()) return 130;
-  return failed > 0 || !html_ok ? 1 : 0;
+  return failed > 0 || !html_ok || recorder.failed() ? 1 : 0;
 }
 
 }  // namespace

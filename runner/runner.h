@@ -33,6 +33,8 @@ struct Options {
   bool sbatch = false;             // write and submit a batch script that reruns these arguments under Slurm
   std::string sbatch_args;         // sbatch options for it (default "--nodes=1 --exclusive")
   std::vector<std::string> args;   // the command line after argv[0], as given (for --sbatch)
+  std::string store;               // results store: a file or postgresql:// URL; "" = <outdir>/results.db
+  bool no_store = false;           // record nothing in a store
 };
 
 // Exit codes: 0 all passed, 1 an instance failed or a result file (report,

@@ -28,6 +28,8 @@ struct SchedulerOptions {
   double kill_grace = 10;    // seconds from SIGTERM/SIGINT to SIGKILL
   std::filesystem::path datagen;  // mlbench-datagen, for jobs with a dataset
   std::string data_directory;
+  // Called with each instance's final report once it is on disk, and the pass's settings.
+  std::function<void(const std::filesystem::path&, const PlanSettings&)> on_report;
 };
 
 // One pass over the plan, into its own directory.

@@ -91,6 +91,8 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
       ->check(core::integer_in(1, 100))
       ->capture_default_str();
   app.add_option("--out", o.out_dir, "Output directory (default: stall-<bench>)");
+  app.add_option("--store", o.store,
+                 "Also record the analysis in a results store (a SQLite file or a postgresql:// URL; docs/report.md)");
   app.add_option("--reanalyze", o.reanalyze_dir,
                  "Model a finished analysis in DIR again from its runs' reports, measuring nothing; writes "
                  "OUT/stall.json (default OUT: DIR, the old one kept as stall.v<schema>.json)");

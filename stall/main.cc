@@ -11,6 +11,7 @@
 #include "core/report.h"
 #include "core/stall_record.h"
 #include "reanalysis.h"
+#include "store/results_store.h"
 #include "session.h"
 
 namespace fs = std::filesystem;
@@ -20,7 +21,7 @@ using namespace mlbench::stall;
 namespace {
 
 // --reanalyze DIR: the analysis in DIR modelled again (stall/reanalysis.h), written to OUT.
-int reanalyze_command(const fs::path& dir, const std::string& out_dir) {
+int reanalyze_command(const fs::path& dir, const std::string& out_dir, const std::string& store) {
   try {
     const nlohmann::json result = reanalyze(dir);
     const fs::path out = out_dir.empty() ? dir : fs::path(out_dir);
@@ -32,6 +33,14 @@ int reanalyze_command(const fs::path& dir, const std::string& out_dir) {
     core::write_json_atomic(out / "stall.json", result);
     std::cout << console_summary(result) << "\nWrote " << (out / "stall.json").string() << " (" << dir.string()
               << "'s runs, modelled again)\n";
+    if (!store.empty()) {
+      try {
+        store::record_stall_file(store, out / "stall.json");
+      } catch (const std::exception& e) {
+        std::cerr << "mlbench-stall: error: results store " << e.what() << "\n";
+        return 1;
+      }
+    }
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "mlbench-stall: error: --reanalyze: " << e.what() << "\n";
@@ -45,7 +54,7 @@ int main(int argc, char** argv) {
   ParsedCommandLine parsed = parse_command_line(argc, argv);
   if (parsed.exit) return *parsed.exit;
   StallOptions& o = parsed.options;
-  if (!o.reanalyze_dir.empty()) return reanalyze_command(o.reanalyze_dir, o.out_dir);
+  if (!o.reanalyze_dir.empty()) return reanalyze_command(o.reanalyze_dir, o.out_dir, o.store);
   if (const int rc = check_options(o)) return rc;
   return run_session(o);
 }

@@ -19,6 +19,7 @@
 #include "exec_target.h"
 #include "pipeline/loader.h"
 #include "pipeline/remedies/peer_rate.h"
+#include "store/results_store.h"
 
 namespace mlbench::stall {
 namespace fs = std::filesystem;
@@ -375,6 +376,16 @@ int run_session(const StallOptions& o) {
     session.run_peer_pairs();
     session.run_exec_loader();
     session.write_analysis();
+    if (!o.store.empty()) {
+      try {
+        store::record_stall_file(o.store, session.out() / "stall.json");
+        std::cout << "Recorded in the results store " << store::redact_url(o.store) << "\n";
+      } catch (const std::exception& e) {
+        std::cerr << "mlbench-stall: error: results store " << e.what() << " (the analysis is in "
+                  << (session.out() / "stall.json").string() << ")\n";
+        return 1;
+      }
+    }
   } catch (const Interrupted& e) {
     std::cerr << "mlbench-stall: " << e.what() << " (runs done so far: " << runs_json.string() << ")\n";
     return 128 + e.signal();

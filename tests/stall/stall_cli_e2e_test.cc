@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stall/page_cache.h"
+#include "store/results_store.h"
 #include "tests/support/run_command.h"
 
 namespace {
@@ -206,6 +207,35 @@ TEST_F(StallCli, ReanalyzeModelsTheSameRunsAgainAndKeepsTheOldResult) {
   EXPECT_NE(error_line(none.output).find("--reanalyze: " + (dir_ / "data" / "stall.json").string() + ": cannot read it"),
             std::string::npos)
       << none.output;
+}
+
+// --store: the analysis in the results store with its machine (docs/report.md, "The results store");
+// a store that cannot be used is one line and exit 1, with stall.json written regardless.
+TEST_F(StallCli, StoreRecordsTheAnalysisAndABadStoreIsOneLineWithTheFileWritten) {
+  const std::string db = (dir_ / "results.db").string();
+  const auto r =
+      run_command(stallsim("--iterations 4 --store " + db, "--batch-size 2 --workers 1 --compute-ms 0.1 --prep-ms 0.1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Recorded in the results store " + db), std::string::npos) << r.output;
+  const auto j = stall_json();
+  auto s = mlbench::store::ResultsStore::open(db);
+  const auto analyses = s->stall_analyses("stallsim");
+  ASSERT_EQ(analyses.size(), 1u);
+  EXPECT_DOUBLE_EQ(analyses[0].prep_pct, j["split"]["prep_pct"].get<double>());
+  EXPECT_DOUBLE_EQ(analyses[0].fetch_pct, j["split"]["fetch_pct"].get<double>());
+  EXPECT_EQ(analyses[0].analysis["split"], j["split"]);
+  ASSERT_EQ(s->machines().size(), 1u);
+  EXPECT_EQ(analyses[0].machine, s->machines()[0].fingerprint);
+  const fs::path bad = dir_ / "notes.db";
+  std::ofstream(bad) << "not a database\n" << std::string(8192, 'x');
+  const auto again = run_command(
+      fmt::format("{} --reanalyze {} --out {} --store {} 2>&1", MLBENCH_STALL_BIN, (dir_ / "out").string(),
+                  (dir_ / "again").string(), bad.string()));
+  EXPECT_EQ(again.exit_code, 1) << again.output;
+  EXPECT_NE(again.output.find("mlbench-stall: error: results store " + bad.string() + ": file is not a database"),
+            std::string::npos)
+      << again.output;
+  EXPECT_TRUE(fs::exists(dir_ / "again" / "stall.json"));
 }
 
 // An analysis folder moved elsewhere (another machine, a fixture) names its runs' reports at their

@@ -1,11 +1,13 @@
 // The results store (store/results_store.h) on a real PostgreSQL server: the schema
 // made on open, every writer and reader round-tripping, a newer store refused.
 #include <string>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
 #include "store/results_store.h"
 #include "tests/store/postgres_server.h"
+#include "tests/support/run_command.h"
 
 namespace mlbench::store {
 namespace {
@@ -193,6 +195,43 @@ TEST_F(PostgresStore, AStoreOfANewerSchemaIsRefusedInOneLine) {
     EXPECT_NE(message.find("newer"), std::string::npos) << message;
     EXPECT_EQ(message.find(server_->password()), std::string::npos) << message;
   }
+}
+
+// mlbench-report's history on a PostgreSQL store: two runs of the loader on one machine, 2 passes
+// each, the second slower with its wait grown where the pipeline's time is prep: both runs, the
+// regression with its size, and the time moved into prep.
+TEST_F(PostgresStore, TheHistoryOnPostgresqlShowsTheRegressionAndWhereItsTimeWent) {
+  auto s = ResultsStore::open(url_);
+  MachineRecord m = a_machine();
+  s->record_machine(m);
+  int file = 0;
+  for (const auto& [id, when, rate, wait] : {std::tuple{"r1", "2026-11-27T01:00:00Z", 1000.0, 0.004},
+                                               std::tuple{"r2", "2026-11-28T01:00:00Z", 600.0, 0.0107}}) {
+    RunRecord run = a_run(id, m.fingerprint);
+    run.started_at = when;
+    s->record_run(run);
+    for (int pass = 0; pass < 2; ++pass) {
+      InstanceRecord i = an_instance(id, "R" + std::to_string(pass) + "/fast.loader.R" + std::to_string(pass) +
+                                             ".D0." + std::to_string(++file) + ".json");
+      i.bench = i.job = "loader";
+      i.pass = pass;
+      i.items_per_s = rate + pass;
+      i.wait_s = wait;
+      i.h2d_s = 0.0;
+      i.compute_s = 0.012;  // batch of 16: 0.75 ms/item of compute in both runs
+      i.fetch_ms_per_item = 0.05;
+      i.prep_ms_per_item = 1.5;
+      s->record_instance(i);
+    }
+  }
+  const auto h = testing_support::run_command(std::string(MLBENCH_REPORT_BIN) + " --store '" + url_ +
+                                              "' --history loader --color never");
+  ASSERT_EQ(h.exit_code, 0) << h.output;
+  EXPECT_NE(h.output.find("loader on NVIDIA H100 80GB HBM3 / node1: 2 runs"), std::string::npos) << h.output;
+  EXPECT_NE(h.output.find("regression -40.0% (by size; 2 v 2 passes, the test needs 4 a side)"), std::string::npos)
+      << h.output;
+  EXPECT_NE(h.output.find("its time moved into prep"), std::string::npos) << h.output;
+  EXPECT_EQ(h.output.find(url_), std::string::npos) << "the password is not printed\n" << h.output;
 }
 
 }  // namespace
