@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
       ->check(mlbench::core::number_in(0, kMaxTimeout))
       ->capture_default_str();
   app.add_flag("--raise-error", o.raise_error, "Stop after the first job with a failed instance");
-  app.add_option("--resume", o.resume, "Complete this run directory: rerun only instances without a completed report "
+  app.add_option("--resume", o.resume,
+                 "Complete this run directory: rerun only instances without a completed report "
                  "(the same run in the results store)");
   app.add_option("--store", o.store,
                  "Results store: each instance recorded as its report lands (a SQLite file or a postgresql:// URL; "

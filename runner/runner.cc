@@ -16,12 +16,12 @@
 #include <fmt/format.h>
 
 #include "core/build_info.h"
-#include "core/environment.h"
 #include "core/cli.h"
+#include "core/environment.h"
 #include "core/layout.h"
 #include "core/progress.h"
-#include "core/report_name.h"
 #include "core/report.h"
+#include "core/report_name.h"
 #include "core/sysinfo.h"
 #include "datagen.h"
 #include "gpus.h"
@@ -333,12 +333,12 @@ int execute(const Options& opt, Setup s) {
   Launcher& launcher = *chosen;
   Output output(std::cout, core::is_terminal(1));
   StoreRecorder recorder(store_spec(opt, s), run_record(opt, s, s.settings.run_key), s.outdir, std::cerr);
-  SchedulerOptions scheduling{!opt.resume.empty(), opt.raise_error, opt.kill_grace, datagen_path(s.self_dir),
-                              s.data_dir, {}};
+  SchedulerOptions scheduling{!opt.resume.empty(),      opt.raise_error, opt.kill_grace,
+                              datagen_path(s.self_dir), s.data_dir,      {}};
   scheduling.on_report = [&](const fs::path& report, const PlanSettings& p) { recorder.record(report, p.run_id); };
   Scheduler scheduler(launcher, output, scheduling);
-  const RunFacts facts{launcher.isolation(), cgroup_parent, s.gpus, s.ram, s.slots, s.jobs_file,
-                       s.data_dir, opt.uid, s.settings.run_key};
+  const RunFacts facts{launcher.isolation(), cgroup_parent, s.gpus, s.ram, s.slots, s.jobs_file, s.data_dir, opt.uid,
+                       s.settings.run_key};
   warn_if_low_space(s.outdir);
   std::vector<Pass> passes;
   for (int k = 0; k < opt.repeat_suite; ++k) passes.push_back(make_pass(opt, s, k));

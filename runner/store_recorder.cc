@@ -37,8 +37,7 @@ void StoreRecorder::fail(const std::string& what) {
   if (failures_++ == 0) {
     err_ << "mlbench-run: error: results store " << what
          << " (the run goes on; its reports stay in files: mlbench-report --store " << store::redact_url(spec_)
-         << " --import "
-         << outdir_.string() << " loads them later)" << std::endl;
+         << " --import " << outdir_.string() << " loads them later)" << std::endl;
   } else if (failures_ <= 3) {
     err_ << "mlbench-run: error: results store " << what << std::endl;
   }
@@ -50,8 +49,8 @@ void StoreRecorder::record(const fs::path& file, int pass) {
     const auto report = read_instance_report(file);
     if (!report) throw store::StoreError(file.string() + ": not a report");
     const std::string relative = file.lexically_relative(outdir_).generic_string();
-    store_->record_instance(report::instance_record(*report, relative.empty() ? file.string() : relative,
-                                                    run_.run_id, pass));
+    store_->record_instance(
+        report::instance_record(*report, relative.empty() ? file.string() : relative, run_.run_id, pass));
   } catch (const std::exception& e) {
     fail(e.what());
   }

@@ -17,7 +17,7 @@ struct StallOptions {
   std::string bench_dir;
   std::string out_dir;
   std::string reanalyze_dir;
-  std::string store;  // --store: a results store to record the analysis in ("" = none)
+  std::string store;           // --store: a results store to record the analysis in ("" = none)
   std::string data_directory;  // $DATA_DIRECTORY, else "data"
   bool use_drop_caches = false;
   int timeout_s = 600;

@@ -11,8 +11,8 @@
 #include "core/report.h"
 #include "core/stall_record.h"
 #include "reanalysis.h"
-#include "store/results_store.h"
 #include "session.h"
+#include "store/results_store.h"
 
 namespace fs = std::filesystem;
 using namespace mlbench;

@@ -96,7 +96,8 @@ TEST_F(RunnerStore, ResumeContinuesTheSameRunAndTheRerunReplacesTheFailRecord) {
   const fs::path flag = dir_ / "fail-now";
   std::ofstream(flag) << "x";
   const std::string j = jobs(R"([{"name": "good", "cmd": "FAKE", "args": {}, "cgroup": "all"},
-    {"name": "flaky", "cmd": "FAKE", "args": {"--fail-if-exists": ")" + flag.string() + R"("}, "cgroup": "all"}])");
+    {"name": "flaky", "cmd": "FAKE", "args": {"--fail-if-exists": ")" +
+                             flag.string() + R"("}, "cgroup": "all"}])");
   Result r = runner("--jobs " + j + " --no-cgroup");
   ASSERT_EQ(r.exit_code, 1) << r.output;
   fs::remove(flag);

@@ -213,8 +213,8 @@ TEST_F(StallCli, ReanalyzeModelsTheSameRunsAgainAndKeepsTheOldResult) {
 // a store that cannot be used is one line and exit 1, with stall.json written regardless.
 TEST_F(StallCli, StoreRecordsTheAnalysisAndABadStoreIsOneLineWithTheFileWritten) {
   const std::string db = (dir_ / "results.db").string();
-  const auto r =
-      run_command(stallsim("--iterations 4 --store " + db, "--batch-size 2 --workers 1 --compute-ms 0.1 --prep-ms 0.1"));
+  const auto r = run_command(
+      stallsim("--iterations 4 --store " + db, "--batch-size 2 --workers 1 --compute-ms 0.1 --prep-ms 0.1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("Recorded in the results store " + db), std::string::npos) << r.output;
   const auto j = stall_json();
@@ -228,9 +228,8 @@ TEST_F(StallCli, StoreRecordsTheAnalysisAndABadStoreIsOneLineWithTheFileWritten)
   EXPECT_EQ(analyses[0].machine, s->machines()[0].fingerprint);
   const fs::path bad = dir_ / "notes.db";
   std::ofstream(bad) << "not a database\n" << std::string(8192, 'x');
-  const auto again = run_command(
-      fmt::format("{} --reanalyze {} --out {} --store {} 2>&1", MLBENCH_STALL_BIN, (dir_ / "out").string(),
-                  (dir_ / "again").string(), bad.string()));
+  const auto again = run_command(fmt::format("{} --reanalyze {} --out {} --store {} 2>&1", MLBENCH_STALL_BIN,
+                                             (dir_ / "out").string(), (dir_ / "again").string(), bad.string()));
   EXPECT_EQ(again.exit_code, 1) << again.output;
   EXPECT_NE(again.output.find("mlbench-stall: error: results store " + bad.string() + ": file is not a database"),
             std::string::npos)

@@ -206,13 +206,13 @@ TEST_F(PostgresStore, TheHistoryOnPostgresqlShowsTheRegressionAndWhereItsTimeWen
   s->record_machine(m);
   int file = 0;
   for (const auto& [id, when, rate, wait] : {std::tuple{"r1", "2026-11-27T01:00:00Z", 1000.0, 0.004},
-                                               std::tuple{"r2", "2026-11-28T01:00:00Z", 600.0, 0.0107}}) {
+                                             std::tuple{"r2", "2026-11-28T01:00:00Z", 600.0, 0.0107}}) {
     RunRecord run = a_run(id, m.fingerprint);
     run.started_at = when;
     s->record_run(run);
     for (int pass = 0; pass < 2; ++pass) {
-      InstanceRecord i = an_instance(id, "R" + std::to_string(pass) + "/fast.loader.R" + std::to_string(pass) +
-                                             ".D0." + std::to_string(++file) + ".json");
+      InstanceRecord i = an_instance(id, "R" + std::to_string(pass) + "/fast.loader.R" + std::to_string(pass) + ".D0." +
+                                             std::to_string(++file) + ".json");
       i.bench = i.job = "loader";
       i.pass = pass;
       i.items_per_s = rate + pass;
