@@ -7,22 +7,14 @@
 
 #include <fmt/format.h>
 
+#include "report/csv_text.h"
 #include "report/reporter.h"
 #include "report/significance.h"
 
 namespace mlbench::report {
 namespace {
-// fmt's "{}" is the shortest text that reads back as the same double: lossless and short.
-std::string num(double x) {
-  return std::isfinite(x) ? fmt::format("{}", x) : "";
-}
-
-std::string quoted(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
+using csv::num;
+using csv::quoted;
 std::string boolean(bool b) {
   return b ? "True" : "False";
 }

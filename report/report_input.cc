@@ -170,27 +170,16 @@ std::optional<Targets> targets_for_machine(const core::MachineInfo& machine, con
                                            std::string* why_none) {
   const std::string available = available_targets(dirs);
   if (machine.gpus.empty()) {
-    // Every CPU targets file of the folder in use: the one made on this CPU, if any.
-    for (const fs::path& dir : dirs) {
-      std::error_code ec;
-      if (!fs::is_directory(dir, ec)) continue;
-      std::vector<fs::path> files;
-      for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-        if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
-      }
-      if (files.empty()) continue;
-      std::sort(files.begin(), files.end());
-      for (const fs::path& f : files) {
-        try {
-          const Targets t = load_targets_file(f);
-          if (is_cpu_targets(t) && !cpu_targets_mismatch(t, machine.cpu_model, machine.logical_cores, available)) {
-            return t;
-          }
-        } catch (const InputError&) {
-          // not a targets file this reader can use: not this kind
+    // Every CPU targets file of the folder in use (the first with targets): the one made on this CPU, if any.
+    for (const fs::path& f : targets_files(dirs)) {
+      try {
+        const Targets t = load_targets_file(f);
+        if (is_cpu_targets(t) && !cpu_targets_mismatch(t, machine.cpu_model, machine.logical_cores, available)) {
+          return t;
         }
+      } catch (const InputError&) {
+        // not a targets file this reader can use: not this kind
       }
-      break;  // the first folder with targets is the one in use
     }
     if (why_none) {
       *why_none = fmt::format("no target for this CPU ({} x{}); targets exist for: {}",

@@ -6,21 +6,14 @@
 
 #include <fmt/format.h>
 
+#include "report/csv_text.h"
 #include "report/store_reporters.h"
 
 namespace mlbench::report {
 namespace {
 
-std::string num(double x) {
-  return std::isfinite(x) ? fmt::format("{}", x) : "";
-}
-
-std::string quoted(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
+using csv::num;
+using csv::quoted;
 
 std::string joined(const std::vector<double>& xs) {
   std::string s;

@@ -158,7 +158,7 @@ std::optional<std::string> cpu_targets_mismatch(const Targets& t, const std::str
                      available.empty() ? "none" : available);
 }
 
-std::string available_targets(const std::vector<fs::path>& dirs) {
+std::vector<fs::path> targets_files(const std::vector<fs::path>& dirs) {
   for (const fs::path& dir : dirs) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) continue;
@@ -168,22 +168,26 @@ std::string available_targets(const std::vector<fs::path>& dirs) {
     }
     if (files.empty()) continue;
     std::sort(files.begin(), files.end());
-    std::string out;
-    for (const fs::path& f : files) {
-      std::string kind;
-      try {
-        const Targets t = load_targets_file(f);
-        kind = targets_kind(t);
-        if (kind.rfind("CPU: ", 0) == 0) kind = kind.substr(5);
-        if (t.cpu_model.empty() && is_cpu_targets(t)) kind += ", made before targets named their CPU";
-      } catch (const InputError&) {
-        kind = "unreadable";
-      }
-      out += fmt::format("{}{} ({})", out.empty() ? "" : ", ", kind, f.filename().string());
-    }
-    return out;
+    return files;
   }
-  return "";
+  return {};
+}
+
+std::string available_targets(const std::vector<fs::path>& dirs) {
+  std::string out;
+  for (const fs::path& f : targets_files(dirs)) {
+    std::string kind;
+    try {
+      const Targets t = load_targets_file(f);
+      kind = targets_kind(t);
+      if (kind.rfind("CPU: ", 0) == 0) kind = kind.substr(5);
+      if (t.cpu_model.empty() && is_cpu_targets(t)) kind += ", made before targets named their CPU";
+    } catch (const InputError&) {
+      kind = "unreadable";
+    }
+    out += fmt::format("{}{} ({})", out.empty() ? "" : ", ", kind, f.filename().string());
+  }
+  return out;
 }
 
 double round_down_2_significant(double x) {

@@ -49,6 +49,9 @@ std::optional<std::string> cpu_targets_mismatch(const Targets& t, const std::str
 // from the first folder that holds any.
 std::string available_targets(const std::vector<std::filesystem::path>& dirs);
 
+// The targets files (*.json) of the first of `dirs` that has any, sorted; empty when none has.
+std::vector<std::filesystem::path> targets_files(const std::vector<std::filesystem::path>& dirs);
+
 // x rounded down to 2 significant digits (4 683 000 -> 4 600 000, 9.07 -> 9): the
 // targets method of docs/report.md, so that a run as fast as the measured ones passes.
 double round_down_2_significant(double x);

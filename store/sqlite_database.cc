@@ -73,8 +73,13 @@ class SqliteDatabase final : public Database {
       const int n = sqlite3_column_count(st);
       row.reserve(n);
       for (int c = 0; c < n; ++c) {
-        if (sqlite3_column_type(st, c) == SQLITE_NULL) {
+        const int type = sqlite3_column_type(st, c);
+        if (type == SQLITE_NULL) {
           row.emplace_back(std::nullopt);
+        } else if (type == SQLITE_FLOAT) {
+          // SQLite's own text of a REAL has 15 significant digits; fmt's "{}" is the shortest
+          // text that reads back as the same double.
+          row.emplace_back(fmt::format("{}", sqlite3_column_double(st, c)));
         } else {
           const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(st, c));
           row.emplace_back(std::string(text, sqlite3_column_bytes(st, c)));

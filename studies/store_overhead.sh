@@ -10,6 +10,9 @@
 #
 # Usage: studies/store_overhead.sh [BUILD_DIR] [R] [N] [SUMMARY_TXT]   (default: build, 7, 17)
 set -euo pipefail
+case "${1:-}" in
+  -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$(cd "${1:-$root/build}" && pwd)"
 reps="${2:-7}"

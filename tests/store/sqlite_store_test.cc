@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -252,4 +253,36 @@ TEST(SqliteStore, AnInstanceReportBecomesItsColumns) {
   EXPECT_DOUBLE_EQ(*i.fetch_ms_per_item, 0.1);
   EXPECT_DOUBLE_EQ(*i.prep_ms_per_item, 0.5);
   EXPECT_EQ(i.report["runner"]["run_id"], "20261128-100000-7");
+}
+
+// A number goes in and comes back as the same double (mlbench-report's history and targets are
+// computed from them): SQLite's own text of a REAL has 15 digits, which moved 33.917372708579798
+// to 33.91737270857984 (a stall split read back from the store differed from stall.json's).
+TEST(SqliteStore, NumbersComeBackAsTheSameDouble) {
+  TempDir t;
+  auto s = ResultsStore::open((t.path() / "n.db").string());
+  const auto m = machine("vm1");
+  s->record_machine(m);
+  s->record_run(run("r1", m.fingerprint, "2026-11-28T10:00:00Z"));
+  std::vector<double> values = {33.917372708579798, 45.644159134263496, 0.1, 1.0 / 3.0, 1e-300, 123456789.123456789};
+  std::uint64_t x = 88172645463325252ull;
+  for (int k = 0; k < 200; ++k) {  // xorshift: doubles of every magnitude in [1e-3, 1e6)
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    values.push_back(std::ldexp(static_cast<double>(x >> 11), -53) * std::pow(10.0, static_cast<int>(x % 10) - 3));
+  }
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    auto i = instance("r1", "R0/fast.loader.R" + std::to_string(k) + ".D0.x.json", values[k]);
+    i.pass = static_cast<std::int64_t>(k);
+    s->record_instance(i);
+  }
+  const auto rows = s->instances({});
+  ASSERT_EQ(rows.size(), values.size());
+  int differ = 0;
+  for (const auto& h : rows) {
+    const double want = values.at(static_cast<std::size_t>(h.instance.pass));
+    if (*h.instance.items_per_s != want) ++differ;
+  }
+  EXPECT_EQ(differ, 0) << "of " << values.size();
 }
