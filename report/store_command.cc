@@ -180,11 +180,13 @@ int run_store_command(const StoreCommand& c) {
     const std::unique_ptr<store::ResultsStore> s = store::ResultsStore::open(c.store);
     StoreView view;
     view.store = s->name();
+    int invalid = 0;  // imported reports that do not validate: the exit says so
     if (!c.imports.empty()) {
       ImportCounts counts;
       for (const std::string& dir : c.imports) import_into_store(*s, dir, counts);
       for (const std::string& w : counts.warnings) view.notes.push_back("warning: " + w);
       view.notes.push_back(import_summary(counts));
+      invalid = counts.invalid;
     }
     if (c.history) {
       const auto instances = instances_for_view(*s, c, "--history");
@@ -204,6 +206,11 @@ int run_store_command(const StoreCommand& c) {
     if (!c.html.empty()) write_output(StoreHtmlReporter(), view, c.html);
     for (const auto& [flag, file] : {std::pair{"CSV", &c.csv}, {"JSON", &c.json}, {"HTML", &c.html}}) {
       if (!file->empty()) std::cout << flag << ": " << *file << "\n";
+    }
+    if (invalid > 0) {
+      std::cerr << "mlbench-report: error: " << invalid
+                << " imported report(s) do not validate (named above); they are failed instances in the store\n";
+      return 1;
     }
     return 0;
   } catch (const store::StoreError& e) {

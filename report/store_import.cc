@@ -202,8 +202,15 @@ void import_into_store(store::ResultsStore& store, const fs::path& dir, ImportCo
       try {
         r = core::parse_instance_report(j);
       } catch (const core::ReportFormatError& e) {
-        counts.warnings.push_back(fmt::format("{}: {}, not imported", file.string(), e.what()));
-        continue;
+        // Kept as written, a failed instance with the reader's reason (the reports tree's rule).
+        counts.warnings.push_back(fmt::format("{}: {}; imported as a failed instance", file.string(), e.what()));
+        ++counts.invalid;
+        const auto identity = core::report_identity(j);
+        r = core::InstanceReport{};
+        r.raw = j;
+        r.name = identity->name;
+        r.suite = identity->suite;
+        r.reason = e.what();
       }
       ++reports;
       std::string run_id = r.runner && r.runner->run_id ? *r.runner->run_id : "";

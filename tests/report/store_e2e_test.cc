@@ -171,5 +171,32 @@ TEST(StoreE2E, ImportOfAFolderThatIsNotARunIsOneLine) {
                         "no such file or directory");
 }
 
+// A report that does not validate (a field of the wrong type) is imported as a failed instance
+// with the reader's reason and one warning naming it; the others are imported; the exit is 1.
+// (It was skipped, and a folder of only such reports was "not a run folder".)
+TEST(StoreE2E, AReportThatDoesNotValidateIsAFailedInstanceAWarningAndExit1) {
+  TempDir tmp;
+  write_run(tmp.path() / "run", "alpha", "AMD EPYC", 1, 1000, "2026-01-01T00:00:00Z", "20260101-000000-1");
+  fs::path bad;
+  for (const auto& e : fs::directory_iterator(tmp.path() / "run" / "R0")) {
+    if (e.path().filename().string().find(".toy_reg.") != std::string::npos) bad = e.path();
+  }
+  ASSERT_FALSE(bad.empty());
+  nlohmann::json j = nlohmann::json::parse(read_text(bad));
+  j["train_item"] = "fast";
+  std::ofstream(bad) << j.dump();
+  const std::string store = (tmp.path() / "results.db").string();
+  const CommandResult r = report("--store " + store + " --import " + (tmp.path() / "run").string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("warning: " + bad.string() + ": train_item is \"fast\" (not an object); imported as a failed "
+                          "instance"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("imported 2 instance reports of 1 run,"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 imported report(s) do not validate"), std::string::npos) << r.output;
+  const CommandResult h = report("--store " + store + " --history toy_reg");
+  EXPECT_NE(h.output.find("train_item is \"fast\""), std::string::npos) << h.output;
+}
+
 }  // namespace
 }  // namespace mlbench::report::testing
