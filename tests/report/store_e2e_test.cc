@@ -188,7 +188,8 @@ TEST(StoreE2E, AReportThatDoesNotValidateIsAFailedInstanceAWarningAndExit1) {
   const std::string store = (tmp.path() / "results.db").string();
   const CommandResult r = report("--store " + store + " --import " + (tmp.path() / "run").string());
   EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("warning: " + bad.string() + ": train_item is \"fast\" (not an object); imported as a failed "
+  EXPECT_NE(r.output.find("warning: " + bad.string() +
+                          ": train_item is \"fast\" (not an object); imported as a failed "
                           "instance"),
             std::string::npos)
       << r.output;
