@@ -207,13 +207,13 @@ std::optional<Targets> targets_for_machine(const core::MachineInfo& machine, con
   return std::nullopt;
 }
 
-std::optional<Targets> targets_for_machine(const std::vector<std::string>& gpu_names,
-                                           const std::vector<fs::path>& dirs) {
+std::optional<Targets> targets_for_machine(const std::vector<std::string>& gpu_names, const std::vector<fs::path>& dirs,
+                                           std::string* why_none) {
   core::MachineInfo m;
   m.gpus = gpu_names;
   m.cpu_model = core::cpu_model();
   m.logical_cores = core::logical_cores();
-  return targets_for_machine(m, dirs);
+  return targets_for_machine(m, dirs, why_none);
 }
 
 Report load_report(const ReportRequest& q, ReportsTree* tree_out) {

@@ -48,7 +48,8 @@ std::optional<Targets> targets_for_machine(const core::MachineInfo& machine,
                                            std::string* why_none = nullptr);
 // The same for this machine (core/sysinfo.h's CPU model and cores) with these GPUs.
 std::optional<Targets> targets_for_machine(const std::vector<std::string>& gpu_names,
-                                           const std::vector<std::filesystem::path>& dirs);
+                                           const std::vector<std::filesystem::path>& dirs,
+                                           std::string* why_none = nullptr);
 
 struct ReportRequest {
   std::filesystem::path reports;

@@ -86,8 +86,8 @@ int supersede_failures(const fs::path& dir, const Instance& inst) {
   return moved;
 }
 
-fs::path finalize_report(const fs::path& dir, const Instance& inst, const std::optional<fs::path>& written,
-                         const Outcome& outcome, const RunnerBlocks& blocks, core::InstanceReport base) {
+FinalReport finalize_report(const fs::path& dir, const Instance& inst, const std::optional<fs::path>& written,
+                            const Outcome& outcome, const RunnerBlocks& blocks, core::InstanceReport base) {
   std::optional<nlohmann::json> report;
   if (written) report = read_report(*written);
   const auto now = std::chrono::system_clock::now();
@@ -124,7 +124,7 @@ fs::path finalize_report(const fs::path& dir, const Instance& inst, const std::o
     std::error_code ec;
     fs::remove(*written, ec);
   }
-  return target;
+  return {target, std::move(r)};
 }
 
 }  // namespace mlbench::runner

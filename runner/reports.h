@@ -37,13 +37,18 @@ struct RunnerBlocks {
   std::optional<core::InterferenceInfo> interference;  // when sampled
 };
 
-// Writes the final report of an ended instance and returns its path. `written`: the
-// report the instance wrote itself (nullopt: none; one the reader refuses is kept as written
-// under `base`'s fields, its outcome a failure already); `base`: the report the runner writes
-// itself.
-std::filesystem::path finalize_report(const std::filesystem::path& dir, const Instance& inst,
-                                      const std::optional<std::filesystem::path>& written, const Outcome& outcome,
-                                      const RunnerBlocks& blocks, core::InstanceReport base);
+// An instance's final report: its file and the record written to it.
+struct FinalReport {
+  std::filesystem::path file;
+  core::InstanceReport report;
+};
+
+// Writes the final report of an ended instance and returns it. `written`: the report the
+// instance wrote itself (nullopt: none; one the reader refuses is kept as written under
+// `base`'s fields, its outcome a failure already); `base`: the report the runner writes itself.
+FinalReport finalize_report(const std::filesystem::path& dir, const Instance& inst,
+                            const std::optional<std::filesystem::path>& written, const Outcome& outcome,
+                            const RunnerBlocks& blocks, core::InstanceReport base);
 
 // Whether a report belongs to this sweep point (reports the runner has not touched count as
 // point 0 of a job without a sweep).

@@ -105,9 +105,9 @@ std::optional<fs::path> new_report(const fs::path& dir, const Instance& inst, co
   return written;
 }
 
-fs::path write_instance_report(const fs::path& dir, const Instance& inst, const PlanSettings& settings,
-                               const std::string& isolation, const std::optional<Ending>& ending,
-                               const std::optional<fs::path>& written, const Outcome& outcome) {
+FinalReport write_instance_report(const fs::path& dir, const Instance& inst, const PlanSettings& settings,
+                                  const std::string& isolation, const std::optional<Ending>& ending,
+                                  const std::optional<fs::path>& written, const Outcome& outcome) {
   RunnerBlocks blocks;
   blocks.isolation = isolation;
   blocks.runner = runner_block(inst, ending);

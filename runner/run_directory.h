@@ -13,6 +13,7 @@
 #include "launcher.h"
 #include "outcome.h"
 #include "plan.h"
+#include "reports.h"
 
 namespace mlbench::runner {
 
@@ -41,12 +42,10 @@ std::optional<std::filesystem::path> new_report(const std::filesystem::path& dir
                                                 const std::set<std::filesystem::path>& before);
 
 // Writes the instance's final report: its own (`written`) or a new one, with the
-// isolation, runner and resources blocks, and returns its path. `ending`: nullopt when
-// it was never launched.
-std::filesystem::path write_instance_report(const std::filesystem::path& dir, const Instance& inst,
-                                            const PlanSettings& settings, const std::string& isolation,
-                                            const std::optional<Ending>& ending,
-                                            const std::optional<std::filesystem::path>& written,
-                                            const Outcome& outcome);
+// isolation, runner and resources blocks, and returns it. `ending`: nullopt when it was
+// never launched.
+FinalReport write_instance_report(const std::filesystem::path& dir, const Instance& inst, const PlanSettings& settings,
+                                  const std::string& isolation, const std::optional<Ending>& ending,
+                                  const std::optional<std::filesystem::path>& written, const Outcome& outcome);
 
 }  // namespace mlbench::runner

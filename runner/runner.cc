@@ -259,9 +259,7 @@ RunEnd end_of_run(const Setup& s) {
   RunEnd end;
   end.outdir = s.outdir;
   end.suite = s.settings.suite;
-  core::MachineInfo machine = core::machine_info();
-  machine.gpus = gpus;
-  end.targets = report::targets_for_machine(machine, report::default_target_dirs(), &end.no_targets_why);
+  end.targets = report::targets_for_machine(gpus, report::default_target_dirs(), &end.no_targets_why);
   end.color = core::is_terminal(1) && !(no_color && *no_color);
   return end;
 }
@@ -335,7 +333,7 @@ int execute(const Options& opt, Setup s) {
   StoreRecorder recorder(store_spec(opt, s), run_record(opt, s, s.settings.run_key), s.outdir, std::cerr);
   SchedulerOptions scheduling{!opt.resume.empty(),      opt.raise_error, opt.kill_grace,
                               datagen_path(s.self_dir), s.data_dir,      {}};
-  scheduling.on_report = [&](const fs::path& report, const PlanSettings& p) { recorder.record(report, p.run_id); };
+  scheduling.on_report = [&](const FinalReport& report, const PlanSettings& p) { recorder.record(report, p.run_id); };
   Scheduler scheduler(launcher, output, scheduling);
   const RunFacts facts{launcher.isolation(), cgroup_parent, s.gpus, s.ram, s.slots, s.jobs_file, s.data_dir, opt.uid,
                        s.settings.run_key};

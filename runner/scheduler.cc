@@ -188,7 +188,7 @@ bool Scheduler::finish(const Watched& w, const std::string& setup_error, const s
   read_own_report(written, f);
   Outcome outcome = decide_outcome(f);
   try {
-    const fs::path report =
+    const FinalReport report =
         write_instance_report(dir, inst, settings, launcher_.isolation(), w.ending, written, outcome);
     if (options_.on_report) options_.on_report(report, settings);
   } catch (const std::exception& e) {

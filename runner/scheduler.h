@@ -19,6 +19,7 @@
 #include "launcher.h"
 #include "output.h"
 #include "plan.h"
+#include "reports.h"
 
 namespace mlbench::runner {
 
@@ -29,7 +30,7 @@ struct SchedulerOptions {
   std::filesystem::path datagen;  // mlbench-datagen, for jobs with a dataset
   std::string data_directory;
   // Called with each instance's final report once it is on disk, and the pass's settings.
-  std::function<void(const std::filesystem::path&, const PlanSettings&)> on_report;
+  std::function<void(const FinalReport&, const PlanSettings&)> on_report;
 };
 
 // One pass over the plan, into its own directory.

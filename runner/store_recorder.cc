@@ -5,9 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "core/instance_report.h"
 #include "core/report_name.h"
-#include "core/sysinfo.h"
 #include "report/store_rows.h"
 #include "runner/reports.h"
 
@@ -21,8 +19,7 @@ StoreRecorder::StoreRecorder(const std::string& spec, const store::RunRecord& ru
   if (spec_.empty()) return;
   try {
     store_ = store::ResultsStore::open(spec_);
-    const core::MachineInfo info = core::machine_info();
-    const store::MachineRecord machine = store::machine_record(info, core::to_json(info));
+    const store::MachineRecord machine = store::this_machine();
     store_->record_machine(machine);
     run_.machine = machine.fingerprint;
     store_->record_run(run_);
@@ -43,14 +40,12 @@ void StoreRecorder::fail(const std::string& what) {
   }
 }
 
-void StoreRecorder::record(const fs::path& file, int pass) {
+void StoreRecorder::record(const FinalReport& final, int pass) {
   if (!store_) return;
   try {
-    const auto report = read_instance_report(file);
-    if (!report) throw store::StoreError(file.string() + ": not a report");
-    const std::string relative = file.lexically_relative(outdir_).generic_string();
+    const std::string relative = final.file.lexically_relative(outdir_).generic_string();
     store_->record_instance(
-        report::instance_record(*report, relative.empty() ? file.string() : relative, run_.run_id, pass));
+        report::instance_record(final.report, relative.empty() ? final.file.string() : relative, run_.run_id, pass));
   } catch (const std::exception& e) {
     fail(e.what());
   }

@@ -10,6 +10,7 @@
 #include <ostream>
 #include <string>
 
+#include "runner/reports.h"
 #include "store/results_store.h"
 
 namespace mlbench::runner {
@@ -22,8 +23,8 @@ class StoreRecorder {
                 std::ostream& err);
 
   bool enabled() const { return !spec_.empty(); }
-  // Records the report at `file` (a final report the runner wrote) of pass `pass`.
-  void record(const std::filesystem::path& file, int pass);
+  // Records a final report the runner wrote, of pass `pass`.
+  void record(const FinalReport& report, int pass);
   // The run's end: "finished" or "interrupted".
   void finish(const std::string& status);
   // Whether any open or write failed (the exit code says so).

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/cli.h"
+#include "core/sysinfo.h"
 #include "store/schema.h"
 
 namespace mlbench::store {
@@ -109,6 +110,11 @@ MachineRecord machine_record(const core::MachineInfo& m, const nlohmann::json& r
                       .substr(0, 16);
   r.json = raw.is_null() ? nlohmann::json::object() : raw;
   return r;
+}
+
+MachineRecord this_machine() {
+  const core::MachineInfo info = core::machine_info();
+  return machine_record(info, core::to_json(info));
 }
 
 StallAnalysisRecord stall_analysis_record(const core::StallRecord& s, const std::string& stall_json_text) {

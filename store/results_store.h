@@ -35,6 +35,8 @@ struct MachineRecord {
 };
 // From a report's machine block (nullopt fields stay empty).
 MachineRecord machine_record(const core::MachineInfo& machine, const nlohmann::json& raw_machine);
+// The machine this process runs on (core::machine_info()).
+MachineRecord this_machine();
 // "CPU: AMD EPYC 7B13 x2" or the first GPU's model.
 std::string machine_kind(const std::string& cpu_model, std::int64_t logical_cores,
                          const std::vector<std::string>& gpus);

@@ -3,9 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/instance_report.h"
 #include "core/report_name.h"
-#include "core/sysinfo.h"
 #include "store/results_store.h"
 
 namespace mlbench::store {
@@ -20,8 +18,7 @@ void record_stall_file(const std::string& spec, const std::filesystem::path& sta
   StallAnalysisRecord a = stall_analysis_record(core::parse_stall_record(j), text.str());
   a.recorded_at = core::utc_iso8601(std::chrono::system_clock::now());
   auto store = ResultsStore::open(spec);
-  const core::MachineInfo info = core::machine_info();
-  const MachineRecord machine = machine_record(info, core::to_json(info));
+  const MachineRecord machine = this_machine();
   store->record_machine(machine);
   a.machine = machine.fingerprint;
   store->record_stall(a);
