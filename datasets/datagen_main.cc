@@ -8,10 +8,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "core/layout.h"
 #include "core/cli.h"
+#include "core/layout.h"
 #include "core/stop_signals.h"
 #include "datasets/recipe.h"
+#include "pipeline/http_source.h"
 
 namespace {
 
@@ -84,6 +85,12 @@ int main(int argc, char** argv) {
   ensure->add_option("--root", root, "Data directory (e.g. $DATA_DIRECTORY)")->required();
   add_common(ensure);
   CLI::App* list = app.add_subcommand("list", "List the recipes");
+  std::string listing_root;
+  CLI::App* listing = app.add_subcommand(
+      "listing",
+      "Write ROOT/mlbench-listing.json: the objects of the ImageFolder at ROOT, for serving it over HTTP "
+      "(--data http://HOST:PORT/PREFIX/, docs/pipeline.md)");
+  listing->add_option("--root", listing_root, "The ImageFolder (e.g. data/fake-imagenet-small/train)")->required();
 
   app.set_version_flag("--version", mlbench::core::layout::version_line("mlbench-datagen"), "The version and the commit it was built from");
 
@@ -99,7 +106,7 @@ int main(int argc, char** argv) {
     std::string line = mlbench::core::parse_error_line(e);
     if (app.get_subcommands().empty()) {
       const std::string first = argc > 1 ? argv[1] : "";
-      const std::string commands = "recipes: " + recipe_names() + "; commands: ensure, list";
+      const std::string commands = "recipes: " + recipe_names() + "; commands: ensure, list, listing";
       if (first.empty()) {
         line = "no recipe or command given (" + commands + ")";
       } else if (first[0] == '-') {
@@ -118,6 +125,11 @@ int main(int argc, char** argv) {
   try {
     if (list->parsed()) {
       for (const Recipe& r : all_recipes()) std::cout << fmt::format("{:<20} {}\n", r.name, r.description);
+      return 0;
+    }
+    if (listing->parsed()) {
+      const fs::path file = mlbench::pipeline::write_folder_listing(listing_root);
+      std::cout << "Wrote " << file.string() << "\n";
       return 0;
     }
     if (ensure->parsed()) {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "pipeline/http_source.h"
 #include "pipeline/loader.h"
 
 namespace mlbench::pipeline {
@@ -18,6 +19,15 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
     j["root"] = folder->root().string();
     j["classes"] = folder->classes().size();
     j["dataset_bytes"] = folder->total_bytes();
+  }
+  // Absent in older reports and for other sources: null.
+  j["http"] = nullptr;
+  if (const auto* http = dynamic_cast<const HttpSource*>(facts.source)) {
+    j["source"] = "http";
+    j["root"] = http->url();
+    j["classes"] = http->classes().size();
+    j["dataset_bytes"] = http->total_bytes();
+    j["http"] = http->report();
   }
   j["items_per_epoch"] = facts.items_per_epoch;
   j["batches_per_epoch"] = facts.batches_per_epoch;

@@ -8,6 +8,7 @@
 
 #include "core/benchmark_run.h"
 #include "core/environment.h"
+#include "pipeline/http_source.h"
 
 namespace mlbench::pipeline {
 
@@ -47,6 +48,17 @@ void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
                  "decodes the first batch)",
                  core::ArgKind::Runtime)
       ->check(CLI::IsMember({"auto", "hardware", "gpu-hybrid", "hybrid"}))
+      ->capture_default_str();
+  cli.add_option("--fetch-timeout", o.fetch_timeout,
+                 "Datasets over HTTP: seconds one request may take, connecting included, before it is retried",
+                 core::ArgKind::Runtime)
+      ->check(core::number_in(0.001, 86400.0))
+      ->capture_default_str();
+  cli.add_option("--fetch-retries", o.fetch_retries,
+                 "Datasets over HTTP: retries of a request that failed transiently (a 5xx, a timeout, a reset or "
+                 "truncated transfer), with a doubling back-off from 50 ms; then the sample counts as unreadable",
+                 core::ArgKind::Runtime)
+      ->check(core::integer_in(0, 100))
       ->capture_default_str();
   cli.add_flag("--no-stats", o.no_stats, "Pipeline stage timers off (to measure their overhead)",
                core::ArgKind::Runtime);
@@ -209,6 +221,20 @@ std::shared_ptr<ImageFolderReader> open_image_folder(const std::string& root, co
   reader->set_drop_after_read(options.drop_after_read);
   reader->set_hold_page_cache(options.hold_page_cache);
   return reader;
+}
+
+std::shared_ptr<ItemSource> open_image_source(const std::string& data, const std::string& hint,
+                                              const PipelineOptions& options) {
+  if (is_http_url(data)) {
+    if (options.drop_after_read || options.hold_page_cache) {
+      throw DataError("--drop-after-read and --hold-page-cache act on local files' page cache, not on " + data);
+    }
+    HttpOptions http;
+    http.timeout_s = options.fetch_timeout;
+    http.retries = options.fetch_retries;
+    return std::make_shared<HttpSource>(data, http, hint);
+  }
+  return open_image_folder(data, hint, options);
 }
 
 std::string datagen_hint(const core::BenchOptions& bench, const std::string& dataset) {

@@ -36,6 +36,8 @@ struct PipelineOptions {
   int peer_batch = 256;             // --peer-batch N (kPeerMaxIds)
   std::string decode = "cpu";       // --decode cpu|gpu (gpu: nvJPEG on the device, benchmarks/support/gpu_decode.h)
   std::string nvjpeg_backend = "auto";  // --nvjpeg-backend auto|hardware|gpu-hybrid|hybrid
+  double fetch_timeout = 30;            // --fetch-timeout S (datasets over HTTP)
+  int fetch_retries = 2;                // --fetch-retries N (datasets over HTTP)
 };
 
 void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& options);
@@ -54,6 +56,12 @@ LoaderConfig benchmark_loader_config(const core::BenchOptions& bench, const Pipe
 // Opens an ImageFolder dataset with the reader flags (--drop-after-read) applied.
 std::shared_ptr<ImageFolderReader> open_image_folder(const std::string& root, const std::string& hint,
                                                      const PipelineOptions& options);
+
+// Opens the dataset `data` names: an ImageFolder (open_image_folder), or one served over HTTP
+// (http://HOST:PORT/PREFIX/, pipeline/http_source.h, with --fetch-timeout and --fetch-retries).
+// Throws DataError naming it (with `hint`), or SourceUnavailable when its server does not answer.
+std::shared_ptr<ItemSource> open_image_source(const std::string& data, const std::string& hint,
+                                              const PipelineOptions& options);
 
 // How to make the default dataset, for "missing dataset" errors.
 std::string datagen_hint(const core::BenchOptions& bench, const std::string& dataset);

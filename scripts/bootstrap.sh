@@ -33,6 +33,9 @@ packages=(
   python3-jsonschema           # the tests that hold every report writer to docs/schema/*.schema.json
   libsqlite3-dev               # the results store's default back-end (docs/report.md, "The results store")
   libpq-dev postgresql         # its PostgreSQL back-end, and the private server its tests start
+  libcurl4-openssl-dev         # datasets over HTTP (--data http://...; libcurl's multi interface)
+  libarchive-dev               # WebDataset tar shards (--data DIR/*.tar)
+  nginx-light                  # the HTTP server the remote-storage tests start on loopback
 )
 
 missing=()

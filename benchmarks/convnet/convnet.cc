@@ -14,6 +14,7 @@
 #include "benchmarks/support/image_stream.h"
 #include "benchmarks/support/mixed_precision.h"
 #include "benchmarks/support/torch_runtime.h"
+#include "pipeline/http_source.h"
 
 namespace mlbench::bench {
 
@@ -50,10 +51,15 @@ int convnet_main(int argc, char** argv, const ProgramVariant& variant) {
          .open =
              [&](const std::string& path) {
                auto source = vision::open_image_folder(o, path, "fake-imagenet-small", popts);
-               const auto& folder = static_cast<const pipeline::ImageFolderReader&>(*source);
-               if (static_cast<std::int64_t>(folder.classes().size()) > classes) {
-                 throw core::UsageError(path + " has " + std::to_string(folder.classes().size()) +
-                                        " classes, more than --classes " + std::to_string(classes));
+               std::size_t n = 0;
+               if (const auto* folder = dynamic_cast<const pipeline::ImageFolderReader*>(source.get())) {
+                 n = folder->classes().size();
+               } else if (const auto* http = dynamic_cast<const pipeline::HttpSource*>(source.get())) {
+                 n = http->classes().size();
+               }
+               if (static_cast<std::int64_t>(n) > classes) {
+                 throw core::UsageError(path + " has " + std::to_string(n) + " classes, more than --classes " +
+                                        std::to_string(classes));
                }
                return vision::PipelineSource{source, {}};
              }});

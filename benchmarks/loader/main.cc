@@ -14,6 +14,7 @@
 #include "benchmarks/support/device_copy.h"
 #include "benchmarks/support/torch_runtime.h"
 #include "core/process.h"
+#include "pipeline/http_source.h"
 #include "pipeline/options.h"
 #include "pipeline/torch_adapter.h"
 #include "source_hash.h"
@@ -91,18 +92,22 @@ void add_flags(core::BenchCli& cli, LoaderOptions& opt) {
 // The dataset, scanned before the run so that --epochs can size --repeat
 // (which it sets here). Prints the error and returns 2 when it cannot be read.
 std::optional<int> open_source(core::BenchOptions& o, const LoaderOptions& opt,
-                               std::shared_ptr<pipeline::ImageFolderReader>& source) {
+                               std::shared_ptr<pipeline::ItemSource>& source) {
   const std::string dataset = "fake-imagenet-small";
   const std::string data =
       o.data.empty() ? (std::filesystem::path(o.data_directory) / dataset / "train").string() : o.data;
   const pipeline::PipelineOptions& popts = opt.pipeline;
   try {
-    source = pipeline::open_image_folder(data, pipeline::datagen_hint(o, dataset), popts);
+    source = pipeline::open_image_source(data, pipeline::datagen_hint(o, dataset), popts);
   } catch (const pipeline::DataError& e) {
     std::cerr << "loader: error: " << e.what() << "\n";
     return 2;
+  } catch (const pipeline::SourceUnavailable& e) {
+    std::cerr << "loader: error: " << e.what() << "\n";
+    return 2;
   }
-  for (const auto& c : source->empty_classes()) {
+  const auto folder = std::dynamic_pointer_cast<pipeline::ImageFolderReader>(source);
+  for (const auto& c : folder ? folder->empty_classes() : std::vector<std::string>{}) {
     if (popts.strict_data) {
       std::cerr << "loader: error: class folder " << (std::filesystem::path(data) / c).string()
                 << " is empty (--strict-data)\n";
@@ -123,7 +128,7 @@ std::optional<int> open_source(core::BenchOptions& o, const LoaderOptions& opt,
 // The pipeline over `source` with the shared flags' config, its workers started.
 std::shared_ptr<pipeline::Loader> start_loader(const core::BenchOptions& o, const LoaderOptions& opt,
                                                const bench::TorchContext& ctx,
-                                               std::shared_ptr<pipeline::ImageFolderReader> source,
+                                               std::shared_ptr<pipeline::ItemSource> source,
                                                pipeline::TraceRecorder* trace) {
   pipeline::LoaderConfig config = pipeline::benchmark_loader_config(o, opt.pipeline);
   if (config.transform.decode_on_device) {
@@ -139,7 +144,7 @@ std::shared_ptr<pipeline::Loader> start_loader(const core::BenchOptions& o, cons
 }
 
 core::Workload make_workload(const core::BenchOptions& o, const LoaderOptions& opt, const bench::TorchContext& ctx,
-                             std::shared_ptr<pipeline::ImageFolderReader> source,
+                             std::shared_ptr<pipeline::ItemSource> source,
                              std::shared_ptr<pipeline::TraceRecorder> trace) {
   auto loader = start_loader(o, opt, ctx, source, trace.get());
   const bool cuda = ctx.device.is_cuda();
@@ -181,7 +186,7 @@ core::Workload make_workload(const core::BenchOptions& o, const LoaderOptions& o
 }
 
 int run(core::BenchCli& cli, const LoaderOptions& opt) {
-  std::shared_ptr<pipeline::ImageFolderReader> source;
+  std::shared_ptr<pipeline::ItemSource> source;
   if (!cli.options().synthetic) {
     if (auto rc = open_source(cli.options(), opt, source)) return *rc;
   }

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "benchmarks/support/torch_runtime.h"
+#include "pipeline/http_source.h"
 #include "pipeline/source.h"
 #include "pipeline/torch_adapter.h"
 
@@ -31,10 +32,12 @@ std::shared_ptr<const pipeline::ItemSource> open_image_folder(const core::BenchO
                                                               const std::string& dataset,
                                                               const pipeline::PipelineOptions& p) {
   try {
-    auto reader = pipeline::open_image_folder(path, pipeline::datagen_hint(o, dataset), p);
+    auto reader = pipeline::open_image_source(path, pipeline::datagen_hint(o, dataset), p);
     if (reader->size() == 0) throw pipeline::DataError(path + " holds no images");
     return reader;
   } catch (const pipeline::DataError& e) {
+    throw core::UsageError(e.what());
+  } catch (const pipeline::SourceUnavailable& e) {
     throw core::UsageError(e.what());
   }
 }
