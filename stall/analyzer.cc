@@ -840,6 +840,21 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     exec_cpu_remedies(ctx, runs, in, w, z, candidates);
   }
   if (!ctx.exec) coordl_remedies(part, coord, withheld, candidates);
+  // A dataset over HTTP: the io-depth what-if, checked against the cold run and the --io-depths runs
+  // (the model takes L and B from the probe and P from the cached run, so none of them is used).
+  std::optional<RemoteWhatIf> remote;
+  if (raw.remote.known()) {
+    const int depth_now = in.loader.io_depth > 0 ? in.loader.io_depth : std::max(1, in.loader.shape.workers);
+    std::vector<DepthPoint> points{{"cold", depth_now, in.F_obs, 0}};
+    for (const auto& [label, r] : runs) {
+      const RunSpec spec = spec_of(label, r);
+      if (spec.kind == "iodepth" && spec.io_depth > 0) points.push_back({label, spec.io_depth, r.rate, 0});
+    }
+    remote = remote_whatif(raw.remote, in.P, in.u_P, depth_now, points);
+    if (remote->passed) {
+      if (auto r = io_depth_remedy(*remote)) candidates.remedies.push_back(*r);
+    }
+  }
   const Judgement j = judge(ctx, in, w, z, check, candidates);
   nlohmann::json out = {// What each version added: beside kStallSchemaVersion (stall/analyzer.h).
                         {"schema_version", kStallSchemaVersion},
@@ -863,6 +878,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   out["recommendation"] = recommendation_json(j, z, w);
   out["self_check"] = self_check_json(check);
   out["whatif"] = whatif_json(ctx, in, w, z, pts, withheld, coord, part);
+  // Null for local files (absent in older results: read as null).
+  out["whatif"]["io_depth"] = remote ? remote_whatif_json(*remote) : nlohmann::json();
   out["warnings"] = analysis_warnings(runs, in);
   out["runs"] = runs_json(runs);
   return out;

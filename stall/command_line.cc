@@ -82,6 +82,13 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
           ->delimiter(',')
           ->check(core::number_in(0.0, 1.0))
           ->capture_default_str();
+  auto* io_depths =
+      app.add_option("--io-depths", o.config.io_depths,
+                     "Datasets over HTTP: the --io-depth values run to check the io-depth what-if against (runs the "
+                     "model does not use; 0 values: none)")
+          ->delimiter(',')
+          ->check(core::integer_in(1, 256))
+          ->capture_default_str();
   app.add_option("--iterations", o.config.iterations, "Timed iterations per run")
       ->check(core::integer_in(1, 1 << 24))
       ->capture_default_str();
@@ -123,6 +130,7 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   }
   o.cache_fracs_given = cache_fracs->count() > 0;
   o.page_fracs_given = page_fracs->count() > 0;
+  o.io_depths_given = io_depths->count() > 0;
   return parsed;
 }
 
@@ -191,6 +199,22 @@ int check_options(StallOptions& o) {
     return 2;
   }
   if (o.config.data.empty()) o.config.data = (fs::path(o.data_directory) / "fake-imagenet-small" / "train").string();
+  if (remote_data(o.config)) {
+    if (o.exec_mode) {
+      std::cerr << "mlbench-stall: error: --exec reads the dataset's files; a dataset over HTTP (" << o.config.data
+                << ") is analysed with --bench (loader, convnet, ...)\n";
+      return 2;
+    }
+    if (o.page_fracs_given) {
+      std::cerr << "mlbench-stall: error: --page-fracs holds local files in the page cache; " << o.config.data
+                << " is served over HTTP\n";
+      return 2;
+    }
+    o.config.page_fracs.clear();
+  } else if (o.io_depths_given) {
+    std::cerr << "mlbench-stall: error: --io-depths checks the what-if of a dataset over HTTP (--data http://...)\n";
+    return 2;
+  }
   if (o.out_dir.empty()) o.out_dir = "stall-" + o.config.bench;
   const int all_cpus = static_cast<int>(core::affinity_cpus().size());
   if (o.config.cpus.empty()) {

@@ -22,7 +22,7 @@ struct StallOptions {
   bool use_drop_caches = false;
   int timeout_s = 600;
   int rounds = 1;
-  bool cache_fracs_given = false, page_fracs_given = false;
+  bool cache_fracs_given = false, page_fracs_given = false, io_depths_given = false;
 };
 
 // The options in argv; `exit` is set when the program should end now (--help, --version: 0; a bad

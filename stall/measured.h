@@ -15,6 +15,7 @@
 #include "core/instance_report.h"
 #include "executor.h"
 #include "page_cache.h"
+#include "remote_model.h"
 #include "serial_model.h"
 
 namespace mlbench::stall {
@@ -29,6 +30,7 @@ struct RawRates {
   double peer_cpu_s = 0;  // CPU seconds per such item, asking and answering
   int peer_ids_per_request = 1;  // the items each request of that measurement carried
   std::string peer_runs_note;  // why there are no peer runs (skipped or failed); "" when made or not asked for
+  RemoteRates remote;          // a dataset over HTTP: the server's latency and bandwidth (not known: local files)
 };
 
 struct AnalysisContext {

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "pipeline/http_source.h"
+
 namespace mlbench::stall {
 
 constexpr int kObservations = 10;
@@ -68,7 +70,62 @@ std::vector<std::string> epoch_iteration_args(const StallConfig& c, std::size_t 
 }
 }  // namespace
 
+bool remote_data(const StallConfig& c) {
+  return pipeline::is_http_url(c.data);
+}
+
+namespace {
+// Over HTTP the client has no page cache to warm or evict: "cached" means the item cache holds the
+// whole dataset (filled in the warm-up epochs), "cold" that every sample is a GET; the server's
+// own cache is left as it is. Then the --io-depth runs: held-out checks of the io-depth what-if.
+std::vector<RunSpec> plan_remote_runs(const StallConfig& c, std::size_t items, int batch_size, int pipeline_depth) {
+  std::vector<RunSpec> runs;
+  const int number = std::max(1, (c.iterations + kObservations - 1) / kObservations);
+  const int depth_warmup = std::max(kWarmupObservations, (pipeline_depth + number - 1) / number + 1);
+  const auto epochs = epoch_iteration_args(c, items, batch_size, pipeline_depth);
+  const auto add = [&](std::string label, std::string kind, std::vector<std::string> own, bool whole_epochs,
+                       const std::vector<std::string>& extra) {
+    RunSpec r;
+    r.label = std::move(label);
+    r.kind = std::move(kind);
+    r.args = {"--data", c.data};
+    const auto iters = whole_epochs ? epochs : iteration_args(c.iterations, depth_warmup);
+    r.args.insert(r.args.end(), iters.begin(), iters.end());
+    r.args.insert(r.args.end(), extra.begin(), extra.end());
+    r.args.insert(r.args.end(), own.begin(), own.end());
+    r.cache = CacheState::Any;
+    runs.push_back(std::move(r));
+    return &runs.back();
+  };
+  const auto extra = without_flags(c.extra, {"--cache-size", "--drop-after-read", "--hold-page-cache"});
+  add("synthetic", "synthetic", {"--synthetic"}, false, extra);
+  add("cached", "cached", {"--cache-size", "100%"}, true, extra);
+  add("cold", "cold", {}, false, extra);
+  add("fetch-cold", "fetch-cold", {"--fetch-only"}, false, extra);
+  add("fetch-cached", "fetch-cached", {"--fetch-only", "--cache-size", "100%"}, true, extra);
+  const auto sweep_extra = without_flags(extra, {"--workers", "-j", "--cpu-cores"});
+  for (int n : c.cpus) {
+    RunSpec* r = add(fmt::format("cpus-{}", n), "cpus",
+                     {"--workers", std::to_string(n), "--cpu-cores", std::to_string(n), "--cache-size", "100%"}, true,
+                     sweep_extra);
+    r->cpus = n;
+  }
+  for (double x : c.cache_fracs) {
+    RunSpec* r =
+        add(fmt::format("cache-{:.2f}", x), "cache", {"--cache-size", fmt::format("{:g}%", 100.0 * x)}, true, extra);
+    r->cache_frac = x;
+  }
+  const auto depth_extra = without_flags(extra, {"--io-depth"});
+  for (int d : c.io_depths) {
+    RunSpec* r = add(fmt::format("iodepth-{}", d), "iodepth", {"--io-depth", std::to_string(d)}, false, depth_extra);
+    r->io_depth = d;
+  }
+  return runs;
+}
+}  // namespace
+
 std::vector<RunSpec> plan_runs(const StallConfig& c, std::size_t items, int batch_size, int pipeline_depth) {
+  if (remote_data(c)) return plan_remote_runs(c, items, batch_size, pipeline_depth);
   std::vector<RunSpec> runs;
   const int number = std::max(1, (c.iterations + kObservations - 1) / kObservations);
   const int depth_warmup = std::max(kWarmupObservations, (pipeline_depth + number - 1) / number + 1);
@@ -145,6 +202,9 @@ RunSpec spec_of_label(const std::string& label) {
     } else if (const auto k = after("synthetic-x")) {
       r.kind = "synthetic-shared";
       r.nodes = std::stoi(*k);
+    } else if (const auto d = after("iodepth-")) {
+      r.kind = "iodepth";
+      r.io_depth = std::stoi(*d);
     } else if (label == "peer-local") {
       r.kind = "peer";
     } else if (const auto m = after("peer-")) {

@@ -31,6 +31,9 @@ struct StallConfig {
   // The CPU of a peer fetch measured with this many real nodes on loopback (plan_peer_runs);
   // 0: not measured, the back-to-back loopback figure only.
   int peer_nodes = 2;
+  // Datasets over HTTP (--data http://...): the --io-depth values run as held-out checks of the
+  // io-depth what-if (docs/stall.md, "Datasets over HTTP").
+  std::vector<int> io_depths{1, 32};
 };
 
 // --exec (stall/exec_target.h): the user's command and how the probe times it.
@@ -48,6 +51,7 @@ struct RunSpec {
   CacheState cache = CacheState::Any;
   int cpus = 0;            // 0: every CPU of the analyzer; else the first `cpus` of its affinity
   double cache_frac = -1;  // for "cache" runs, and the page-cache fraction of "page" runs
+  int io_depth = -1;       // for "iodepth" runs (datasets over HTTP): the run's --io-depth
   // Runs of several benchmark processes at once ("peer" runs): `nodes` processes
   // (0: one) on the analyzer's CPUs, each with `args`; with `peers`, a partitioned cache
   // across them on loopback (the executor adds --peers 127.0.0.1:PORT,... --rank R).
@@ -58,6 +62,10 @@ struct RunSpec {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
 };
+
+// Whether the analysis's dataset is served over HTTP (its runs then fill the item cache for the
+// cached runs instead of the page cache, and add the io-depth runs).
+bool remote_data(const StallConfig& c);
 
 // The spec a label names, for runs known only by their label (a finished analysis read back by
 // --reanalyze): "cpus-N" (kind cpus, cpus N), "cache-X" and "page-X" (cache_frac X), "peer-local"

@@ -17,6 +17,7 @@
 #include "core/stall_record.h"
 #include "core/sysinfo.h"
 #include "exec_target.h"
+#include "pipeline/http_source.h"
 #include "pipeline/loader.h"
 #include "pipeline/remedies/peer_rate.h"
 #include "store/results_store.h"
@@ -45,12 +46,60 @@ RawRates measure_raw(const std::vector<fs::path>& files, bool use_drop_caches) {
   return raw;
 }
 
+// Requests at once of the bandwidth probe of a dataset over HTTP.
+constexpr int kRemoteProbeDepth = 32;
+
+// A dataset over HTTP: the server's time for one request alone (L: requests one after another,
+// each timed) and its bandwidth (B: kRemoteProbeDepth requests in flight, three times), over the
+// objects in a seeded random order.
+RemoteRates measure_remote(const pipeline::HttpSource& source) {
+  RemoteRates r;
+  r.mean_bytes = static_cast<double>(source.total_bytes()) / static_cast<double>(source.size());
+  r.probe_depth = kRemoteProbeDepth;
+  std::vector<std::size_t> order(source.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::shuffle(order.begin(), order.end(), std::mt19937(42));
+  // L: at least 16 requests and about a second, at most 400.
+  std::vector<double> times;
+  pipeline::Bytes buf;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t k = 0; k < 400; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    source.fetch(order[k % order.size()], buf);
+    const auto t1 = std::chrono::steady_clock::now();
+    times.push_back(std::chrono::duration<double>(t1 - t0).count());
+    if (times.size() >= 16 && t1 - start > std::chrono::seconds(1)) break;
+  }
+  double sum = 0, sq = 0;
+  for (double t : times) sum += t;
+  r.latency_s = sum / static_cast<double>(times.size());
+  for (double t : times) sq += (t - r.latency_s) * (t - r.latency_s);
+  const double sd = times.size() > 1 ? std::sqrt(sq / static_cast<double>(times.size() - 1)) : 0;
+  r.u_latency = r.latency_s > 0 ? sd / std::sqrt(static_cast<double>(times.size())) / r.latency_s : 0;
+  // B: three probes of about a second each, the objects repeated as needed.
+  std::vector<std::size_t> many;
+  while (many.size() < 20000) many.insert(many.end(), order.begin(), order.end());
+  std::vector<double> rates;
+  for (int i = 0; i < 3; ++i) {
+    std::rotate(many.begin(), many.begin() + static_cast<std::ptrdiff_t>(many.size() / 3), many.end());
+    rates.push_back(pipeline::probe_fetch(source, many, kRemoteProbeDepth, 1.0).bytes_per_s());
+  }
+  const auto [lo, hi] = std::minmax_element(rates.begin(), rates.end());
+  r.bandwidth_Bps = (rates[0] + rates[1] + rates[2]) / 3;
+  r.u_bandwidth = r.bandwidth_Bps > 0 ? (*hi - *lo) / 2 / r.bandwidth_Bps : 0;
+  return r;
+}
+
 class Session {
  public:
-  Session(const StallOptions& o, std::vector<fs::path> files)
-      : o_(o), out_(o.out_dir), files_(std::move(files)), all_cpus_(static_cast<int>(core::affinity_cpus().size())) {
+  Session(const StallOptions& o, std::vector<fs::path> files, std::shared_ptr<const pipeline::HttpSource> remote)
+      : o_(o),
+        out_(o.out_dir),
+        files_(std::move(files)),
+        remote_(std::move(remote)),
+        all_cpus_(static_cast<int>(core::affinity_cpus().size())) {
     ctx_.config = o.config;
-    ctx_.items = files_.size();
+    ctx_.items = remote_ ? remote_->size() : files_.size();
     ctx_.cores_now = all_cpus_;
     ctx_.exec = o.exec_mode;
   }
@@ -70,7 +119,8 @@ class Session {
 
   const StallOptions& o_;
   const fs::path out_;
-  const std::vector<fs::path> files_;
+  const std::vector<fs::path> files_;                         // empty for a dataset over HTTP
+  const std::shared_ptr<const pipeline::HttpSource> remote_;  // a dataset over HTTP, else null
   const int all_cpus_;
   AnalysisContext ctx_;
   RawRates raw_;
@@ -85,6 +135,18 @@ class Session {
 // what-if: a peer on loopback, as many fetching threads as the loader's default read-ahead,
 // batched peer fetches.
 void Session::measure_storage() {
+  if (remote_) {
+    raw_.remote = measure_remote(*remote_);
+    const double mbps = raw_.remote.bandwidth_Bps / 1e6;
+    raw_.seq_cold.mb_per_s = raw_.rand_cold.mb_per_s = raw_.cached.mb_per_s = mbps;
+    raw_.mean_file_bytes = raw_.remote.mean_bytes;
+    ctx_.dataset_bytes = static_cast<double>(remote_->total_bytes());
+    std::cout << fmt::format("storage (HTTP): {:.2f} ms a request alone (L), {:.1f} MB/s with {} in flight (B)\n",
+                             1e3 * raw_.remote.latency_s, mbps, raw_.remote.probe_depth);
+    executor_ = std::make_unique<ProcessExecutor>(fs::path(o_.bench_dir) / o_.config.bench, out_, files_,
+                                                  o_.use_drop_caches, o_.timeout_s);
+    return;
+  }
   raw_ = measure_raw(files_, o_.use_drop_caches);
   ctx_.dataset_bytes = raw_.mean_file_bytes * static_cast<double>(files_.size());
   std::cout << fmt::format("storage: {:.1f} MB/s sequential, {:.1f} MB/s random (cold); memory: {:.1f} MB/s\n",
@@ -129,8 +191,7 @@ void Session::run_round(const RunSpec& spec, int round) {
 // then the plan, round after round.
 void Session::run_plan() {
   const StallConfig& config = o_.config;
-  const auto first =
-      o_.exec_mode ? plan_exec_runs(config, o_.exec).front() : plan_runs(config, files_.size(), 1).front();
+  const auto first = o_.exec_mode ? plan_exec_runs(config, o_.exec).front() : plan_runs(config, ctx_.items, 1).front();
   if (o_.rounds > 1) std::cout << fmt::format("round 1 of {}\n", o_.rounds);
   run_round(first, 1);
   const core::InstanceReport first_report = runs_.at("synthetic").record();
@@ -140,8 +201,8 @@ void Session::run_plan() {
     const int prefetch = static_cast<int>(first_report.pipeline->prefetch.value_or(0));
     depth_ = (prefetch > 0 ? prefetch : 2 * workers) + workers;
   }
-  const auto plan = o_.exec_mode ? plan_exec_runs(config, o_.exec, depth_)
-                                 : plan_runs(config, files_.size(), ctx_.batch_size, depth_);
+  const auto plan =
+      o_.exec_mode ? plan_exec_runs(config, o_.exec, depth_) : plan_runs(config, ctx_.items, ctx_.batch_size, depth_);
   core::ProgressPrinter progress(std::cout, core::is_terminal(1), static_cast<int>(plan.size()) * o_.rounds,
                                  "mlbench-stall");
   progress.update(1, std::nullopt, true);
@@ -338,15 +399,24 @@ void Session::write_analysis() {
   std::cout << "\n" << console_summary(result) << "\nWrote " << (out_ / "stall.json").string() << "\n";
 }
 
-// The dataset's files and OUT, or 2 after the error line.
-int prepare(const StallOptions& o, std::vector<fs::path>& files) {
-  try {
-    files = dataset_files(o.config.data);
-  } catch (const std::exception& e) {
-    std::cerr << "mlbench-stall: error: " << e.what()
-              << " (generate one with: mlbench-datagen ensure fake-imagenet-small --root $DATA_DIRECTORY)\n";
-    return 2;
-  }
+// The dataset's files (or its server's listing) and OUT, or 2 after the error line.
+int prepare(const StallOptions& o, std::vector<fs::path>& files, std::shared_ptr<const pipeline::HttpSource>& remote) {
+  if (remote_data(o.config)) {
+    try {
+      auto source = std::make_shared<pipeline::HttpSource>(o.config.data);
+      remote = source;
+    } catch (const std::exception& e) {
+      std::cerr << "mlbench-stall: error: " << e.what() << "\n";
+      return 2;
+    }
+  } else
+    try {
+      files = dataset_files(o.config.data);
+    } catch (const std::exception& e) {
+      std::cerr << "mlbench-stall: error: " << e.what()
+                << " (generate one with: mlbench-datagen ensure fake-imagenet-small --root $DATA_DIRECTORY)\n";
+      return 2;
+    }
   const fs::path out(o.out_dir);
   std::error_code out_error;
   fs::create_directories(out / "runs", out_error);
@@ -357,8 +427,8 @@ int prepare(const StallOptions& o, std::vector<fs::path>& files) {
                              is_file ? "is a file, not a folder" : "cannot create it: " + out_error.message());
     return 2;
   }
-  std::cout << fmt::format("mlbench-stall: {} on {} ({} files), results in {}\n", o.config.bench, o.config.data,
-                           files.size(), out.string());
+  std::cout << fmt::format("mlbench-stall: {} on {} ({} {}), results in {}\n", o.config.bench, o.config.data,
+                           remote ? remote->size() : files.size(), remote ? "objects" : "files", out.string());
   return 0;
 }
 
@@ -366,8 +436,9 @@ int prepare(const StallOptions& o, std::vector<fs::path>& files) {
 
 int run_session(const StallOptions& o) {
   std::vector<fs::path> files;
-  if (const int rc = prepare(o, files)) return rc;
-  Session session(o, std::move(files));
+  std::shared_ptr<const pipeline::HttpSource> remote;
+  if (const int rc = prepare(o, files, remote)) return rc;
+  Session session(o, std::move(files), std::move(remote));
   const fs::path runs_json = session.out() / "runs.json";
   try {
     session.measure_storage();
