@@ -840,15 +840,19 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     exec_cpu_remedies(ctx, runs, in, w, z, candidates);
   }
   if (!ctx.exec) coordl_remedies(part, coord, withheld, candidates);
-  // A dataset over HTTP: the io-depth what-if, checked against the cold run and the --io-depths runs
-  // (the model takes L and B from the probe and P from the cached run, so none of them is used).
+  // A dataset over HTTP: the io-depth what-if, checked against the cold run, the --io-depths runs
+  // and the partial cache runs (the model takes L and B from the probe and P from the cached run,
+  // so none of them is used).
   std::optional<RemoteWhatIf> remote;
   if (raw.remote.known()) {
     const int depth_now = in.loader.io_depth > 0 ? in.loader.io_depth : std::max(1, in.loader.shape.workers);
-    std::vector<DepthPoint> points{{"cold", depth_now, in.F_obs, 0}};
+    std::vector<DepthPoint> points{{"cold", depth_now, in.F_obs, 0, 0}};
     for (const auto& [label, r] : runs) {
       const RunSpec spec = spec_of(label, r);
-      if (spec.kind == "iodepth" && spec.io_depth > 0) points.push_back({label, spec.io_depth, r.rate, 0});
+      if (spec.kind == "iodepth" && spec.io_depth > 0) points.push_back({label, spec.io_depth, r.rate, 0, 0});
+      if (spec.kind == "cache" && spec.cache_frac > 0 && spec.cache_frac < 1) {
+        points.push_back({label, depth_now, r.rate, 0, spec.cache_frac});
+      }
     }
     remote = remote_whatif(raw.remote, in.P, in.u_P, depth_now, points);
     if (remote->passed) {

@@ -2,21 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
 namespace mlbench::stall {
 
-double remote_fetch_rate(const RemoteRates& r, int depth) {
+double remote_fetch_rate(const RemoteRates& r, int depth, double x) {
   if (!r.known() || depth < 1) return 0;
-  return std::min(r.bandwidth_Bps / r.mean_bytes, depth / r.latency_s);
+  const double misses = std::clamp(1.0 - x, 0.0, 1.0);
+  if (!(misses > 0)) return std::numeric_limits<double>::infinity();
+  return std::min(r.bandwidth_Bps / (r.mean_bytes * misses), depth / r.latency_s);
 }
 
 double remote_speed(const RemoteRates& r, int depth, double P, double x) {
-  const double f = remote_fetch_rate(r, depth);
+  const double f = remote_fetch_rate(r, depth, x);
   if (!(f > 0) || !(P > 0)) return 0;
-  const double misses = std::clamp(1.0 - x, 0.0, 1.0);
-  return misses > 0 ? std::min(P, f / misses) : P;
+  return std::min(P, f);
 }
 
 namespace {
@@ -49,7 +51,7 @@ RemoteWhatIf remote_whatif(const RemoteRates& rates, double P, double u_P, int d
   }
   for (DepthPoint p : measured) {
     if (!(p.measured > 0) || p.depth < 1) continue;
-    p.predicted = remote_speed(rates, p.depth, P);
+    p.predicted = remote_speed(rates, p.depth, P, p.cache);
     w.max_error_pct = std::max(w.max_error_pct, std::abs(p.error_pct()));
     w.checks.push_back(p);
   }
@@ -102,11 +104,12 @@ nlohmann::json remote_whatif_json(const RemoteWhatIf& w) {
   for (const DepthPoint& p : w.checks) {
     checks.push_back({{"run", p.label},
                       {"io_depth", p.depth},
+                      {"cache_fraction", p.cache},
                       {"measured", p.measured},
                       {"predicted", p.predicted},
                       {"error_pct", p.error_pct()}});
   }
-  return {{"model", "F(D) = min(B / size, D / L); speed = min(P, F(D) / (1 - cache share))"},
+  return {{"model", "F(D, x) = min(D / L, B / (size (1 - x))); speed = min(P, F(D, x))"},
           {"latency_ms", 1e3 * w.rates.latency_s},
           {"latency_u", w.rates.u_latency},
           {"bandwidth_MBps", w.rates.bandwidth_Bps / 1e6},

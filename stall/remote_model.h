@@ -1,9 +1,11 @@
 // The fetch model of a dataset over HTTP (docs/stall.md, "Datasets over HTTP"): an object store
 // answers one request in L seconds and serves at most B bytes/s however many are in flight, so
-// D requests in flight fetch F(D) = min(B / size, D / L) samples/s. The loader then runs at
-// T(D, x) = min(P, F(D) / (1 - x)) with a share x of the dataset in the item cache (its misses
-// alone go over the network) and P the speed with every sample cached (the cached run). The
-// what-if over --io-depth, its check against runs it did not use, and the remedy it names. Pure.
+// D requests in flight fetch F(D) = min(B / size, D / L) samples/s. With a share x of the dataset
+// in the item cache only misses cross the network, but read-ahead's window is D samples in the
+// sampler's order, hits included: hits do not free request slots, so the latency bound stays D / L
+// and only the bandwidth bound rises: F(D, x) = min(D / L, B / (size (1 - x))). The loader runs at
+// T(D, x) = min(P, F(D, x)), P its speed with every sample cached (the cached run). The what-if
+// over --io-depth, its check against runs it did not use, and the remedy it names. Pure.
 #pragma once
 
 #include <optional>
@@ -27,8 +29,8 @@ struct RemoteRates {
   bool known() const { return latency_s > 0 && bandwidth_Bps > 0 && mean_bytes > 0; }
 };
 
-// F(D): samples/s with `depth` requests in flight.
-double remote_fetch_rate(const RemoteRates& r, int depth);
+// F(D, x): samples/s with `depth` samples in read-ahead's window, a share `x` of them cache hits.
+double remote_fetch_rate(const RemoteRates& r, int depth, double x = 0);
 // T(D, x): the loader's speed at `depth`, cache share `x`, prep-bound speed `P`.
 double remote_speed(const RemoteRates& r, int depth, double P, double x = 0);
 
@@ -38,6 +40,7 @@ struct DepthPoint {
   int depth = 0;
   double measured = 0;
   double predicted = 0;
+  double cache = 0;  // the run's item cache, a share of the dataset
   double error_pct() const { return predicted > 0 ? 100 * (measured - predicted) / predicted : 0; }
 };
 

@@ -26,17 +26,27 @@ TEST(RemoteModel, FetchRateGrowsWithDepthUntilTheBandwidth) {
   EXPECT_DOUBLE_EQ(remote_fetch_rate(RemoteRates{}, 8), 0);  // not measured
 }
 
-TEST(RemoteModel, SpeedIsPrepBoundOnceFetchIsFastEnoughAndTheCacheTakesMisses) {
+TEST(RemoteModel, SpeedIsPrepBoundOnceFetchIsFastEnough) {
   const RemoteRates r = rates(20, 1000);
   EXPECT_DOUBLE_EQ(remote_speed(r, 1, 300), 50);
   EXPECT_DOUBLE_EQ(remote_speed(r, 8, 300), 300);
-  EXPECT_DOUBLE_EQ(remote_speed(r, 1, 300, 0.5), 100);  // half the samples from the cache: twice the rate
-  EXPECT_DOUBLE_EQ(remote_speed(r, 1, 300, 1.0), 300);
+}
+
+TEST(RemoteModel, TheCacheLiftsTheBandwidthBoundNotTheLatencyBound) {
+  // Latency-bound: read-ahead's window holds hits too, so a cache frees no request slot.
+  const RemoteRates slow = rates(20, 1000);
+  EXPECT_DOUBLE_EQ(remote_speed(slow, 1, 300, 0.5), 50);
+  // Bandwidth-bound (10 MB/s of 100 KB objects: 100 samples/s): half from the cache, twice the rate.
+  const RemoteRates narrow = rates(2, 10);
+  EXPECT_DOUBLE_EQ(remote_speed(narrow, 8, 300), 100);
+  EXPECT_DOUBLE_EQ(remote_speed(narrow, 8, 300, 0.5), 200);
+  EXPECT_DOUBLE_EQ(remote_speed(narrow, 8, 300, 1.0), 300);
+  EXPECT_DOUBLE_EQ(remote_fetch_rate(narrow, 8, 0.5), 200);
 }
 
 TEST(RemoteModel, RecommendsTheSmallestDepthNearTheBestAndTheRemedySaysWhatBoundsItThen) {
   const RemoteRates r = rates(20, 1000);
-  const RemoteWhatIf w = remote_whatif(r, 300, 0.02, 2, {{"cold", 2, 100, 0}});
+  const RemoteWhatIf w = remote_whatif(r, 300, 0.02, 2, {{"cold", 2, 100, 0, 0}});
   ASSERT_TRUE(w.depth_rec);
   EXPECT_EQ(*w.depth_rec, 8);  // 8 / 20 ms = 400 >= 95% of 300
   EXPECT_TRUE(w.passed);
@@ -61,13 +71,15 @@ TEST(RemoteModel, NoRemedyWhenTheDepthIsAlreadyEnough) {
 
 TEST(RemoteModel, TheSelfCheckFailsWhenAMeasuredRunMissesAndTheJsonSaysSo) {
   const RemoteRates r = rates(20, 1000);
-  const RemoteWhatIf w = remote_whatif(r, 300, 0.02, 8, {{"cold", 8, 300, 0}, {"iodepth-1", 1, 40, 0}});
+  const RemoteWhatIf w =
+      remote_whatif(r, 300, 0.02, 8, {{"cold", 8, 300, 0, 0}, {"iodepth-1", 1, 40, 0, 0}, {"cache-0.50", 8, 300, 0, 0.5}});
   EXPECT_NEAR(w.max_error_pct, 20.0, 1e-9);  // 40 measured against 50 predicted
   EXPECT_FALSE(w.passed);
   const auto j = remote_whatif_json(w);
   EXPECT_EQ(j.at("self_check_passed"), false);
   EXPECT_TRUE(j.at("recommended_io_depth").is_null());
-  EXPECT_EQ(j.at("measured").size(), 2u);
+  EXPECT_EQ(j.at("measured").size(), 3u);
+  EXPECT_EQ(j.at("measured").back().at("cache_fraction"), 0.5);
   EXPECT_EQ(j.at("curve").front().at("io_depth"), 1);
 }
 
