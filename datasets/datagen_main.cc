@@ -1,6 +1,7 @@
 // mlbench-datagen: generates the datasets benchmarks read.
 //   mlbench-datagen <recipe> --out DIR [--seed S] [--size tiny|small|full] [recipe flags]
 //   mlbench-datagen ensure NAME --root DIR   (what the runner calls: DIR/NAME unless complete)
+//   mlbench-datagen shards --from DIR --out OUT [--shard-size 64M] [--seed S]   (tar shards of an ImageFolder)
 //   mlbench-datagen list
 #include <iostream>
 #include <map>
@@ -8,10 +9,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "core/byte_size.h"
 #include "core/cli.h"
 #include "core/layout.h"
 #include "core/stop_signals.h"
 #include "datasets/recipe.h"
+#include "datasets/shard_writer.h"
 #include "pipeline/http_source.h"
 
 namespace {
@@ -84,6 +87,24 @@ int main(int argc, char** argv) {
   ensure->add_option("name", dataset, "Dataset name: " + known_datasets())->required();
   ensure->add_option("--root", root, "Data directory (e.g. $DATA_DIRECTORY)")->required();
   add_common(ensure);
+  std::string shards_from;
+  std::string shard_size = "64M";
+  CLI::App* shards = app.add_subcommand(
+      "shards",
+      "Pack an ImageFolder into WebDataset-style tar shards (KEY.jpg + KEY.cls, samples shuffled by --seed; "
+      "the same folder and seed give the same bytes) for the loader's --data OUT/*.tar or OUT/shards.shards");
+  shards->add_option("--from", shards_from, "ImageFolder to pack (root/<class>/<image>)")->required();
+  shards->add_option("--out", out_dir, "Folder to create: shard-000000.tar ..., classes.txt, shards.shards")
+      ->required();
+  shards
+      ->add_option("--shard-size", shard_size,
+                   "Largest shard (64M, 1GiB, ...): a shard is closed before a sample "
+                   "would take it past this")
+      ->capture_default_str();
+  shards->add_flag("--force", force, "Regenerate even when OUT holds complete shards");
+  shards->add_option("--seed", common.seed, "Random seed of the samples' order (same seed, same bytes)")
+      ->capture_default_str();
+  shards->add_flag("-q,--quiet", quiet, "No progress line");
   CLI::App* list = app.add_subcommand("list", "List the recipes");
   std::string listing_root;
   CLI::App* listing = app.add_subcommand(
@@ -106,7 +127,7 @@ int main(int argc, char** argv) {
     std::string line = mlbench::core::parse_error_line(e);
     if (app.get_subcommands().empty()) {
       const std::string first = argc > 1 ? argv[1] : "";
-      const std::string commands = "recipes: " + recipe_names() + "; commands: ensure, list, listing";
+      const std::string commands = "recipes: " + recipe_names() + "; commands: ensure, shards, list, listing";
       if (first.empty()) {
         line = "no recipe or command given (" + commands + ")";
       } else if (first[0] == '-') {
@@ -142,6 +163,34 @@ int main(int argc, char** argv) {
       } else {
         std::cout << dir.string() << " is complete\n";
         warn_if_different(dir, *parsed->recipe, common);
+      }
+      return 0;
+    }
+    if (shards->parsed()) {
+      std::uint64_t bytes = 0;
+      try {
+        bytes = mlbench::core::parse_byte_size(shard_size);
+      } catch (const std::invalid_argument& e) {
+        std::cerr << "mlbench-datagen: error: --shard-size: " << e.what() << "\n";
+        return 2;
+      }
+      ShardWriteResult written;
+      // ensure_dataset: written into a temporary folder renamed into place, removed when interrupted.
+      const Recipe pack{"shards", "tar shards of an ImageFolder", [&](const RecipeOptions& ro) {
+                          written = write_shards({.from = shards_from,
+                                                  .out = ro.out,
+                                                  .shard_bytes = bytes,
+                                                  .seed = ro.seed,
+                                                  .show_progress = ro.show_progress});
+                        }};
+      const fs::path dir(out_dir);
+      if (force && is_complete(dir)) fs::remove_all(dir);
+      if (ensure_dataset(pack, dir, common)) {
+        std::cout << fmt::format("Generated {}: {} samples of {} classes in {} shards (--data {})\n", dir.string(),
+                                 written.samples, written.classes, written.shards, (dir / "shards.shards").string());
+      } else {
+        std::cout << dir.string() << " is complete (use --force to regenerate)\n";
+        warn_if_different(dir, pack, common);
       }
       return 0;
     }

@@ -1,9 +1,8 @@
-// The one loader (torch/data's DataLoader): a Sampler's epochs cut into
-// batches, each built by a Dataset on `workers` threads at most `prefetch`
-// batches ahead of the consumer, handed out in order through the reorder
-// queue. Epochs follow each other without a gap; every epoch has a fresh order
-// when shuffling. The image loader (pipeline/loader.h) and the in-memory
-// benchmarks (vae, recom, translator) run on it.
+// The one loader (torch/data's DataLoader): a Sampler's epochs (or those the
+// dataset plans itself: tar shards, pipeline/shards.h) cut into batches, each built by a Dataset on `workers` threads
+// at most `prefetch` batches ahead of the consumer, handed out in order through the reorder queue. Epochs follow each
+// other without a gap; every epoch has a fresh order when shuffling. The image loader (pipeline/loader.h) and the
+// in-memory benchmarks (vae, recom, translator) run on it.
 #pragma once
 
 #include <algorithm>
@@ -59,7 +58,19 @@ class DataLoader {
     if (options_.batch_size < 1) throw std::invalid_argument("batch size must be >= 1");
     options_.prefetch = effective_prefetch(options_.prefetch, options_.workers);
     builders_ = options_.prefetch > 0 ? std::max(0, options_.workers) : 0;
-    const std::size_t n = sampler_.shard_size(), bs = options_.batch_size;
+    // A dataset that plans its epochs (tar shards: pipeline/shards.h) is asked once here.
+    if (auto first = dataset_->epoch_order(order_request(0))) {
+      if (options_.num_shards != 1) {
+        throw std::invalid_argument(
+            "this dataset plans its own order (tar shards): it cannot be split with num_shards; give each node "
+            "its own shard list instead");
+      }
+      if (first->size() != dataset_->size()) throw std::logic_error("a planned epoch order is not a permutation");
+      planned_ = true;
+      orders_[0] = std::make_shared<const std::vector<std::size_t>>(std::move(*first));
+    }
+    items_per_epoch_ = planned_ ? dataset_->size() : sampler_.shard_size();
+    const std::size_t n = items_per_epoch_, bs = options_.batch_size;
     batches_per_epoch_ = options_.drop_last ? n / bs : (n + bs - 1) / bs;
     if (batches_per_epoch_ == 0) {
       throw std::invalid_argument("a dataset of " + std::to_string(n) + " items has no full batch of " +
@@ -139,7 +150,7 @@ class DataLoader {
   }
 
   std::size_t batches_per_epoch() const { return batches_per_epoch_; }
-  std::size_t items_per_epoch() const { return sampler_.shard_size(); }
+  std::size_t items_per_epoch() const { return items_per_epoch_; }
   const LoaderOptions& options() const { return options_; }  // prefetch as run
   int builders() const { return builders_; }
   const PipelineStats& stats() const { return stats_; }
@@ -186,16 +197,36 @@ class DataLoader {
     std::lock_guard<std::mutex> lock(order_mu_);
     auto it = orders_.find(epoch);
     if (it != orders_.end()) return it->second;
-    auto order = std::make_shared<const std::vector<std::size_t>>(sampler_.epoch_indices(epoch));
+    std::shared_ptr<const std::vector<std::size_t>> order;
+    if (planned_) {
+      auto planned = dataset_->epoch_order(order_request(epoch));
+      if (!planned || planned->size() != items_per_epoch_) {
+        throw std::logic_error("a planned epoch order is not a permutation");
+      }
+      order = std::make_shared<const std::vector<std::size_t>>(std::move(*planned));
+    } else {
+      order = std::make_shared<const std::vector<std::size_t>>(sampler_.epoch_indices(epoch));
+    }
     orders_[epoch] = order;
     // Workers are at most `prefetch` batches apart, so two epochs back is never needed again.
     while (!orders_.empty() && orders_.begin()->first < epoch - 1) orders_.erase(orders_.begin());
     return order;
   }
 
+  // What a planning dataset is asked: lanes are the builders (each reads one stream).
+  EpochOrderRequest order_request(long epoch) const {
+    return {.epoch = epoch,
+            .seed = options_.seed,
+            .shuffle = options_.shuffle,
+            .batch_size = options_.batch_size,
+            .lanes = std::max(1, builders_)};
+  }
+
   std::shared_ptr<Dataset<B>> dataset_;
   LoaderOptions options_;
   Sampler sampler_;
+  bool planned_ = false;  // the dataset plans each epoch's order (else the sampler does)
+  std::size_t items_per_epoch_ = 0;
   PipelineStats stats_;
   int builders_ = 0;
   std::size_t batches_per_epoch_ = 0;

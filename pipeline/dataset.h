@@ -8,9 +8,12 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
+
+#include "pipeline/sampler.h"
 
 namespace mlbench::pipeline {
 
@@ -60,6 +63,11 @@ class Dataset {
   // Builds one batch. Called from `builders` threads at once, each with its own
   // `request.worker`, so per-worker state needs no lock.
   virtual B get_batch(const BatchRequest& request) = 0;
+  // An epoch's order when the dataset plans it (a permutation of [0, size())); nullopt
+  // (the default): the loader's Sampler decides (ItemSource::epoch_order).
+  virtual std::optional<std::vector<std::size_t>> epoch_order(const EpochOrderRequest& /*request*/) const {
+    return std::nullopt;
+  }
 };
 
 // Items held in memory by the caller; `make(indices)` gathers one batch of them.

@@ -110,6 +110,7 @@ class HttpSource : public ItemSource {
   const std::string& url() const { return url_; }
   std::string object_url(std::size_t index) const;
   const std::vector<std::string>& classes() const { return classes_; }
+  std::size_t class_count() const override { return classes_.size(); }
   std::size_t object_bytes(std::size_t index) const { return sizes_[index]; }
   std::uint64_t total_bytes() const { return total_bytes_; }
   HttpCounters counters() const { return client_->counters(); }

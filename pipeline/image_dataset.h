@@ -31,6 +31,10 @@ class ImageDataset : public Dataset<Batch> {
   void prepare(const BuildSetup& setup) override;
   Batch get_batch(const BatchRequest& request) override;
   void stop() override;
+  // The source's own order (tar shards), else the loader's Sampler.
+  std::optional<std::vector<std::size_t>> epoch_order(const EpochOrderRequest& request) const override {
+    return source_->epoch_order(request);
+  }
 
   const ItemSource& source() const { return *source_; }
   const ItemCache* cache() const { return cache_.get(); }

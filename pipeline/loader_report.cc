@@ -12,8 +12,17 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
                                    const ImageLoaderFacts& facts) {
   nlohmann::json j = stats.to_json();
   std::string source = "synthetic";
-  if (facts.source) source = facts.source->encoding() == Encoding::Jpeg ? "image-folder" : "decoded";
+  // A source that says more about itself (tar shards: their counters) names its kind there.
+  nlohmann::json detail = facts.source ? facts.source->describe_json() : nlohmann::json();
+  if (detail.is_object() && detail.contains("kind")) {
+    source = detail["kind"].get<std::string>();
+    if (detail.contains("dataset_bytes")) j["dataset_bytes"] = detail["dataset_bytes"];
+  } else if (facts.source) {
+    source = facts.source->encoding() == Encoding::Jpeg ? "image-folder" : "decoded";
+  }
   j["source"] = source;
+  // Absent in older reports, null for image folders and decoded images: read it as null.
+  j["source_detail"] = detail.is_object() ? detail : nlohmann::json();
   const auto* folder = dynamic_cast<const ImageFolderReader*>(facts.source);
   if (folder) {
     j["root"] = folder->root().string();

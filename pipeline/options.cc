@@ -63,6 +63,11 @@ void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
   cli.add_flag("--no-stats", o.no_stats, "Pipeline stage timers off (to measure their overhead)",
                core::ArgKind::Runtime);
   cli.add_flag("--no-shuffle", o.no_shuffle, "Sequential order instead of a new permutation per epoch");
+  cli.add_option("--shuffle-buffer", o.shuffle_buffer,
+                 "Tar shards (--data DIR/*.tar): samples each lane holds to shuffle its stream, as WebDataset's "
+                 "shuffle buffer (memory: about N x the mean sample size per worker; 0: each lane in file order)")
+      ->check(core::integer_in(0, 1 << 24))
+      ->capture_default_str();
   cli.add_flag("--keep-last", o.keep_last, "Keep the last, smaller batch of an epoch (default: drop it)");
   auto* drop = cli.add_flag("--drop-after-read", o.drop_after_read,
                            "Drop each file from the page cache after reading it: every read comes from storage");
@@ -233,6 +238,17 @@ std::shared_ptr<ItemSource> open_image_source(const std::string& data, const std
     http.timeout_s = options.fetch_timeout;
     http.retries = options.fetch_retries;
     return std::make_shared<HttpSource>(data, http, hint);
+  }
+  if (is_shard_spec(data)) {
+    if (options.hold_page_cache) {
+      throw DataError("--hold-page-cache acts on image folders' files; tar shards take --drop-after-read (" + data +
+                      ")");
+    }
+    TarShardOptions o;
+    o.shuffle_buffer = static_cast<std::size_t>(options.shuffle_buffer);
+    o.strict = options.strict_data;
+    o.drop_after_read = options.drop_after_read;
+    return std::make_shared<TarShardSource>(data, o, hint);
   }
   return open_image_folder(data, hint, options);
 }

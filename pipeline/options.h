@@ -6,6 +6,7 @@
 
 #include "core/cli.h"
 #include "pipeline/loader.h"
+#include "pipeline/shards.h"
 
 namespace mlbench::pipeline {
 
@@ -19,6 +20,7 @@ struct PipelineOptions {
   std::string output = "float32";   // --output float32|uint8
   bool no_stats = false;            // --no-stats
   bool no_shuffle = false;          // --no-shuffle
+  long shuffle_buffer = kDefaultShuffleBuffer;  // --shuffle-buffer (tar shards; 0: no shuffle within lanes)
   bool keep_last = false;           // --keep-last (drop_last off)
   bool drop_after_read = false;     // --drop-after-read (every read from storage)
   bool hold_page_cache = false;     // --hold-page-cache (drop only what a read brought in)
@@ -57,9 +59,12 @@ LoaderConfig benchmark_loader_config(const core::BenchOptions& bench, const Pipe
 std::shared_ptr<ImageFolderReader> open_image_folder(const std::string& root, const std::string& hint,
                                                      const PipelineOptions& options);
 
-// Opens the dataset `data` names: an ImageFolder (open_image_folder), or one served over HTTP
-// (http://HOST:PORT/PREFIX/, pipeline/http_source.h, with --fetch-timeout and --fetch-retries).
-// Throws DataError naming it (with `hint`), or SourceUnavailable when its server does not answer.
+// Opens the dataset `data` names: one served over HTTP (http://HOST:PORT/PREFIX/,
+// pipeline/http_source.h, with --fetch-timeout and --fetch-retries), tar shards
+// (is_shard_spec: DIR/*.tar, a .tar, a .shards list; pipeline/shards.h, with
+// --shuffle-buffer and --strict-data), else an ImageFolder (open_image_folder).
+// Throws DataError naming it (with `hint`; also for a reader flag the source does not
+// take), or SourceUnavailable when its server does not answer.
 std::shared_ptr<ItemSource> open_image_source(const std::string& data, const std::string& hint,
                                               const PipelineOptions& options);
 

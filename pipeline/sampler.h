@@ -31,6 +31,17 @@ class Sampler {
   int shard_id_;
 };
 
+// What a loader asks a source that plans its own epoch order (ItemSource::epoch_order,
+// e.g. tar shards read sequentially): the epoch, the loader's seed and shuffle flag, its
+// batch size and its lanes (the loader's workers, at least 1: streams read side by side).
+struct EpochOrderRequest {
+  long epoch = 0;
+  std::uint64_t seed = 0;
+  bool shuffle = true;
+  std::size_t batch_size = 1;
+  int lanes = 1;
+};
+
 // splitmix64 step: the pipeline's deterministic seeding primitive.
 std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b);
 

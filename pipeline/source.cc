@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 namespace mlbench::pipeline {
 
 namespace fs = std::filesystem;
@@ -330,6 +332,16 @@ std::uint64_t ItemSource::fingerprint() const {
     f.add(static_cast<std::uint64_t>(label(i)));
   }
   return f.h;
+}
+
+nlohmann::json ItemSource::describe_json() const {
+  return nullptr;
+}
+
+std::size_t ItemSource::class_count() const {
+  std::int64_t top = -1;
+  for (std::size_t i = 0; i < size(); ++i) top = std::max(top, label(i));
+  return static_cast<std::size_t>(top + 1);
 }
 
 std::uint64_t ImageFolderReader::fingerprint() const {

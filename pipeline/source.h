@@ -11,8 +11,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "pipeline/data_error.h"
 #include "pipeline/item_cache.h"
+#include "pipeline/sampler.h"
 
 namespace mlbench::pipeline {
 
@@ -76,6 +79,17 @@ class ItemSource {
   // What the dataset is, as a 64-bit hash of every item's name (describe) and label:
   // sources that list the same items agree (a coordinated group holds its members to one).
   virtual std::uint64_t fingerprint() const;
+  // The order of an epoch when the source plans it itself (tar shards: sequential streams
+  // through a shuffle buffer, pipeline/shards.h); a permutation of [0, size()). nullopt (the
+  // default): the loader's Sampler decides.
+  virtual std::optional<std::vector<std::size_t>> epoch_order(const EpochOrderRequest& /*request*/) const {
+    return std::nullopt;
+  }
+  // The report's pipeline.source_detail block ({"kind": ..., counters}); null (the default):
+  // nothing beyond the pipeline block's own fields.
+  virtual nlohmann::json describe_json() const;
+  // How many classes the labels come from: by default the largest label + 1.
+  virtual std::size_t class_count() const;
 };
 
 class ImageFolderReader : public ItemSource {
@@ -99,6 +113,8 @@ class ImageFolderReader : public ItemSource {
   // Every file's path below the root, size (from the scan) and label: the same folder
   // copied elsewhere agrees, another set of files of the same count does not.
   std::uint64_t fingerprint() const override;
+
+  std::size_t class_count() const override { return classes_.size(); }
 
   const std::vector<std::string>& classes() const { return classes_; }
   const std::vector<std::string>& empty_classes() const { return empty_classes_; }

@@ -14,7 +14,6 @@
 #include "benchmarks/support/image_stream.h"
 #include "benchmarks/support/mixed_precision.h"
 #include "benchmarks/support/torch_runtime.h"
-#include "pipeline/http_source.h"
 
 namespace mlbench::bench {
 
@@ -50,15 +49,10 @@ int convnet_main(int argc, char** argv, const ProgramVariant& variant) {
          .synthetic = [&] { return vision::synthetic_batch(o.batch_size, popts.image_size, classes, ctx.device); },
          .open =
              [&](const std::string& path) {
-               auto source = vision::open_image_folder(o, path, "fake-imagenet-small", popts);
-               std::size_t n = 0;
-               if (const auto* folder = dynamic_cast<const pipeline::ImageFolderReader*>(source.get())) {
-                 n = folder->classes().size();
-               } else if (const auto* http = dynamic_cast<const pipeline::HttpSource*>(source.get())) {
-                 n = http->classes().size();
-               }
-               if (static_cast<std::int64_t>(n) > classes) {
-                 throw core::UsageError(path + " has " + std::to_string(n) + " classes, more than --classes " +
+               auto source = vision::open_image_source(o, path, "fake-imagenet-small", popts);
+               const std::size_t found = source->class_count();  // folders, the listing's classes, or shards' labels
+               if (static_cast<std::int64_t>(found) > classes) {
+                 throw core::UsageError(path + " has " + std::to_string(found) + " classes, more than --classes " +
                                         std::to_string(classes));
                }
                return vision::PipelineSource{source, {}};

@@ -1,5 +1,6 @@
 // loader: the data pipeline alone, as the Mila `loader` benchmark but honest
-// about what it times. Iterates ImageFolder JPEGs through RandomResizedCrop,
+// about what it times. Iterates ImageFolder JPEGs (or tar shards: --data
+// DIR/*.tar, pipeline/shards.h) through RandomResizedCrop,
 // flip, normalize and batching, copies each batch to the device when there is
 // one, and reports images/s with the full `stall` and `pipeline` blocks.
 // Worker start-up happens before the timed loop; the report's

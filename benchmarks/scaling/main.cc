@@ -314,7 +314,7 @@ std::shared_ptr<bench::vision::ImageStream> open_stream(const core::BenchOptions
            [&] { return bench::vision::synthetic_batch(o.batch_size, popts.image_size, opt.classes, ctx.device); },
        .open =
            [&](const std::string& path) {
-             auto all = bench::vision::open_image_folder(o, path, "fake-imagenet-small", popts);
+             auto all = bench::vision::open_image_source(o, path, "fake-imagenet-small", popts);
              auto shard = std::make_shared<ShardSource>(all, r, world);
              if (shard->size() < static_cast<std::size_t>(o.batch_size)) {
                throw core::UsageError(

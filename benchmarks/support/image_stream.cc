@@ -28,7 +28,7 @@ pipeline::LoaderConfig loader_config(const core::BenchOptions& o, const pipeline
 
 }  // namespace
 
-std::shared_ptr<const pipeline::ItemSource> open_image_folder(const core::BenchOptions& o, const std::string& path,
+std::shared_ptr<const pipeline::ItemSource> open_image_source(const core::BenchOptions& o, const std::string& path,
                                                               const std::string& dataset,
                                                               const pipeline::PipelineOptions& p) {
   try {
@@ -228,7 +228,7 @@ std::shared_ptr<ImageStream> make_image_stream(const core::BenchOptions& o, cons
                                                const torch::Device& device, const ImageData& data) {
   if (o.synthetic) return std::make_shared<ImageStream>(data.synthetic());
   const std::string path = default_data_path(o, data.dataset, data.subdir);
-  PipelineSource source = data.open ? data.open(path) : PipelineSource{open_image_folder(o, path, data.dataset, p), {}};
+  PipelineSource source = data.open ? data.open(path) : PipelineSource{open_image_source(o, path, data.dataset, p), {}};
   auto config = loader_config(o, p, device);
   if (data.transform) data.transform(config);
   std::shared_ptr<GpuJpegDecoder> gpu;

@@ -31,10 +31,12 @@
 
 namespace mlbench::bench::vision {
 
-// An ImageFolder reader over `path`, with the reader flags of `p`
-// (--drop-after-read); a missing or empty folder is a core::UsageError naming
-// it and the mlbench-datagen command that makes `dataset`.
-std::shared_ptr<const pipeline::ItemSource> open_image_folder(const core::BenchOptions& o, const std::string& path,
+// The source at `path` (pipeline::open_image_source: an ImageFolder, one over HTTP, or tar
+// shards for DIR/*.tar, a .tar or a .shards list), with the reader flags of `p`
+// (--drop-after-read, --fetch-timeout, --shuffle-buffer, ...); a missing or empty dataset
+// (or a server that does not answer) is a core::UsageError naming it and the
+// mlbench-datagen command that makes `dataset`.
+std::shared_ptr<const pipeline::ItemSource> open_image_source(const core::BenchOptions& o, const std::string& path,
                                                               const std::string& dataset,
                                                               const pipeline::PipelineOptions& p);
 
@@ -135,7 +137,7 @@ struct ImageData {
   // The benchmark's transform, applied to the loader config of the shared
   // flags (left as is: RandomResizedCrop --image-size + flip, ImageNet normalisation).
   std::function<void(pipeline::LoaderConfig&)> transform{};
-  // The source at the data path; left empty: an ImageFolder (open_image_folder).
+  // The source at the data path; left empty: open_image_source's (ImageFolder, HTTP, tar shards).
   std::function<PipelineSource(const std::string& path)> open{};
 };
 

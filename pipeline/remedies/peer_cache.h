@@ -205,6 +205,11 @@ class PartitionedSource : public ItemSource {
   int raw_height() const override { return storage_->raw_height(); }
   int raw_channels() const override { return storage_->raw_channels(); }
   std::string describe(std::size_t index) const override { return storage_->describe(index); }
+  // The storage's planned order (tar shards), so that a partitioned cache keeps it.
+  std::optional<std::vector<std::size_t>> epoch_order(const EpochOrderRequest& request) const override {
+    return storage_->epoch_order(request);
+  }
+  std::size_t class_count() const override { return storage_->class_count(); }
   // Asks each owner for `items` of its partition in one request (max_ids_per_request > 1), on a
   // thread per peer; fetch() and fetch_if_cached() then take them from what arrived.
   void will_fetch(const std::vector<std::size_t>& items) const override;
