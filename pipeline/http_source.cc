@@ -388,10 +388,12 @@ void HttpSource::fetch(std::size_t index, Bytes& out) const {
   throw DataError(fmt::format("{}: {}", url, r.error));
 }
 
-nlohmann::json HttpSource::report() const {
+nlohmann::json HttpSource::describe_json() const {
   const HttpCounters c = counters();
   const std::int64_t ok = c.requests - c.failed;
-  return {{"url", url_},
+  return {{"kind", "http"},
+          {"url", url_},
+          {"dataset_bytes", total_bytes_},
           {"objects", names_.size()},
           {"requests", c.requests},
           {"attempts", c.attempts},

@@ -115,8 +115,9 @@ class HttpSource : public ItemSource {
   std::uint64_t total_bytes() const { return total_bytes_; }
   HttpCounters counters() const { return client_->counters(); }
   const HttpOptions& options() const { return client_->options(); }
-  // The report's pipeline.http block (docs/pipeline.md).
-  nlohmann::json report() const;
+  // The report's pipeline.source_detail (docs/pipeline.md, "Datasets over HTTP"): kind "http",
+  // the URL, the requests and their failures.
+  nlohmann::json describe_json() const override;
 
  private:
   std::string url_;  // ends with '/'

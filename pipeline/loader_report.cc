@@ -29,14 +29,9 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
     j["classes"] = folder->classes().size();
     j["dataset_bytes"] = folder->total_bytes();
   }
-  // Absent in older reports and for other sources: null.
-  j["http"] = nullptr;
   if (const auto* http = dynamic_cast<const HttpSource*>(facts.source)) {
-    j["source"] = "http";
     j["root"] = http->url();
     j["classes"] = http->classes().size();
-    j["dataset_bytes"] = http->total_bytes();
-    j["http"] = http->report();
   }
   j["items_per_epoch"] = facts.items_per_epoch;
   j["batches_per_epoch"] = facts.batches_per_epoch;

@@ -793,6 +793,35 @@ nlohmann::json whatif_json(const AnalysisContext& ctx, const Measured& in, const
   return j;
 }
 
+// Tar shards (the cached run's pipeline.source_detail): they are read sequentially, so storage
+// serves them at its sequential rate, and WebDataset's shuffle buffer holds samples in memory.
+// Null for other sources (and in older results).
+nlohmann::json shards_json(const RawRates& raw, const Measured& in) {
+  const nlohmann::json* p =
+      in.cached && in.cached->report.contains("pipeline") ? &in.cached->report["pipeline"] : nullptr;
+  if (!p || !p->is_object() || p->value("source", "") != "tar-shards" || !p->contains("source_detail")) return nullptr;
+  const nlohmann::json& d = (*p)["source_detail"];
+  if (!d.is_object()) return nullptr;
+  const double seq = raw.seq_cold.mb_per_s, rnd = raw.rand_cold.mb_per_s;
+  const double mean = d.value("mean_sample_bytes", 0.0);
+  const auto buffer = d.value("shuffle_buffer", 0);
+  const auto lanes = d.value("lanes", 0);
+  const double buffer_mb = d.value("shuffle_buffer_bytes", 0.0) / 1e6;
+  const double seq_rate = mean > 0 ? seq * 1e6 / mean : 0;
+  return {{"shards", d.value("shards", 0)},
+          {"sequential_MBps", seq},
+          {"random_MBps", rnd},
+          {"sequential_samples_per_s", seq_rate},
+          {"shuffle_buffer", buffer},
+          {"lanes", lanes},
+          {"shuffle_buffer_MB", buffer_mb},
+          {"advice",
+           fmt::format("tar shards are read sequentially: storage serves them at {:.1f} MB/s ({:.0f} samples/s; random "
+                       "reads of small files: {:.1f} MB/s); the shuffle buffer holds {} samples in each of {} lanes, "
+                       "{:.0f} MB of memory (--shuffle-buffer: more mixes better and costs memory, not speed)",
+                       seq, seq_rate, rnd, buffer, lanes, buffer_mb)}};
+}
+
 // Which shares are stalls, the bound, the verdict and the remedy: one judgement (stall/decision.h).
 Judgement judge(const AnalysisContext& ctx, const Measured& in, const CacheWhatIf& w, const Sizing& z,
                 const SelfCheck& check, const Candidates& candidates) {
@@ -884,6 +913,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   out["whatif"] = whatif_json(ctx, in, w, z, pts, withheld, coord, part);
   // Null for local files (absent in older results: read as null).
   out["whatif"]["io_depth"] = remote ? remote_whatif_json(*remote) : nlohmann::json();
+  out["whatif"]["shards"] = shards_json(raw, in);
+  if (!out["whatif"]["shards"].is_null()) out["recommendation"]["shards"] = out["whatif"]["shards"]["advice"];
   out["warnings"] = analysis_warnings(runs, in);
   out["runs"] = runs_json(runs);
   return out;

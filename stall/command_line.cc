@@ -12,6 +12,7 @@
 #include "core/cli.h"
 #include "core/layout.h"
 #include "core/sysinfo.h"
+#include "pipeline/shards.h"
 
 namespace mlbench::stall {
 namespace fs = std::filesystem;
@@ -211,7 +212,17 @@ int check_options(StallOptions& o) {
       return 2;
     }
     o.config.page_fracs.clear();
-  } else if (o.io_depths_given) {
+  } else if (pipeline::is_shard_spec(o.config.data)) {
+    // Tar shards are read forward with their members held until fetched: --hold-page-cache
+    // (which the page-cache runs need) does not apply to them.
+    if (o.page_fracs_given) {
+      std::cerr << "mlbench-stall: error: --page-fracs holds image files in the page cache; " << o.config.data
+                << " is tar shards, read sequentially\n";
+      return 2;
+    }
+    o.config.page_fracs.clear();
+  }
+  if (!remote_data(o.config) && o.io_depths_given) {
     std::cerr << "mlbench-stall: error: --io-depths checks the what-if of a dataset over HTTP (--data http://...)\n";
     return 2;
   }

@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "pipeline/shards.h"
+
 namespace mlbench::stall {
 namespace fs = std::filesystem;
 
@@ -36,6 +38,8 @@ std::uint64_t file_size(int fd) {
 }  // namespace
 
 std::vector<fs::path> dataset_files(const fs::path& root) {
+  // Tar shards (DIR/*.tar, a .tar, a .shards list): the shards are the dataset's files.
+  if (pipeline::is_shard_spec(root.string())) return pipeline::resolve_shard_spec(root.string());
   std::error_code ec;
   if (!fs::exists(root, ec)) throw std::runtime_error(fmt::format("dataset {} does not exist", root.string()));
   std::vector<fs::path> files;

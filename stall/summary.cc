@@ -268,12 +268,46 @@ std::string recommendation_text(const StallRecord& r) {
   return out;
 }
 
+// A dataset over HTTP: the io-depth what-if in a few lines (whatif.io_depth); tar shards: the
+// sequential rate and the shuffle buffer (recommendation.shards). Read from the JSON: older results
+// have neither.
+std::string remote_text(const nlohmann::json& result) {
+  std::string out;
+  const auto& w = result.value("whatif", nlohmann::json::object());
+  const auto io = w.value("io_depth", nlohmann::json());
+  if (io.is_object()) {
+    out +=
+        fmt::format("\nover HTTP: {:.2f} ms a request alone (L), {:.1f} MB/s at {} in flight (B); --io-depth {} now\n",
+                    io.value("latency_ms", 0.0), io.value("bandwidth_MBps", 0.0), io.value("probe_depth", 0),
+                    io.value("io_depth_now", 0));
+    std::string curve;
+    for (const auto& c : io.value("curve", nlohmann::json::array())) {
+      curve +=
+          fmt::format("{}{}: {:.0f}", curve.empty() ? "" : ", ", c.value("io_depth", 0), c.value("predicted", 0.0));
+    }
+    out += "  predicted samples/s by --io-depth: " + curve + "\n";
+    for (const auto& m : io.value("measured", nlohmann::json::array())) {
+      out += fmt::format("  {:<14} --io-depth {:<3} measured {:8.1f}, predicted {:8.1f} ({:+.1f}%)\n",
+                         m.value("run", ""), m.value("io_depth", 0), m.value("measured", 0.0),
+                         m.value("predicted", 0.0), m.value("error_pct", 0.0));
+    }
+    const auto rec = io.value("recommended_io_depth", nlohmann::json());
+    out += io.value("self_check_passed", false)
+               ? (rec.is_number() ? fmt::format("  recommended --io-depth: {}\n", rec.get<int>()) : std::string())
+               : fmt::format("  the model misses a measured run by {:.1f}%: no io-depth advice\n",
+                             io.value("max_error_pct", 0.0));
+  }
+  const auto shards = result.value("recommendation", nlohmann::json::object()).value("shards", nlohmann::json());
+  if (shards.is_string()) out += "\nshards: " + shards.get<std::string>() + "\n";
+  return out;
+}
+
 }  // namespace
 
 std::string console_summary(const nlohmann::json& result) {
   const StallRecord r = core::parse_stall_record(result);
   return rates_text(r) + split_text(r) + whatif_text(r) + coordinated_text(r) + partitioned_text(r) +
-         recommendation_text(r);
+         remote_text(result) + recommendation_text(r);
 }
 
 }  // namespace mlbench::stall

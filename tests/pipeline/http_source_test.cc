@@ -72,7 +72,7 @@ TEST(HttpSource, ServesTheFoldersObjectsAndLabelsOverKeepAlive) {
   EXPECT_EQ(c.requests, static_cast<std::int64_t>(folder.size()) + 1);  // and the listing
   EXPECT_EQ(c.failed, 0);
   EXPECT_EQ(c.retries, 0);
-  EXPECT_EQ(http.report().at("requests").get<std::int64_t>(), c.requests);
+  EXPECT_EQ(http.describe_json().at("requests").get<std::int64_t>(), c.requests);
 }
 
 TEST(HttpSource, ALoaderReadsEveryObjectWithRequestsInFlight) {
@@ -92,7 +92,9 @@ TEST(HttpSource, ALoaderReadsEveryObjectWithRequestsInFlight) {
   EXPECT_GE(http->counters().max_in_flight, 2);
   const auto report = loader.to_json();
   EXPECT_EQ(report.at("source"), "http");
-  EXPECT_EQ(report.at("http").at("failed"), 0);
+  EXPECT_EQ(report.at("source_detail").at("kind"), "http");
+  EXPECT_EQ(report.at("source_detail").at("failed"), 0);
+  EXPECT_EQ(report.at("root"), http->url());
 }
 
 TEST(HttpSource, AUrlWithNoListingSaysHowToWriteOne) {

@@ -1,0 +1,161 @@
+// Datasets over HTTP and in tar shards, end to end: the real `loader`, `mlbench-datagen` and
+// `mlbench-stall` binaries on a tiny ImageFolder served by nginx on loopback
+// (tests/support/http_fixtures.h) or packed into shards.
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/http_fixtures.h"
+#include "tests/support/jpeg_folder.h"
+#include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace mt = mlbench::testing;
+using mlbench::testing_support::run_command;
+using mlbench::testing_support::TempDir;
+
+const std::string kBin = MLBENCH_BIN_DIR;
+const std::string kBench = MLBENCH_BENCH_DIR;
+
+// TMP/set: 2 classes x 24 JPEGs with the listing `mlbench-datagen listing` writes.
+fs::path served_set(const TempDir& tmp) {
+  mt::make_readable_by_others(tmp.path());
+  const fs::path root = mlbench::testing_support::make_jpeg_folder(tmp.path() / "set", 2, 24);
+  const auto r = run_command(fmt::format("{}/mlbench-datagen listing --root {}", kBin, root.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return root;
+}
+
+mt::NginxOptions serve(const fs::path& root) {
+  mt::NginxOptions o;
+  o.root = root;
+  return o;
+}
+
+nlohmann::json only_report(const fs::path& dir, const std::string& marker = ".json") {
+  std::vector<fs::path> found;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().string().find(marker) != std::string::npos && e.path().extension() == ".json")
+      found.push_back(e.path());
+  }
+  EXPECT_EQ(found.size(), 1u) << dir;
+  if (found.empty()) return {};
+  std::ifstream in(found.front());
+  return nlohmann::json::parse(in);
+}
+
+std::string loader_cmd(const std::string& data, const fs::path& report, const std::string& more = "") {
+  return fmt::format(
+      "{}/loader --data '{}' --workers 2 -b 8 --image-size 32 --repeat 3 --number 2 --warmup 1 "
+      "--no-cuda --report {} {} 2>&1",
+      kBench, data, report.string(), more);
+}
+
+TEST(RemoteE2E, TheLoaderReadsADatasetOverHttp) {
+  std::unique_ptr<mt::NginxServer> nginx;
+  const TempDir tmp("remote_e2e_http");
+  const fs::path root = served_set(tmp);
+  MLBENCH_START_NGINX(nginx, serve(tmp.path()));
+  const auto r = run_command(loader_cmd(nginx->url("/set/"), tmp.path() / "rep", "--io-depth 4"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto report = only_report(tmp.path() / "rep");
+  const auto& p = report.at("pipeline");
+  EXPECT_EQ(p.at("source"), "http");
+  EXPECT_EQ(p.at("root"), nginx->url("/set/"));
+  EXPECT_EQ(p.at("source_detail").at("kind"), "http");
+  EXPECT_GT(p.at("source_detail").at("requests").get<int>(), 8);
+  EXPECT_EQ(p.at("source_detail").at("failed"), 0);
+  EXPECT_EQ(p.at("corrupt_samples"), 0);
+}
+
+TEST(RemoteE2E, AUrlWithoutAListingIsOneLineAndExit2) {
+  std::unique_ptr<mt::NginxServer> nginx;
+  const TempDir tmp("remote_e2e_nolisting");
+  const fs::path root = served_set(tmp);
+  fs::remove(root / "mlbench-listing.json");
+  MLBENCH_START_NGINX(nginx, serve(tmp.path()));
+  const auto r = run_command(loader_cmd(nginx->url("/set/"), tmp.path() / "rep"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("loader: error: dataset listing " + nginx->url("/set/mlbench-listing.json") + ": HTTP 404"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("mlbench-datagen listing"), std::string::npos) << r.output;
+}
+
+TEST(RemoteE2E, AServerThatGoesAwayMidRunIsAFailReportNamingIt) {
+  std::unique_ptr<mt::NginxServer> nginx;
+  const TempDir tmp("remote_e2e_gone");
+  const fs::path root = served_set(tmp);
+  MLBENCH_START_NGINX(nginx, serve(tmp.path()));
+  // 30 ms a request: the run lasts long enough to lose its server part-way.
+  mt::DelayProxy proxy("127.0.0.1", nginx->port(), std::chrono::milliseconds(30));
+  mlbench::core::ProcessSpec spec;
+  spec.executable = "/bin/sh";
+  spec.args = {"-c", fmt::format("{}/loader --data '{}' --workers 2 -b 8 --image-size 32 --repeat 1000 --number 2 "
+                                 "--warmup 0 --no-cuda --fetch-retries 1 --report {} 2>&1",
+                                 kBench, proxy.url("/set/"), (tmp.path() / "rep").string())};
+  std::string output;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    nginx->stop();
+  });
+  const auto result = mlbench::core::run_captured(spec);
+  stopper.join();
+  EXPECT_NE(result.status.shell_code(), 0) << result.output;
+  EXPECT_NE(result.output.find("stopped answering"), std::string::npos) << result.output;
+  const auto fail = only_report(tmp.path() / "rep", ".FAIL.");
+  ASSERT_TRUE(fail.is_object());
+  EXPECT_NE(fail.dump().find("stopped answering"), std::string::npos) << fail.dump();
+}
+
+TEST(RemoteE2E, DatagenShardsAndTheLoaderOverThem) {
+  const TempDir tmp("remote_e2e_shards");
+  const fs::path root = mlbench::testing_support::make_jpeg_folder(tmp.path() / "set", 2, 24);
+  const fs::path shards = tmp.path() / "shards";
+  auto r = run_command(fmt::format("{}/mlbench-datagen shards --from {} --out {} --shard-size 200K -q", kBin,
+                                   root.string(), shards.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_command(loader_cmd((shards / "*.tar").string(), tmp.path() / "rep", "--shuffle-buffer 16"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto report = only_report(tmp.path() / "rep");
+  const auto& p = report.at("pipeline");
+  EXPECT_EQ(p.at("source"), "tar-shards");
+  EXPECT_GE(p.at("source_detail").at("shards").get<int>(), 2);
+  EXPECT_EQ(p.at("source_detail").at("items"), 48);
+  EXPECT_EQ(p.at("corrupt_samples"), 0);
+}
+
+TEST(RemoteE2E, MlbenchStallModelsTheIoDepthOfADatasetOverHttp) {
+  std::unique_ptr<mt::NginxServer> nginx;
+  const TempDir tmp("remote_e2e_stall");
+  served_set(tmp);
+  MLBENCH_START_NGINX(nginx, serve(tmp.path()));
+  const fs::path out = tmp.path() / "stall";
+  const auto r = run_command(
+      fmt::format("{}/mlbench-stall --bench loader --bench-dir {} --data {} --cpus 1 --cache-fracs 0.5 --io-depths 2 "
+                  "--iterations 4 --peer-nodes 0 --out {} -- -b 8 --workers 1 --image-size 32 --no-cuda 2>&1",
+                  kBin, kBench, nginx->url("/set/"), out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("storage (HTTP):"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("predicted samples/s by --io-depth"), std::string::npos) << r.output;
+  std::ifstream in(out / "stall.json");
+  const auto stall = nlohmann::json::parse(in);
+  const auto& io = stall.at("whatif").at("io_depth");
+  EXPECT_GT(io.at("latency_ms").get<double>(), 0);
+  EXPECT_GT(io.at("bandwidth_MBps").get<double>(), 0);
+  std::set<std::string> checked;
+  for (const auto& m : io.at("measured")) checked.insert(m.at("run").get<std::string>());
+  EXPECT_EQ(checked, (std::set<std::string>{"cold", "iodepth-2", "cache-0.50"}));
+  EXPECT_TRUE(stall.at("whatif").at("shards").is_null());
+  EXPECT_FALSE(stall.at("runs").contains("page-0.50"));
+}
+
+}  // namespace
