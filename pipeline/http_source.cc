@@ -1,6 +1,7 @@
 #include "pipeline/http_source.h"
 
 #include <curl/curl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -279,20 +280,37 @@ struct HttpClient::Impl {
   HttpCounters counters;
 };
 
-HttpClient::HttpClient(HttpOptions options) : options_(options), impl_(std::make_unique<Impl>(options)) {}
-HttpClient::~HttpClient() = default;
+HttpClient::HttpClient(HttpOptions options)
+    : options_(options), impl_(std::make_unique<Impl>(options)), pid_(::getpid()) {}
+HttpClient::~HttpClient() {
+  // In a forked child that never used it, impl_ is the parent's: its thread is not here to join.
+  if (pid_.load() != ::getpid()) (void)impl_.release();
+}
+
+HttpClient::Impl& HttpClient::impl() const {
+  const pid_t now = ::getpid();
+  if (pid_.load(std::memory_order_acquire) == now) return *impl_;
+  std::lock_guard<std::mutex> lock(reinit_mu_);
+  if (pid_.load(std::memory_order_relaxed) != now) {
+    (void)impl_.release();  // the parent's: its mutex may be held by a thread that is not here
+    impl_ = std::make_unique<Impl>(options_);
+    pid_.store(now, std::memory_order_release);
+  }
+  return *impl_;
+}
 
 HttpResult HttpClient::get(const std::string& url, Bytes& body, std::size_t size_hint) {
-  return impl_->get(url, body, size_hint);
+  return impl().get(url, body, size_hint);
 }
 
 HttpCounters HttpClient::counters() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->counters;
+  Impl& i = impl();
+  std::lock_guard<std::mutex> lock(i.mu);
+  return i.counters;
 }
 
 void HttpClient::stop() {
-  impl_->stop();
+  impl().stop();
 }
 
 namespace {

@@ -11,9 +11,12 @@
 // not a run of skipped samples or a hang (docs/pipeline.md, "Datasets over HTTP").
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -69,7 +72,10 @@ struct HttpCounters {
 };
 
 // GETs through one libcurl multi handle, driven by a thread of its own; get() may be called from
-// any number of threads at once, each call one request in flight.
+// any number of threads at once, each call one request in flight. A process forked from one
+// that used it (a benchmark's memory probe forks before its run) gets a multi handle and thread
+// of its own at its first call: the parent's thread does not exist there, and its connections
+// are the parent's.
 class HttpClient {
  public:
   explicit HttpClient(HttpOptions options = {});
@@ -87,8 +93,12 @@ class HttpClient {
 
  private:
   struct Impl;
+  // This process's Impl: a fresh one in a forked child (the parent's is left alone, leaked).
+  Impl& impl() const;
   HttpOptions options_;
-  std::unique_ptr<Impl> impl_;
+  mutable std::unique_ptr<Impl> impl_;
+  mutable std::atomic<pid_t> pid_;  // the process impl_ belongs to
+  mutable std::mutex reinit_mu_;
 };
 
 // The objects of an ImageFolder over HTTP.

@@ -1,5 +1,8 @@
 // Datasets over HTTP (pipeline/http_source.h) against a real server: nginx on loopback over a
 // temporary ImageFolder (tests/support/http_fixtures.h), and a server that misbehaves on purpose.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -228,6 +231,29 @@ TEST(HttpClient, StopFailsWhatIsInFlight) {
   client.stop();
   t.join();
   EXPECT_EQ(r.error, "the HTTP client was stopped");
+}
+
+// A benchmark's memory probe forks its set-up and one step (benchmarks/support/torch_runtime.cc):
+// the child's requests must not wait for the parent's multi-handle thread, which the child does
+// not have (they did: the probe hung until its 120 s timeout).
+TEST(HttpClient, AForkedChildGetsItsOwnThreadAndConnections) {
+  mt::FaultyHttpServer server(mt::Fault::kNone, "hello");
+  HttpClient client;
+  Bytes body;
+  ASSERT_EQ(client.get(server.url("/a"), body).kind, HttpResult::Kind::Ok);  // the parent's thread is running
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::alarm(20);  // a hang dies of SIGALRM
+    Bytes child_body;
+    const HttpResult r = client.get(server.url("/b"), child_body);
+    ::_exit(r.kind == HttpResult::Kind::Ok && std::string(child_body.begin(), child_body.end()) == "hello" ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status)) << "the child was killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+  ASSERT_EQ(client.get(server.url("/c"), body).kind, HttpResult::Kind::Ok);  // the parent's still works
 }
 
 TEST(HttpSource, AServerThatGoesAwayEndsTheRunWithOneLine) {
