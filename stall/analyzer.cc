@@ -883,7 +883,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
         points.push_back({label, depth_now, r.rate, 0, spec.cache_frac});
       }
     }
-    remote = remote_whatif(raw.remote, in.P, in.u_P, depth_now, points);
+    const RemoteRates rates = with_loader_latency(raw.remote, depth_now, in.S, in.u_S);
+    remote = remote_whatif(rates, in.P, in.u_P, depth_now, points);
     if (remote->passed) {
       if (auto r = io_depth_remedy(*remote)) candidates.remedies.push_back(*r);
     }

@@ -76,6 +76,18 @@ nlohmann::json reanalyze(const fs::path& dir) {
   raw.peer_rate = or_zero(storage.peer_rate);
   raw.peer_cpu_s = or_zero(storage.peer_cpu_us) / 1e6;
   raw.peer_ids_per_request = static_cast<int>(storage.peer_ids_per_request.value_or(1));
+  // A dataset over HTTP: the probe's rates, kept in whatif.io_depth.
+  if (const auto* w = old.raw.contains("whatif") ? &old.raw["whatif"] : nullptr;
+      w && w->is_object() && w->contains("io_depth") && (*w)["io_depth"].is_object()) {
+    const nlohmann::json& io = (*w)["io_depth"];
+    raw.remote.latency_s = io.value("probe_latency_ms", io.value("latency_ms", 0.0)) / 1e3;
+    raw.remote.probe_latency_s = raw.remote.latency_s;
+    raw.remote.bandwidth_Bps = io.value("bandwidth_MBps", 0.0) * 1e6;
+    raw.remote.u_bandwidth = io.value("bandwidth_u", 0.0);
+    raw.remote.probe_depth = io.value("probe_depth", 0);
+    raw.remote.mean_bytes = io.value("mean_object_bytes", 0.0);
+    if (io.value("latency_from", "probe") == "probe") raw.remote.u_latency = io.value("latency_u", 0.0);
+  }
 
   std::map<std::string, RunOutcome> runs;
   nlohmann::json left_out = nlohmann::json::array();

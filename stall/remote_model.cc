@@ -37,6 +37,15 @@ std::optional<int> recommend_depth(const RemoteRates& r, double P) {
 
 }  // namespace
 
+RemoteRates with_loader_latency(RemoteRates r, int depth_now, double S, double u_S) {
+  if (r.probe_latency_s <= 0) r.probe_latency_s = r.latency_s;
+  if (!r.known() || depth_now < 1 || !(S > 0) || S >= 0.9 * r.bandwidth_Bps / r.mean_bytes) return r;
+  r.latency_s = depth_now / S;
+  r.u_latency = u_S;
+  r.latency_from = "fetch-cold";
+  return r;
+}
+
 RemoteWhatIf remote_whatif(const RemoteRates& rates, double P, double u_P, int depth_now,
                            const std::vector<DepthPoint>& measured) {
   RemoteWhatIf w;
@@ -112,6 +121,8 @@ nlohmann::json remote_whatif_json(const RemoteWhatIf& w) {
   return {{"model", "F(D, x) = min(D / L, B / (size (1 - x))); speed = min(P, F(D, x))"},
           {"latency_ms", 1e3 * w.rates.latency_s},
           {"latency_u", w.rates.u_latency},
+          {"latency_from", w.rates.latency_from},
+          {"probe_latency_ms", 1e3 * (w.rates.probe_latency_s > 0 ? w.rates.probe_latency_s : w.rates.latency_s)},
           {"bandwidth_MBps", w.rates.bandwidth_Bps / 1e6},
           {"bandwidth_u", w.rates.u_bandwidth},
           {"probe_depth", w.rates.probe_depth},

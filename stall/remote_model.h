@@ -20,8 +20,10 @@ namespace mlbench::stall {
 
 // What the probe of the server measured.
 struct RemoteRates {
-  double latency_s = 0;      // one request at a time: seconds a sample (L)
+  double latency_s = 0;      // seconds a request takes (L): the model's
   double u_latency = 0;      // its relative uncertainty
+  double probe_latency_s = 0;          // one request at a time, as the probe measured it
+  std::string latency_from = "probe";  // "probe", or the run L was taken from
   double bandwidth_Bps = 0;  // probe_depth requests at once: bytes/s (B)
   double u_bandwidth = 0;
   int probe_depth = 0;
@@ -55,6 +57,11 @@ struct RemoteWhatIf {
   bool passed = true;            // every check within kSelfCheckThresholdPct (or none made)
   std::optional<int> depth_rec;  // the smallest depth reaching kPlateauShare of the best speed
 };
+
+// L as the loader's own requests see it: `depth_now` / S, S the fetch-alone run's rate at the
+// runs' depth (its threads, connections and the server's load), when S is latency-bound (below
+// 90% of B / size); else the probe's L. `u_S`: S's relative uncertainty.
+RemoteRates with_loader_latency(RemoteRates rates, int depth_now, double S, double u_S);
 
 // The what-if from the rates, the cached run's speed and the checks' measured rates.
 RemoteWhatIf remote_whatif(const RemoteRates& rates, double P, double u_P, int depth_now,

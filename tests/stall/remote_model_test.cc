@@ -94,3 +94,26 @@ TEST(RemoteModel, TheGainRangeSpansTheRatesUncertainty) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(RemoteModel, LIsTakenFromTheFetchAloneRunWhenItIsLatencyBound) {
+  using namespace mlbench::stall;
+  RemoteRates r;
+  r.latency_s = 0.020;
+  r.u_latency = 0.01;
+  r.bandwidth_Bps = 100e6;
+  r.mean_bytes = 100e3;                                           // 1000 samples/s of bandwidth
+  const RemoteRates slow = with_loader_latency(r, 8, 370, 0.03);  // 8 / 370 = 21.6 ms
+  EXPECT_NEAR(slow.latency_s, 8.0 / 370, 1e-12);
+  EXPECT_DOUBLE_EQ(slow.probe_latency_s, 0.020);
+  EXPECT_EQ(slow.latency_from, "fetch-cold");
+  EXPECT_DOUBLE_EQ(slow.u_latency, 0.03);
+  // Near the bandwidth bound the run says nothing of L: the probe's stays.
+  const RemoteRates near = with_loader_latency(r, 8, 950, 0.03);
+  EXPECT_DOUBLE_EQ(near.latency_s, 0.020);
+  EXPECT_EQ(near.latency_from, "probe");
+  EXPECT_DOUBLE_EQ(with_loader_latency(r, 8, 0, 0).latency_s, 0.020);  // no fetch-alone run
+}
+
+}  // namespace
