@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
     std::string line = mlbench::core::parse_error_line(e);
     if (app.get_subcommands().empty()) {
       const std::string first = argc > 1 ? argv[1] : "";
-      const std::string commands = "recipes: " + recipe_names() + "; commands: ensure, shards, list, listing";
+      const std::string commands = "recipes: " + recipe_names() + "; commands: ensure, list, listing, shards";
       if (first.empty()) {
         line = "no recipe or command given (" + commands + ")";
       } else if (first[0] == '-') {

@@ -913,7 +913,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   out["self_check"] = self_check_json(check);
   out["whatif"] = whatif_json(ctx, in, w, z, pts, withheld, coord, part);
   // Null for local files (absent in older results: read as null).
-  out["whatif"]["io_depth"] = remote ? remote_whatif_json(*remote) : nlohmann::json();
+  out["whatif"]["http"] = remote ? remote_whatif_json(*remote) : nlohmann::json();
   out["whatif"]["shards"] = shards_json(raw, in);
   if (!out["whatif"]["shards"].is_null()) out["recommendation"]["shards"] = out["whatif"]["shards"]["advice"];
   out["warnings"] = analysis_warnings(runs, in);

@@ -86,7 +86,7 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   auto* io_depths =
       app.add_option("--io-depths", o.config.io_depths,
                      "Datasets over HTTP: the --io-depth values run to check the io-depth what-if against (runs the "
-                     "model does not use; 0 values: none)")
+                     "model does not use)")
           ->delimiter(',')
           ->check(core::integer_in(1, 256))
           ->capture_default_str();

@@ -76,10 +76,10 @@ nlohmann::json reanalyze(const fs::path& dir) {
   raw.peer_rate = or_zero(storage.peer_rate);
   raw.peer_cpu_s = or_zero(storage.peer_cpu_us) / 1e6;
   raw.peer_ids_per_request = static_cast<int>(storage.peer_ids_per_request.value_or(1));
-  // A dataset over HTTP: the probe's rates, kept in whatif.io_depth.
+  // A dataset over HTTP: the probe's rates, kept in whatif.http.
   if (const auto* w = old.raw.contains("whatif") ? &old.raw["whatif"] : nullptr;
-      w && w->is_object() && w->contains("io_depth") && (*w)["io_depth"].is_object()) {
-    const nlohmann::json& io = (*w)["io_depth"];
+      w && w->is_object() && w->contains("http") && (*w)["http"].is_object()) {
+    const nlohmann::json& io = (*w)["http"];
     raw.remote.latency_s = io.value("probe_latency_ms", io.value("latency_ms", 0.0)) / 1e3;
     raw.remote.probe_latency_s = raw.remote.latency_s;
     raw.remote.bandwidth_Bps = io.value("bandwidth_MBps", 0.0) * 1e6;

@@ -69,7 +69,7 @@ RemoteWhatIf remote_whatif(const RemoteRates& rates, double P, double u_P, int d
 // The io-depth remedy ("raise --io-depth from 8 to 32"), when the recommended depth is above the
 // one the runs used; its gain range over the rates' uncertainty.
 std::optional<Remedy> io_depth_remedy(const RemoteWhatIf& w);
-// stall.json's whatif.io_depth.
+// stall.json's whatif.http.
 nlohmann::json remote_whatif_json(const RemoteWhatIf& w);
 
 }  // namespace mlbench::stall

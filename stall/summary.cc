@@ -268,13 +268,13 @@ std::string recommendation_text(const StallRecord& r) {
   return out;
 }
 
-// A dataset over HTTP: the io-depth what-if in a few lines (whatif.io_depth); tar shards: the
+// A dataset over HTTP: the io-depth what-if in a few lines (whatif.http); tar shards: the
 // sequential rate and the shuffle buffer (recommendation.shards). Read from the JSON: older results
 // have neither.
 std::string remote_text(const nlohmann::json& result) {
   std::string out;
   const auto& w = result.value("whatif", nlohmann::json::object());
-  const auto io = w.value("io_depth", nlohmann::json());
+  const auto io = w.value("http", nlohmann::json());
   if (io.is_object()) {
     out +=
         fmt::format("\nover HTTP: {:.2f} ms a request alone (L), {:.1f} MB/s at {} in flight (B); --io-depth {} now\n",

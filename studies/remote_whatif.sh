@@ -3,7 +3,7 @@
 # "Datasets over HTTP"; figures: docs/performance.md, "Datasets over HTTP"): mlbench-stall on
 # `loader` over nginx on loopback with --latency-ms added per request (mlbench-delay-proxy), the
 # model fed by the probe (L, B) and the cached run (P), checked against the cold run, the
-# --io-depths runs and the partial cache runs; prints stall.json's whatif.io_depth.measured
+# --io-depths runs and the partial cache runs; prints stall.json's whatif.http.measured
 # (measured, predicted, error) and the recommendation. The analysis is in --out.
 # Usage: studies/remote_whatif.sh [--dataset fake-imagenet-small] [--data-root DIR (default ./rs-data)]
 #          [--latency-ms 20] [--io-depths 1,2,32] [--cache-fracs 0.5] [--iterations 60] [--workers 2]
@@ -47,7 +47,7 @@ find "$data_abs/$dataset/train" -type f -name '*.jpg' -exec cat {} + >/dev/null 
 /usr/bin/python3 - "$out/stall.json" "$latency" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-io = s["whatif"]["io_depth"]
+io = s["whatif"]["http"]
 print(f"+{sys.argv[2]} ms a request: L {io['latency_ms']:.2f} ms (probe), B {io['bandwidth_MBps']:.1f} MB/s at "
       f"{io['probe_depth']} in flight, P {io['P']:.1f} samples/s (cached run), --io-depth {io['io_depth_now']} in the runs")
 print(f"{'run':<12} {'io depth':>8} {'cache':>6} {'measured':>9} {'predicted':>10} {'error':>7}")

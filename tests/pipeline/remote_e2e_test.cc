@@ -148,7 +148,7 @@ TEST(RemoteE2E, MlbenchStallModelsTheIoDepthOfADatasetOverHttp) {
   EXPECT_NE(r.output.find("predicted samples/s by --io-depth"), std::string::npos) << r.output;
   std::ifstream in(out / "stall.json");
   const auto stall = nlohmann::json::parse(in);
-  const auto& io = stall.at("whatif").at("io_depth");
+  const auto& io = stall.at("whatif").at("http");
   EXPECT_GT(io.at("latency_ms").get<double>(), 0);
   EXPECT_GT(io.at("bandwidth_MBps").get<double>(), 0);
   std::set<std::string> checked;
