@@ -15,6 +15,7 @@
 #include "core/progress.h"
 #include "core/report.h"
 #include "core/stall_record.h"
+#include "core/statistics.h"
 #include "core/sysinfo.h"
 #include "exec_target.h"
 #include "pipeline/http_source.h"
@@ -70,11 +71,8 @@ RemoteRates measure_remote(const pipeline::HttpSource& source) {
     times.push_back(std::chrono::duration<double>(t1 - t0).count());
     if (times.size() >= 16 && t1 - start > std::chrono::seconds(1)) break;
   }
-  double sum = 0, sq = 0;
-  for (double t : times) sum += t;
-  r.latency_s = sum / static_cast<double>(times.size());
-  for (double t : times) sq += (t - r.latency_s) * (t - r.latency_s);
-  const double sd = times.size() > 1 ? std::sqrt(sq / static_cast<double>(times.size() - 1)) : 0;
+  r.latency_s = core::mean(times);
+  const double sd = core::sd_sample(times);
   r.u_latency = r.latency_s > 0 ? sd / std::sqrt(static_cast<double>(times.size())) / r.latency_s : 0;
   // B: three probes of about a second each, the objects repeated as needed.
   std::vector<std::size_t> many;

@@ -1,4 +1,4 @@
-// Test support: servers for the tests of datasets read over HTTP (issue 47): a
+// Test support: servers for the tests of datasets read over HTTP (docs/pipeline.md, "Datasets over HTTP"): a
 // real nginx on loopback over a folder, a proxy that adds latency per request
 // (delay_proxy.h), and an in-process HTTP/1.1 server that misbehaves on purpose.
 // Library mlbench_test_http (tests/support/CMakeLists.txt); its own tests are
