@@ -61,6 +61,7 @@ Loader::Loader(std::shared_ptr<const ItemSource> source, LoaderConfig config)
     }
     partitioned_ = std::make_shared<PartitionedSource>(source_, config_.partition);
     partitioned_->set_trace(config_.trace);
+    partitioned_->set_warnings(config_.warnings);
     fetched = partitioned_;
   }
   dataset_ = std::make_shared<ImageDataset>(fetched, stage_config(config_), config_.cache, config_.allocator,

@@ -177,6 +177,7 @@ LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineO
   c.coordinated.join_timeout_s = o.coordinated_join_timeout;
   if (!o.peers.empty()) {
     c.partition.peers = parse_peers(o.peers);
+    c.partition.run = peers_text(c.partition.peers);  // what every node of the run is given alike
     const int n = c.partition.world();
     if (o.world > 0 && o.world != n) {
       throw std::invalid_argument(fmt::format("--world {} but --peers names {} nodes", o.world, n));

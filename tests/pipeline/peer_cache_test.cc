@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 #include <netdb.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -19,7 +20,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -79,20 +83,28 @@ int raw_connect(std::uint16_t port) {
   return fd;
 }
 
-void put_be32(std::uint8_t* p, std::uint32_t v) {
-  for (int i = 3; i >= 0; --i, v >>= 8) p[i] = static_cast<std::uint8_t>(v);
+// The client's half of the handshake on a raw socket, as rank `rank` of the run `run` dialing
+// rank `server`: the session when the server accepted it.
+std::optional<PeerSession> raw_authenticate(int fd, const std::string& secret, int rank = 0, int server = 1,
+                                            const std::string& run = "") {
+  ServerHello hello{};
+  if (::recv(fd, hello.data(), hello.size(), MSG_WAITALL) != static_cast<ssize_t>(hello.size())) return {};
+  PeerClientHandshake handshake(secret, peer_run_id(run), rank, server);
+  ClientHello mine{};
+  if (handshake.answer(hello, mine) != PeerRefusal::kNone) return {};
+  if (::write(fd, mine.data(), mine.size()) != static_cast<ssize_t>(mine.size())) return {};
+  PeerProof theirs{};
+  if (::recv(fd, theirs.data(), theirs.size(), MSG_WAITALL) != static_cast<ssize_t>(theirs.size())) return {};
+  if (handshake.finish(theirs) != PeerRefusal::kNone) return {};
+  return handshake.session();
 }
 
-// The client's half of the handshake on a raw socket; true when the server accepted it.
-bool raw_authenticate(int fd, const std::string& secret) {
-  std::uint8_t hello[4 + kPeerNonceBytes];
-  if (::recv(fd, hello, sizeof hello, MSG_WAITALL) != static_cast<ssize_t>(sizeof hello)) return false;
-  std::uint8_t mine[32 + kPeerNonceBytes] = {};
-  const auto proof = peer_proof(secret, "mlbench-peer client", hello + 4, kPeerNonceBytes);
-  std::memcpy(mine, proof.data(), proof.size());
-  if (::write(fd, mine, sizeof mine) != static_cast<ssize_t>(sizeof mine)) return false;
-  std::uint8_t theirs[32];
-  return ::recv(fd, theirs, sizeof theirs, MSG_WAITALL) == static_cast<ssize_t>(sizeof theirs);
+// Reads until the peer closes (or the 5 s receive timeout): what came.
+std::vector<std::uint8_t> read_to_end(int fd) {
+  std::vector<std::uint8_t> got;
+  std::uint8_t buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) got.insert(got.end(), buf, buf + n);
+  return got;
 }
 
 PartitionConfig two_nodes(std::uint16_t port0, std::uint16_t port1, int rank) {
@@ -107,12 +119,13 @@ PartitionConfig two_nodes(std::uint16_t port0, std::uint16_t port1, int rank) {
 }
 
 // A server for rank 1 of 2 over 10 items, whose odd items are "cached" as bytes {i, i, i}
-// except item 9, which its lookup cannot read.
+// except item 9, which its lookup cannot read. `config` is rank 0's, the client's.
 struct OddServer {
   PartitionConfig config;
   std::unique_ptr<PeerCacheServer> server;
-  OddServer() {
+  explicit OddServer(const std::string& run = "") {
     config = two_nodes(1, 0, 1);  // peer 1 listens on an ephemeral port; its address is set below
+    config.run = run;
     server = std::make_unique<PeerCacheServer>(PeerAddress{"127.0.0.1", 0}, 10, config,
                                                [](std::size_t i, std::shared_ptr<const Bytes>& out) {
                                                  if (i == 9) return PeerStatus::kMiss;
@@ -120,6 +133,7 @@ struct OddServer {
                                                  return i == 7 ? PeerStatus::kStorage : PeerStatus::kCacheHit;
                                                });
     config.peers[1].port = server->port();
+    config.rank = 0;
   }
 };
 
@@ -181,21 +195,18 @@ TEST(PeerCache, AHostNameOfThisNodeIsListenedOn) {
 // serves nothing to a connection that does not prove the run's secret.
 TEST(PeerCache, AClientWithoutTheSecretGetsNothing) {
   OddServer s;
-  // The old protocol: a request at once, no proof.
+  // The first protocol: a request at once (length 12: magic and one id), no proof.
   int fd = raw_connect(s.server->port());
   std::uint8_t msg[12];
-  put_be32(msg, kPeerRequestBytes);
+  put_be32(msg, 12);
   put_be32(msg + 4, kPeerMagic);
   std::uint8_t id[8] = {0, 0, 0, 0, 0, 0, 0, 5};
   std::vector<std::uint8_t> request(msg, msg + 8);
   request.insert(request.end(), id, id + 8);
-  request.resize(48, 0);  // as long as a proof: a wrong one
+  request.resize(kClientHelloBytes, 0);  // as long as a client's hello: a wrong one
   ASSERT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
-  std::vector<char> got;
-  char buf[256];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) got.insert(got.end(), buf, buf + n);
+  EXPECT_EQ(read_to_end(fd).size(), kServerHelloBytes) << "more than the greeting came back";
   ::close(fd);
-  EXPECT_EQ(got.size(), 4 + kPeerNonceBytes) << "more than the greeting came back";
   // A client with another secret: refused, its item read from storage by the caller.
   PartitionConfig other = s.config;
   other.secret = "another run's secret";
@@ -206,8 +217,7 @@ TEST(PeerCache, AClientWithoutTheSecretGetsNothing) {
   EXPECT_NE(r.error.find("secret"), std::string::npos) << r.error;
   // A silent connection is closed after the timeout, with nothing served.
   fd = raw_connect(s.server->port());
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) {
-  }
+  read_to_end(fd);
   ::close(fd);
   EXPECT_EQ(s.server->counters().requests, 0u);
   EXPECT_GE(s.server->counters().unauthenticated, 3u);
@@ -287,6 +297,319 @@ TEST(PeerCache, TheUsersSecretFileIsMadePrivateOnceAndRefusedWhenOthersCanReadIt
     ::setenv("XDG_CONFIG_HOME", keep_xdg.c_str(), 1);
   else
     ::unsetenv("XDG_CONFIG_HOME");
+}
+
+// An attacker on the network (docs/reliability.md, "Trust boundaries"): listens on a loopback
+// port and relays each connection it accepts to `target`, one connection at a time, passing the
+// bytes of each direction through a hook that sees their offset in that direction's stream of
+// the connection and may change them. It knows no secret.
+class Relay {
+ public:
+  using Hook = std::function<void(std::size_t offset, std::uint8_t* bytes, std::size_t n)>;
+  Relay(std::uint16_t target, Hook to_client, Hook to_server = {})
+      : target_(target), to_client_(std::move(to_client)), to_server_(std::move(to_server)) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Relay() {
+    stop_ = true;
+    thread_.join();
+  }
+  std::uint16_t port() const { return listener_.port; }
+  int connections() const { return connections_.load(); }
+
+ private:
+  void run() {
+    while (!stop_) {
+      pollfd p{listener_.fd, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      const int client = ::accept(listener_.fd, nullptr, nullptr);
+      if (client < 0) continue;
+      ++connections_;
+      const int server = raw_connect(target_);
+      std::size_t offsets[2] = {0, 0};  // to the client, to the server
+      for (bool open = true; open && !stop_;) {
+        pollfd fds[2] = {{server, POLLIN, 0}, {client, POLLIN, 0}};
+        if (::poll(fds, 2, 50) <= 0) continue;
+        for (int d = 0; d < 2 && open; ++d) {
+          if (!(fds[d].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+          std::uint8_t buf[65536];
+          const ssize_t n = ::read(fds[d].fd, buf, sizeof buf);
+          if (n <= 0) {
+            open = false;
+            break;
+          }
+          const Hook& hook = d == 0 ? to_client_ : to_server_;
+          if (hook) hook(offsets[d], buf, static_cast<std::size_t>(n));
+          offsets[d] += static_cast<std::size_t>(n);
+          if (::write(d == 0 ? client : server, buf, static_cast<std::size_t>(n)) != n) open = false;
+        }
+      }
+      ::close(client);
+      ::close(server);
+    }
+  }
+
+  RawListener listener_{true};
+  std::uint16_t target_;
+  Hook to_client_, to_server_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> connections_{0};
+  std::thread thread_;
+};
+
+// Sets byte `at` of a relayed stream to `value` when it passes.
+Relay::Hook set_byte(std::size_t at, std::uint8_t value) {
+  return [at, value](std::size_t offset, std::uint8_t* bytes, std::size_t n) {
+    if (at >= offset && at < offset + n) bytes[at - offset] = value;
+  };
+}
+// Flips the lowest bit of byte `at` of a relayed stream.
+Relay::Hook flip_byte(std::size_t at) {
+  return [at](std::size_t offset, std::uint8_t* bytes, std::size_t n) {
+    if (at >= offset && at < offset + n) bytes[at - offset] ^= 1;
+  };
+}
+// Offsets in the server's stream to the client: the first reply frame's first item byte.
+constexpr std::size_t kFirstReplyBody = kServerHelloBytes + kPeerProofBytes + kPeerFrameHeaderBytes;
+
+// A server for rank 0 of 2 over 10 items (its even ones), each item i as {i, i, i}.
+struct EvenServer {
+  PartitionConfig config;
+  std::unique_ptr<PeerCacheServer> server;
+  EvenServer() {
+    config = two_nodes(0, 0, 0);
+    server = std::make_unique<PeerCacheServer>(PeerAddress{"127.0.0.1", 0}, 10, config,
+                                               [](std::size_t i, std::shared_ptr<const Bytes>& out) {
+                                                 out = std::make_shared<Bytes>(3, static_cast<std::uint8_t>(i));
+                                                 return PeerStatus::kCacheHit;
+                                               });
+    config.peers[0].port = server->port();
+  }
+};
+
+// The relay of the issue that made this protocol: a process without the secret listens on rank
+// 1's port while rank 1 is not up, and relays rank 0's client to rank 0's own server. Before,
+// the client's proof named neither side: it was authenticated there, read items, and rank 0's
+// client took 19 made-up images as peer hits. Now the client sees that the server is rank 0,
+// not the rank 1 it dialed; a relay that rewrites the ranks it passes breaks the proofs instead,
+// and rank 0's server refuses a client of its own rank.
+TEST(PeerCache, ARelayToANodesOwnServerIsRefused) {
+  EvenServer rank0;
+  const struct {
+    const char* name;
+    Relay::Hook to_client, to_server;
+  } relays[] = {
+      {"as is", {}, {}},
+      {"server rank rewritten to 1", set_byte(7, 1), {}},
+      {"both ranks rewritten to 1", set_byte(7, 1), set_byte(3, 1)},
+  };
+  for (const auto& r : relays) {
+    SCOPED_TRACE(r.name);
+    Relay attacker(rank0.server->port(), r.to_client, r.to_server);
+    PartitionConfig c = rank0.config;  // rank 0's own client; rank 1's address is the attacker's
+    c.peers[1].port = attacker.port();
+    PeerCacheClient client(c);
+    Bytes out;
+    const auto reply = client.get(1, 3, out);
+    EXPECT_EQ(reply.result, PeerCacheClient::Result::kFailed);
+    EXPECT_TRUE(reply.auth_failed) << reply.error;
+    EXPECT_TRUE(out.empty());
+  }
+  const auto n = rank0.server->counters();
+  EXPECT_EQ(n.requests, 0u) << "rank 0's server answered the relay";
+  EXPECT_EQ(n.messages, 0u);
+  EXPECT_GE(n.unauthenticated, 2u);  // the two rewriting relays: a client of its own rank, a bad proof
+}
+
+// A node refuses a connection that claims its own rank (or one outside the run), though its
+// proof is right: only a reflection or a relay of its own client would.
+TEST(PeerCache, ANodeRefusesAConnectionClaimingItsOwnRank) {
+  OddServer s;  // rank 1 of 2
+  for (int claimed : {1, 2}) {
+    const int fd = raw_connect(s.server->port());
+    EXPECT_FALSE(raw_authenticate(fd, s.config.secret, claimed, 1)) << claimed;
+    ::close(fd);
+  }
+  EXPECT_EQ(s.server->counters().unauthenticated, 2u);
+  EXPECT_EQ(s.server->counters().requests, 0u);
+  const int fd = raw_connect(s.server->port());
+  EXPECT_TRUE(raw_authenticate(fd, s.config.secret, 0, 1));  // rank 0's is served
+  ::close(fd);
+}
+
+// Reflection: each proof is bound to its direction. A fake server that sends a client its own
+// proof back as the server's is refused; so is a client that hands a server its own greeting
+// back as its hello.
+TEST(PeerCache, AProofReflectedToWhereItCameFromIsRefused) {
+  RawListener fake(true);
+  std::thread server([&] {
+    const int fd = ::accept(fake.fd, nullptr, nullptr);
+    PeerServerHandshake looks_right("not the secret", peer_run_id(""), 1, 2);
+    (void)!::write(fd, looks_right.hello().data(), kServerHelloBytes);
+    ClientHello theirs{};
+    if (::recv(fd, theirs.data(), theirs.size(), MSG_WAITALL) == static_cast<ssize_t>(theirs.size())) {
+      (void)!::write(fd, theirs.data() + 4 + kPeerNonceBytes, kPeerProofBytes);  // the client's own proof
+    }
+    read_to_end(fd);
+    ::close(fd);
+  });
+  PeerCacheClient client(two_nodes(free_port(), fake.port, 0));
+  Bytes out;
+  const auto reply = client.get(1, 3, out);
+  server.join();
+  EXPECT_EQ(reply.result, PeerCacheClient::Result::kFailed);
+  EXPECT_TRUE(reply.auth_failed);
+  EXPECT_NE(reply.error.find("does not hold this run's secret"), std::string::npos) << reply.error;
+
+  OddServer s;
+  const int fd = raw_connect(s.server->port());
+  ServerHello hello{};
+  ASSERT_EQ(::recv(fd, hello.data(), hello.size(), MSG_WAITALL), static_cast<ssize_t>(hello.size()));
+  ClientHello back{};
+  std::memcpy(back.data(), hello.data() + 4, back.size());  // its rank, its run id and nonce
+  ASSERT_EQ(::write(fd, back.data(), back.size()), static_cast<ssize_t>(back.size()));
+  EXPECT_TRUE(read_to_end(fd).empty());
+  ::close(fd);
+  EXPECT_EQ(s.server->counters().unauthenticated, 1u);
+}
+
+// Replay: a recorded handshake replayed on a new connection proves nothing (the server's nonce
+// is new); a request replayed on its own connection, and a reply replayed in place of the next,
+// fail their tags (the sequence number).
+TEST(PeerCache, ARecordedHandshakeOrFrameReplayedIsRefused) {
+  OddServer s;
+  // Record a genuine client's bytes to the server, through a relay that only listens.
+  std::vector<std::uint8_t> recorded;
+  std::mutex mu;
+  {
+    Relay tap(s.server->port(), {}, [&](std::size_t, std::uint8_t* bytes, std::size_t n) {
+      std::lock_guard lock(mu);
+      recorded.insert(recorded.end(), bytes, bytes + n);
+    });
+    PartitionConfig c = s.config;
+    c.peers[1].port = tap.port();
+    PeerCacheClient client(c);
+    Bytes out;
+    ASSERT_EQ(client.get(1, 3, out).result, PeerCacheClient::Result::kHit);
+  }
+  ASSERT_GT(recorded.size(), kClientHelloBytes);
+  EXPECT_EQ(s.server->counters().requests, 1u);
+  int fd = raw_connect(s.server->port());
+  ServerHello hello{};
+  ASSERT_EQ(::recv(fd, hello.data(), hello.size(), MSG_WAITALL), static_cast<ssize_t>(hello.size()));
+  ASSERT_EQ(::write(fd, recorded.data(), recorded.size()), static_cast<ssize_t>(recorded.size()));
+  EXPECT_TRUE(read_to_end(fd).empty()) << "the replayed handshake got an answer";
+  ::close(fd);
+  EXPECT_EQ(s.server->counters().requests, 1u);
+  EXPECT_EQ(s.server->counters().unauthenticated, 1u);
+
+  // A request frame sent twice on one connection: the second is refused and the connection closed.
+  fd = raw_connect(s.server->port());
+  auto session = raw_authenticate(fd, s.config.secret);
+  ASSERT_TRUE(session);
+  const auto request = peer_request_frame({5}, session->send);
+  ASSERT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::vector<std::uint8_t> reply(kPeerFrameHeaderBytes + 3 + kPeerTagBytes);
+  ASSERT_EQ(::recv(fd, reply.data(), reply.size(), MSG_WAITALL), static_cast<ssize_t>(reply.size()));
+  ASSERT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  EXPECT_TRUE(read_to_end(fd).empty()) << "the replayed request got an answer";
+  ::close(fd);
+  EXPECT_EQ(s.server->counters().mac_failures, 1u);
+  EXPECT_EQ(s.server->counters().requests, 2u);
+
+  // A man in the middle answers the second request with the first reply again (item 3's bytes
+  // for item 5): the client refuses it.
+  const std::size_t frame = kPeerFrameHeaderBytes + 3 + kPeerTagBytes;
+  std::vector<std::uint8_t> first;
+  Relay replayer(s.server->port(), [&](std::size_t offset, std::uint8_t* bytes, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t at = offset + i;
+      const std::size_t start = kServerHelloBytes + kPeerProofBytes;
+      if (at >= start && at < start + frame) first.push_back(bytes[i]);
+      if (at >= start + frame && at < start + 2 * frame) bytes[i] = first[at - start - frame];
+    }
+  });
+  PartitionConfig c = s.config;
+  c.peers[1].port = replayer.port();
+  PeerCacheClient client(c);
+  Bytes out;
+  ASSERT_EQ(client.get(1, 3, out).result, PeerCacheClient::Result::kHit);
+  EXPECT_EQ(out, Bytes(3, 3));
+  const auto r = client.get(1, 5, out);
+  EXPECT_EQ(r.result, PeerCacheClient::Result::kFailed);
+  EXPECT_TRUE(r.auth_failed);
+  EXPECT_NE(r.error.find("item 5's reply failed its MAC check"), std::string::npos) << r.error;
+}
+
+// A node of another run under the same secret (the user's secret file serves every run of the
+// user) is refused: the client sees the server's run; a client that ignores it fails its proof.
+TEST(PeerCache, ANodeOfAnotherRunIsRefusedUnderTheSameSecret) {
+  OddServer s("127.0.0.1:7000,127.0.0.1:7001");
+  PartitionConfig other = s.config;
+  other.run = "127.0.0.1:7002,127.0.0.1:7001";
+  PeerCacheClient client(other);
+  Bytes out;
+  const auto r = client.get(1, 3, out);
+  EXPECT_EQ(r.result, PeerCacheClient::Result::kFailed);
+  EXPECT_TRUE(r.auth_failed);
+  EXPECT_NE(r.error.find("another run"), std::string::npos) << r.error;
+  // A client that takes the server's run id as its own proves for its own run: refused.
+  const int fd = raw_connect(s.server->port());
+  ServerHello hello{};
+  ASSERT_EQ(::recv(fd, hello.data(), hello.size(), MSG_WAITALL), static_cast<ssize_t>(hello.size()));
+  const PeerRunId mine = peer_run_id(other.run);
+  std::memcpy(hello.data() + 8, mine.data(), mine.size());  // as if the server were of this run
+  PeerClientHandshake handshake(other.secret, mine, 0, 1);
+  ClientHello answer{};
+  ASSERT_EQ(handshake.answer(hello, answer), PeerRefusal::kNone);
+  ASSERT_EQ(::write(fd, answer.data(), answer.size()), static_cast<ssize_t>(answer.size()));
+  EXPECT_TRUE(read_to_end(fd).empty());
+  ::close(fd);
+  EXPECT_EQ(s.server->counters().requests, 0u);
+  EXPECT_EQ(s.server->counters().unauthenticated, 1u);
+  PeerCacheClient same_run(s.config);
+  EXPECT_EQ(same_run.get(1, 3, out).result, PeerCacheClient::Result::kHit);
+}
+
+// A secret path that is a directory was told to `chmod 600 it`, which would not have helped.
+TEST(PeerCache, ASecretPathThatIsADirectoryIsSaidToBeOne) {
+  TempDir tmp("secret_dir");
+  const char* saved_secret = std::getenv("MLBENCH_PEER_SECRET");
+  const std::string keep_secret = saved_secret ? saved_secret : "";
+  const char* saved_file = std::getenv("MLBENCH_PEER_SECRET_FILE");
+  const std::string keep_file = saved_file ? saved_file : "";
+  const char* saved_xdg = std::getenv("XDG_CONFIG_HOME");
+  const std::string keep_xdg = saved_xdg ? saved_xdg : "";
+  ::unsetenv("MLBENCH_PEER_SECRET");
+  auto expect_directory = [](const fs::path& dir) {
+    try {
+      load_peer_secret();
+      ADD_FAILURE() << "a directory was taken for the secret";
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(dir.string() + " is a directory, not a file"), std::string::npos) << what;
+      EXPECT_EQ(what.find("chmod"), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  };
+  // $MLBENCH_PEER_SECRET_FILE naming a directory.
+  fs::create_directories(tmp.path() / "given");
+  ::setenv("MLBENCH_PEER_SECRET_FILE", (tmp.path() / "given").c_str(), 1);
+  expect_directory(tmp.path() / "given");
+  // The user's secret file's place taken by a directory.
+  ::unsetenv("MLBENCH_PEER_SECRET_FILE");
+  ::setenv("XDG_CONFIG_HOME", tmp.path().c_str(), 1);
+  fs::create_directories(tmp.path() / "mlbench" / "peer-secret");
+  expect_directory(tmp.path() / "mlbench" / "peer-secret");
+  auto restore = [](const char* name, const char* saved, const std::string& keep) {
+    if (saved)
+      ::setenv(name, keep.c_str(), 1);
+    else
+      ::unsetenv(name);
+  };
+  restore("MLBENCH_PEER_SECRET", saved_secret, keep_secret);
+  restore("MLBENCH_PEER_SECRET_FILE", saved_file, keep_file);
+  restore("XDG_CONFIG_HOME", saved_xdg, keep_xdg);
 }
 
 TEST(PeerCache, ServesItsPartitionByIdAndKeepsTheConnection) {
@@ -370,33 +693,43 @@ TEST(PeerCache, AManyItemRequestToAPeerThatIsDownFailsEveryItem) {
 
 TEST(PeerCache, MalformedAndOversizedRequestsAreRejectedAndTheConnectionClosed) {
   OddServer s;
-  std::uint8_t msg[16];
-  char reply[16];
-  // A length that is not 12 (an oversized request): closed without a reply.
+  // A frame header with the request kind and `length`, or another kind.
+  auto send_header = [](int fd, std::uint32_t kind, std::uint64_t length) {
+    const PeerFrameHeader h = peer_frame_header(kind, length);
+    return ::write(fd, h.data(), h.size()) == static_cast<ssize_t>(h.size());
+  };
+  // A length that is no request's (an oversized one): closed without a reply.
   int fd = raw_connect(s.server->port());
   ASSERT_TRUE(raw_authenticate(fd, s.config.secret));
-  put_be32(msg, 1u << 30);
-  ASSERT_EQ(::write(fd, msg, 4), 4);
-  EXPECT_EQ(::read(fd, reply, sizeof reply), 0);
+  ASSERT_TRUE(send_header(fd, kPeerMagic, std::uint64_t{1} << 30));
+  EXPECT_TRUE(read_to_end(fd).empty());
   ::close(fd);
-  // The right length with a wrong magic (a path name, say): the same.
+  // The right length with a wrong kind (a path name, say): the same.
   fd = raw_connect(s.server->port());
   ASSERT_TRUE(raw_authenticate(fd, s.config.secret));
-  put_be32(msg, kPeerRequestBytes);
-  std::memcpy(msg + 4, "/etc/passwd\0", 12);
-  ASSERT_EQ(::write(fd, msg, 16), 16);
-  EXPECT_EQ(::read(fd, reply, sizeof reply), 0);
+  std::uint32_t kind = 0;
+  std::memcpy(&kind, "/etc", 4);
+  ASSERT_TRUE(send_header(fd, kind, 8));
+  EXPECT_TRUE(read_to_end(fd).empty());
   ::close(fd);
-  // More ids than a request may carry, and a length that is no whole number of ids: the same.
-  for (std::uint32_t length : {4 + 8 * (kPeerMaxIds + 1), std::uint32_t{16}, std::uint32_t{4}}) {
+  // More ids than a request may carry, a length that is no whole number of ids, none: the same.
+  for (std::uint64_t length : {std::uint64_t{8} * (kPeerMaxIds + 1), std::uint64_t{12}, std::uint64_t{0}}) {
     fd = raw_connect(s.server->port());
     ASSERT_TRUE(raw_authenticate(fd, s.config.secret));
-    put_be32(msg, length);
-    ASSERT_EQ(::write(fd, msg, 4), 4);
-    EXPECT_EQ(::read(fd, reply, sizeof reply), 0) << length;
+    ASSERT_TRUE(send_header(fd, kPeerMagic, length));
+    EXPECT_TRUE(read_to_end(fd).empty()) << length;
     ::close(fd);
   }
   EXPECT_EQ(s.server->counters().rejected, 5u);
+  // A well-formed request whose tag is wrong: closed, counted as a MAC failure.
+  fd = raw_connect(s.server->port());
+  ASSERT_TRUE(raw_authenticate(fd, s.config.secret));
+  PeerFrameMac wrong_key;
+  const auto forged = peer_request_frame({5}, wrong_key);
+  ASSERT_EQ(::write(fd, forged.data(), forged.size()), static_cast<ssize_t>(forged.size()));
+  EXPECT_TRUE(read_to_end(fd).empty());
+  ::close(fd);
+  EXPECT_EQ(s.server->counters().mac_failures, 1u);
   EXPECT_EQ(s.server->counters().requests, 0u);
   // The server still answers a well-formed request.
   PeerCacheClient client(s.config);
@@ -471,6 +804,37 @@ Bytes from_storage(std::size_t i) {  // MemorySource's item i
 }
 Bytes expected_item(std::size_t i) {  // OddServer's odd items but 9; the rest from storage
   return i % 2 == 1 && i != 9 ? Bytes(3, static_cast<std::uint8_t>(i)) : from_storage(i);
+}
+
+// A man in the middle that flips one byte of an item: the item is refused, read from storage
+// instead and counted, with one warning naming the peer, however many items it spoils.
+TEST(PeerCache, AnItemChangedOnTheWayIsRefusedReadFromStorageAndCounted) {
+  OddServer s;
+  Relay mitm(s.server->port(), flip_byte(kFirstReplyBody));
+  PartitionConfig c = s.config;
+  c.peers[1].port = mitm.port();
+  c.max_ids_per_request = 1;  // one item a request: the flip spoils the first
+  auto storage = std::make_shared<MemorySource>(10);
+  PartitionedSource source(storage, c);
+  std::ostringstream warnings;
+  source.set_warnings(&warnings);
+  Bytes out;
+  source.fetch(3, out);
+  EXPECT_EQ(out, from_storage(3)) << "the changed item was delivered";
+  source.fetch(5, out);  // the peer is skipped for a while now: from storage, counted alike
+  EXPECT_EQ(out, from_storage(5));
+  const auto n = source.counters();
+  EXPECT_EQ(n.peer_auth_failures, 2u);
+  EXPECT_EQ(n.peer_failures, 2u);
+  EXPECT_EQ(n.peer_cache_items, 0u);
+  EXPECT_EQ(storage->reads.load(), 2);
+  const std::string text = warnings.str();
+  const std::string peer = "rank 1 (127.0.0.1:" + std::to_string(mitm.port()) + ") failed authentication";
+  EXPECT_NE(text.find(peer), std::string::npos) << text;
+  EXPECT_EQ(text.find('\n'), text.size() - 1) << "not one warning:\n" << text;
+  EXPECT_NE(text.find("MAC"), std::string::npos) << text;
+  const auto j = partitioned_cache_report(source, nullptr);
+  EXPECT_EQ(j["peer"]["auth_failures"], 2) << j.dump();
 }
 
 // A batch of the 10 items told to `source`, then each fetched in order and checked.
