@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -17,6 +17,7 @@
 
 #include "core/atomic_file.h"
 #include "core/cli.h"
+#include "core/credentials.h"
 #include "core/layout.h"
 #include "core/report_name.h"
 #include "report/blas_notes.h"
@@ -68,7 +69,8 @@ void write_targets_file(const std::string& file, const std::string& model, const
   for (const std::string& b : skipped) {
     report.notes.warnings.push_back(fmt::format("--write-targets: {} has no run value, left out of {}", b, file));
   }
-  for (std::string& w : targets_from_failing_benches(report.benches, targets)) report.notes.warnings.push_back(std::move(w));
+  for (std::string& w : targets_from_failing_benches(report.benches, targets))
+    report.notes.warnings.push_back(std::move(w));
   mlbench::core::write_file_atomic(file, targets.dump(2) + "\n");
 }
 
@@ -138,7 +140,8 @@ std::optional<int> parse_command_line(int argc, char** argv, ReportOptions& o) {
   app.add_option("--targets-model", o.targets_model, "The \"model\" of the file --write-targets writes")
       ->capture_default_str();
   app.add_option("--targets-note", o.targets_note, "Where the runs come from (machine, command), for --write-targets");
-  app.set_version_flag("--version", mlbench::core::layout::version_line("mlbench-report"), "The version and the commit it was built from");
+  app.set_version_flag("--version", mlbench::core::layout::version_line("mlbench-report"),
+                       "The version and the commit it was built from");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -156,7 +159,7 @@ std::optional<int> parse_command_line(int argc, char** argv, ReportOptions& o) {
   }
   if (!o.store.empty() && !o.reports.empty()) {
     std::cerr << "mlbench-report: error: --store and --reports are read apart: load the reports with --store "
-              << o.store << " --import " << o.reports << " (see --help)\n";
+              << mlbench::core::mask_credentials(o.store) << " --import " << o.reports << " (see --help)\n";
     return 2;
   }
   if (!o.store.empty() && o.imports.empty() && !o.history && !o.machines && o.write_targets.empty()) {
@@ -202,7 +205,8 @@ int run_report(const ReportOptions& o) {
       targets = load_targets_file(find_targets_file(o.gpu_model, dirs));
     }
     ReportsTree tree;
-    Report report = load_report({o.reports, o.suite, targets, o.min_runs, {o.stall_dirs.begin(), o.stall_dirs.end()}}, &tree);
+    Report report =
+        load_report({o.reports, o.suite, targets, o.min_runs, {o.stall_dirs.begin(), o.stall_dirs.end()}}, &tree);
     if (!o.compare.empty()) {
       const ReportsTree other_tree = load_reports_tree(o.compare, o.suite, o.min_runs, "--compare");
       const Report other = build_report(o.suite, o.compare, other_tree, targets, {},
@@ -212,14 +216,16 @@ int run_report(const ReportOptions& o) {
     }
     // Targets are made from --min-runs runs at least: a partial answer is shown, not kept.
     if (!o.write_targets.empty() && static_cast<int>(tree.runs.size()) < o.min_runs) {
-      throw InputError(fmt::format("--write-targets: {} run(s) in {}; targets are made from at least {} "
-                                   "(--min-runs lowers it)",
-                                   tree.runs.size(), o.reports, o.min_runs));
+      throw InputError(
+          fmt::format("--write-targets: {} run(s) in {}; targets are made from at least {} "
+                      "(--min-runs lowers it)",
+                      tree.runs.size(), o.reports, o.min_runs));
     }
     if (!o.write_targets.empty())
       write_targets_file(o.write_targets, o.targets_model, o.targets_note, o.reports, o.suite, tree, report);
     const char* no_color = std::getenv("NO_COLOR");
-    const bool use_color = o.color == "always" || (o.color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color));
+    const bool use_color =
+        o.color == "always" || (o.color == "auto" && isatty(STDOUT_FILENO) && !(no_color && *no_color));
     ConsoleReporter(use_color).write(report, std::cout);
     if (!o.csv.empty()) write_output(CsvReporter(), report, o.csv);
     if (!o.json.empty()) write_output(JsonReporter(), report, o.json);

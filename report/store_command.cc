@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <numeric>
@@ -177,10 +178,21 @@ void write_targets_from_store(store::ResultsStore& s, const StoreCommand& c, std
 
 int run_store_command(const StoreCommand& c) {
   try {
-    const std::unique_ptr<store::ResultsStore> s = store::ResultsStore::open(c.store);
+    // The views only read: a store on a read-only mount is read, and none is created.
+    const store::Access access = c.imports.empty() ? store::Access::kReadOnly : store::Access::kReadWrite;
+    std::error_code ec;
+    if (access == store::Access::kReadOnly && !store::is_postgresql_url(c.store) &&
+        !std::filesystem::exists(c.store, ec)) {
+      const std::string flag = c.history ? "--history" : c.machines ? "--machines" : "--write-targets";
+      throw InputError(
+          fmt::format("{}: the store {} holds no run: there is no such file (record runs with "
+                      "mlbench-run --store {} or load run folders with --import DIR)",
+                      flag, c.store, c.store));
+    }
+    const std::unique_ptr<store::ResultsStore> s = store::ResultsStore::open(c.store, access);
     StoreView view;
     view.store = s->name();
-    int invalid = 0;  // imported reports that do not validate: the exit says so
+    int invalid = 0;  // imported reports unreadable or not valid: the exit says so
     if (!c.imports.empty()) {
       ImportCounts counts;
       for (const std::string& dir : c.imports) import_into_store(*s, dir, counts);
@@ -209,7 +221,8 @@ int run_store_command(const StoreCommand& c) {
     }
     if (invalid > 0) {
       std::cerr << "mlbench-report: error: " << invalid
-                << " imported report(s) do not validate (named above); they are failed instances in the store\n";
+                << " imported report(s) cannot be read or do not validate (named above); they are failed instances in "
+                   "the store\n";
       return 1;
     }
     return 0;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -34,6 +35,34 @@ nlohmann::json read_json(const fs::path& file) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return nullptr;
   return nlohmann::json::parse(read_text(file), nullptr, /*allow_exceptions=*/false);
+}
+
+// "<suite>.<name>.R<run>.D<slot>[.FAIL].<timestamp>.json" -> suite, name, run; nullopt for a
+// file not named as a report. The suite is the part before the first '.' (suite names have none).
+struct ReportFileName {
+  std::string suite, name;
+  int run = 0;
+};
+std::optional<ReportFileName> parse_report_file_name(const std::string& file) {
+  static const std::regex pattern(R"(^([^.]+)\.(.+)\.R(\d{1,9})\.D\d+(\.FAIL)?\..*\.json$)");
+  std::smatch m;
+  if (!std::regex_match(file, m, pattern)) return std::nullopt;
+  return ReportFileName{m[1].str(), m[2].str(), std::stoi(m[3].str())};
+}
+
+// A file named as a report that cannot be read as one (truncated, empty, valid JSON that is
+// no report object): a failed instance of the benchmark its name says, with the reason
+// mlbench-report --reports gives it. nullopt for a file not named as a report.
+std::optional<core::InstanceReport> unreadable_report(const fs::path& file, const nlohmann::json& j) {
+  const auto named = parse_report_file_name(file.filename().string());
+  if (!named) return std::nullopt;
+  core::InstanceReport r;
+  r.name = named->name;
+  r.suite = named->suite;
+  r.run_id = named->run;
+  r.completed = false;
+  r.reason = std::string("unreadable report (") + (j.is_discarded() ? "not valid JSON" : "not a report object") + ")";
+  return r;
 }
 
 std::string string_at(const nlohmann::json& j, const std::string& key) {
@@ -197,20 +226,34 @@ void import_into_store(store::ResultsStore& store, const fs::path& dir, ImportCo
     const nlohmann::json machine_json = rd.dir == output_folder ? tree_machine : read_json(rd.dir / "machine.json");
     for (const fs::path& file : rd.files) {
       const nlohmann::json j = read_json(file);
-      if (!core::report_identity(j)) continue;  // not an instance report (a jobs file, a probe's output)
       core::InstanceReport r;
-      try {
-        r = core::parse_instance_report(j);
-      } catch (const core::ReportFormatError& e) {
-        // Kept as written, a failed instance with the reader's reason (the reports tree's rule).
-        counts.warnings.push_back(fmt::format("{}: {}; imported as a failed instance", file.string(), e.what()));
+      if (!core::report_identity(j)) {
+        // Named as a report but unreadable: a failed instance, as --reports counts it. Another
+        // file (a jobs file, a probe's output) is not a report: skipped, or named when unreadable.
+        const auto unreadable = unreadable_report(file, j);
+        if (!unreadable) {
+          if (j.is_discarded())
+            counts.warnings.push_back(fmt::format("{}: not valid JSON, not imported", file.string()));
+          continue;
+        }
+        r = *unreadable;
+        counts.warnings.push_back(fmt::format("{}: {}; imported as a failed instance", file.string(),
+                                              j.is_discarded() ? "not valid JSON" : "not a report object"));
         ++counts.invalid;
-        const auto identity = core::report_identity(j);
-        r = core::InstanceReport{};
-        r.raw = j;
-        r.name = identity->name;
-        r.suite = identity->suite;
-        r.reason = e.what();
+      } else {
+        try {
+          r = core::parse_instance_report(j);
+        } catch (const core::ReportFormatError& e) {
+          // Kept as written, a failed instance with the reader's reason (the reports tree's rule).
+          counts.warnings.push_back(fmt::format("{}: {}; imported as a failed instance", file.string(), e.what()));
+          ++counts.invalid;
+          const auto identity = core::report_identity(j);
+          r = core::InstanceReport{};
+          r.raw = j;
+          r.name = identity->name;
+          r.suite = identity->suite;
+          r.reason = e.what();
+        }
       }
       ++reports;
       std::string run_id = r.runner && r.runner->run_id ? *r.runner->run_id : "";

@@ -17,14 +17,16 @@ struct ImportCounts {
   std::set<std::string> runs;  // the runs whose reports were read
   int stalls_added = 0, stalls_there = 0;
   std::vector<std::string> warnings;  // files that could not be read, one line each
-  int invalid = 0;                    // reports that do not validate: imported as failed instances
+  int invalid = 0;                    // reports unreadable or not valid: imported as failed instances
 };
 
 // Imports DIR: a tree of run directories (R<k>/, output<k>/), one run directory, or one report
 // file; and every stall.json under it. The run id of a report: its runner.run_id, else its
 // run directory's (or the tree's) machine.json "run_id", else import_run_id(the folder).
 // A report that does not validate (a field of the wrong type) is imported as a failed instance
-// whose reason is the reader's (as mlbench-report --reports counts it), with a warning.
+// whose reason is the reader's (as mlbench-report --reports counts it), with a warning; so is
+// a file named as a report that cannot be read (truncated, empty, JSON that is no report object):
+// "unreadable report (not valid JSON)" of the benchmark and pass its name says.
 // Throws InputError when DIR does not exist or holds neither instance reports nor stall
 // analyses; store::StoreError when the store fails.
 void import_into_store(store::ResultsStore& store, const std::filesystem::path& dir, ImportCounts& counts);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/byte_size.h"
+#include "core/credentials.h"
 #include "core/report.h"
 #include "core/sysinfo.h"
 
@@ -34,7 +35,9 @@ std::vector<Slot> make_slots(const std::vector<int>& cpus, std::uint64_t ram_tot
   return slots;
 }
 
-int default_slot_count(int gpus, int cpus) { return gpus > 0 ? gpus : std::max(1, cpus / 2); }
+int default_slot_count(int gpus, int cpus) {
+  return gpus > 0 ? gpus : std::max(1, cpus / 2);
+}
 
 std::string format_bytes(std::optional<std::uint64_t> bytes) {
   if (!bytes) return "unlimited";
@@ -169,7 +172,9 @@ std::string shell_line(const Instance& inst) {
   for (const auto& [k, v] : inst.env) line += k + "=" + quote(v) + " ";
   line += quote(inst.executable);
   for (const auto& a : inst.argv) line += " " + quote(a);
-  return line;
+  // What is shown and written (the log's header, the report's runner block, --dry), never what
+  // runs: a password in a job's arguments is masked.
+  return core::mask_credentials(line);
 }
 
 }  // namespace mlbench::runner

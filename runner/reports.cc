@@ -3,6 +3,7 @@
 
 #include <fstream>
 
+#include "core/credentials.h"
 #include "core/report.h"
 
 namespace mlbench::runner {
@@ -118,7 +119,10 @@ FinalReport finalize_report(const fs::path& dir, const Instance& inst, const std
     target =
         dir / core::report_file_name(r.suite, inst.name, static_cast<int>(r.run_id), inst.slot, !outcome.passed, now);
   }
-  core::write_json_atomic(target, core::to_json(r));
+  // A password in the benchmark's own fields (its args, a data URL) is never written.
+  nlohmann::json written_json = core::to_json(r);
+  core::mask_credentials(written_json);
+  core::write_json_atomic(target, written_json);
   // The instance's own file is replaced by the runner's: one report per instance.
   if (written && *written != target) {
     std::error_code ec;

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/credentials.h"
 #include "core/instance_report.h"
 #include "core/report.h"
 #include "core/sysinfo.h"
@@ -87,6 +88,7 @@ void write_machine_json(const fs::path& dir, const RunFacts& run, const PlanSett
                     {"pass", pass},
                     {"data_directory", run.data_directory},
                     {"started", core::utc_iso8601(std::chrono::system_clock::now())}};
+  core::mask_credentials(machine);  // a password in a path or URL is never written
   core::write_json_atomic(dir / "machine.json", machine);
 }
 
@@ -94,7 +96,7 @@ void write_summary(const fs::path& dir, const std::vector<std::string>& lines, d
   std::string text;
   for (const auto& l : lines) text += l + "\n";
   if (final) text += total_line(total_seconds) + "\n";
-  core::write_file_atomic(dir / "summary.txt", text);
+  core::write_file_atomic(dir / "summary.txt", core::mask_credentials(text));
 }
 
 std::optional<fs::path> new_report(const fs::path& dir, const Instance& inst, const std::set<fs::path>& before) {

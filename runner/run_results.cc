@@ -103,13 +103,16 @@ bool report_results(Output& output, const std::vector<Pass>& passes, const RunEn
   } catch (const report::InputError& e) {
     output.line("Report: not written (" + std::string(e.what()) + ")");
   } catch (const std::exception& e) {
-    output.line(fmt::format("mlbench-run: error: cannot write {}: {}", html.string(), e.what()));
+    // The atomic writer's message names the file and the cause ("cannot write PATH: ...").
+    const std::string what = e.what();
+    output.line(what.find(html.string()) != std::string::npos
+                    ? "mlbench-run: error: " + what
+                    : fmt::format("mlbench-run: error: cannot write {}: {}", html.string(), what));
     ok = false;
   }
-  // Name only a summary that is on disk (a full disk may have refused it).
-  const bool summaries = !passes.empty() && std::all_of(passes.begin(), passes.end(), [](const Pass& p) {
-    std::error_code ec;
-    return fs::exists(p.dir / "summary.txt", ec);
+  // Name only a summary written whole (a full disk may have refused it, or its last lines).
+  const bool summaries = !passes.empty() && std::all_of(passes.begin(), passes.end(), [&](const Pass& p) {
+    return end.finished_summaries.count(p.dir) > 0;
   });
   if (!summaries) {
     if (!passes.empty()) output.line("Summary: not written");

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,10 +27,13 @@ struct RunEnd {
   std::string suite;
   std::optional<report::Targets> targets;
   std::string no_targets_why;  // without targets: why ("no target for this CPU (...); targets exist for: ...")
-  bool color = false;  // on a terminal, NO_COLOR unset
+  bool color = false;          // on a terminal, NO_COLOR unset
   // Instances this run saw fail (Scheduler::failed_instances): failed in the table whatever
   // their reports on disk say.
   std::map<std::string, std::string> failed;
+  // The run directories whose summary.txt was written whole (Scheduler::finished_summaries):
+  // a summary.txt that holds only its first lines (a full disk) is not named as a result.
+  std::set<std::filesystem::path> finished_summaries;
 };
 
 // Prints the table, writes outdir/report.html and prints where it and summary.txt are.

@@ -17,6 +17,7 @@
 
 #include "core/build_info.h"
 #include "core/cli.h"
+#include "core/credentials.h"
 #include "core/environment.h"
 #include "core/layout.h"
 #include "core/progress.h"
@@ -94,9 +95,10 @@ void load_jobs(const Options& opt, Setup& s) {
   for (const auto& j : s.jobs) {
     const std::string exe = resolve_command(j.cmd, fs::path(s.jobs_file).parent_path().string(), opt.bench_dir);
     if (exe.empty()) {
-      throw JobsError(fmt::format("{}: job {} ({}): field 'cmd': unknown benchmark '{}' (not in {}, nor on PATH; "
-                                  "build it or fix the name)",
-                                  s.jobs_file, j.index, j.name, j.cmd, opt.bench_dir));
+      throw JobsError(
+          fmt::format("{}: job {} ({}): field 'cmd': unknown benchmark '{}' (not in {}, nor on PATH; "
+                      "build it or fix the name)",
+                      s.jobs_file, j.index, j.name, j.cmd, opt.bench_dir));
     }
     s.executables.push_back(exe);
   }
@@ -150,10 +152,10 @@ void load_machine(const Options& opt, Setup& s) {
   p.suite = opt.suite.empty() ? fs::path(s.jobs_file).stem().string() : opt.suite;
   // The suite names the reports' files and the Slurm job: a '/' or ".." would write outside the run's folder.
   if (const std::string why = name_problem(p.suite); !why.empty()) {
-    throw std::invalid_argument(opt.suite.empty()
-                                    ? fmt::format("the suite name '{}' (the jobs file's name) {}; give --suite NAME",
-                                                  printable(p.suite), why)
-                                    : fmt::format("--suite '{}' {}", printable(opt.suite), why));
+    throw std::invalid_argument(
+        opt.suite.empty()
+            ? fmt::format("the suite name '{}' (the jobs file's name) {}; give --suite NAME", printable(p.suite), why)
+            : fmt::format("--suite '{}' {}", printable(opt.suite), why));
   }
   p.uid = opt.uid;
   p.run_id = static_cast<int>(opt.uid);
@@ -213,7 +215,7 @@ bool load(Options& opt, Setup& s) {
     }
     load_jobs(opt, s);
     load_machine(opt, s);
-    make_pass(opt, s, 0);  // $VARS of every selected job
+    make_pass(opt, s, 0);              // $VARS of every selected job
   } catch (const std::exception& e) {  // JobsError, std::invalid_argument
     std::cerr << "mlbench-run: error: " << e.what() << std::endl;
     return false;
@@ -304,6 +306,7 @@ store::RunRecord run_record(const Options& opt, const Setup& s, const std::strin
   r.mlbench_commit = core::build_info::kGitCommit;
   r.command = "mlbench-run";
   for (const std::string& a : opt.args) r.command += " " + a;
+  r.command = core::mask_credentials(r.command);  // a --store URL's password is never stored
   r.outdir = s.outdir.string();
   return r;
 }
@@ -346,8 +349,12 @@ int execute(const Options& opt, Setup s) {
       try {
         write_machine_json(p.dir, facts, p.settings, p.index);
       } catch (const std::exception& e) {
-        throw std::runtime_error(p.dir.string() + ": " + e.what());
+        // Named once: the writers' messages name the file already.
+        const std::string what = e.what();
+        throw std::runtime_error(what.find(p.dir.string()) != std::string::npos ? what : p.dir.string() + ": " + what);
       }
+      // The store after the run folder's own files: it must never cost the run its reports.
+      recorder.open();
     });
   } catch (const std::exception& e) {  // machine.json could not be written: the run directory is unusable
     std::cerr << "mlbench-run: error: " << e.what() << std::endl;
@@ -357,6 +364,7 @@ int execute(const Options& opt, Setup s) {
   recorder.finish(scheduler.interrupted() ? "interrupted" : "finished");
   RunEnd end = end_of_run(s);
   end.failed = scheduler.failed_instances();
+  end.finished_summaries = scheduler.finished_summaries();
   const bool html_ok = report_results(output, passes, end);
   if (scheduler.write_failures() > 0) {
     // Never name results that are not on disk as if they were.

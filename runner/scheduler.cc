@@ -94,10 +94,10 @@ int Scheduler::run_pass(const Pass& pass, const std::vector<JobSpec>& jobs) {
   for (int s = 0; s < total && !interrupted_ && !stopped_; ++s) {
     const PlannedStep& step = pass.plan[static_cast<std::size_t>(s)];
     const double t0 = launcher_.now();
-    const StepResult r = run_step(step, jobs[static_cast<std::size_t>(step.job)], {s + 1, total, start}, pass.dir,
-                                  pass.settings);
-    lines.push_back(summary_line(s + 1, total, r.failed, static_cast<int>(step.instances.size()),
-                                 launcher_.now() - t0, step.title, r.all_resumed));
+    const StepResult r =
+        run_step(step, jobs[static_cast<std::size_t>(step.job)], {s + 1, total, start}, pass.dir, pass.settings);
+    lines.push_back(summary_line(s + 1, total, r.failed, static_cast<int>(step.instances.size()), launcher_.now() - t0,
+                                 step.title, r.all_resumed));
     output_.line(lines.back());
     failed += r.failed;
     if (r.failed > 0 && options_.raise_error) {
@@ -115,6 +115,7 @@ int Scheduler::run_pass(const Pass& pass, const std::vector<JobSpec>& jobs) {
   }
   try {
     write_summary(pass.dir, lines, launcher_.now() - start, true);
+    finished_summaries_.insert(pass.dir);
   } catch (const std::exception& e) {
     write_failed(e.what());
   }
@@ -208,7 +209,8 @@ bool Scheduler::finish(const Watched& w, const std::string& setup_error, const s
 
 void Scheduler::write_failed(const std::string& what) {
   ++write_failures_;
-  std::cerr << "mlbench-run: error: " << what << std::endl;
+  // summary.txt is rewritten after every step: a full disk refuses it each time, in the same words.
+  if (printed_failures_.insert(what).second) std::cerr << "mlbench-run: error: " << what << std::endl;
 }
 
 std::string Scheduler::ensure_dataset(const std::string& dataset, const fs::path& dir) {

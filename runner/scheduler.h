@@ -24,9 +24,9 @@
 namespace mlbench::runner {
 
 struct SchedulerOptions {
-  bool resume = false;       // skip instances with a completed report
-  bool raise_error = false;  // stop after the first step with a failed instance
-  double kill_grace = 10;    // seconds from SIGTERM/SIGINT to SIGKILL
+  bool resume = false;            // skip instances with a completed report
+  bool raise_error = false;       // stop after the first step with a failed instance
+  double kill_grace = 10;         // seconds from SIGTERM/SIGINT to SIGKILL
   std::filesystem::path datagen;  // mlbench-datagen, for jobs with a dataset
   std::string data_directory;
   // Called with each instance's final report once it is on disk, and the pass's settings.
@@ -75,6 +75,9 @@ class Scheduler {
   // reason: the results table counts them as failed whatever the disk holds (a completed
   // report whose final record could not be written; a failure whose report is missing).
   const std::map<std::string, std::string>& failed_instances() const { return failed_; }
+  // The run directories whose summary.txt was written whole (its last write, with the total
+  // line, succeeded): only those are named as results.
+  const std::set<std::filesystem::path>& finished_summaries() const { return finished_summaries_; }
 
  private:
   static constexpr double kNever = std::numeric_limits<double>::infinity();
@@ -107,7 +110,9 @@ class Scheduler {
   int interrupt_count_ = 0;
   bool stopped_ = false;
   int write_failures_ = 0;
-  std::map<std::string, std::string> failed_;  // failed_instances()
+  std::set<std::string> printed_failures_;  // each failed write's message is printed once
+  std::set<std::filesystem::path> finished_summaries_;
+  std::map<std::string, std::string> failed_;    // failed_instances()
   std::map<std::string, std::string> datasets_;  // dataset -> "" (ready) or the error
 };
 

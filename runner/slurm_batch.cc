@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/credentials.h"
 #include "core/environment.h"
 #include "core/process.h"
 
@@ -26,21 +27,31 @@ std::string quote(const std::string& a) {
 
 }  // namespace
 
+namespace {
+bool store_holds_a_credential(const Options& opt) {
+  return !opt.store.empty() && core::mask_credentials(opt.store) != opt.store;
+}
+}  // namespace
+
 std::string batch_script(const Options& opt, const std::string& jobs_file, const std::string& suite,
                          const fs::path& outdir, const fs::path& workdir) {
+  // A --store URL with a password is never written into the script: the job reads it from
+  // its environment, which sbatch hands it (submit_batch sets kBatchStoreVariable).
+  const bool store_from_environment = store_holds_a_credential(opt);
   std::string line = quote(opt.self);
   for (std::size_t i = 0; i < opt.args.size(); ++i) {
     const std::string& a = opt.args[i];
-    if (a == "--sbatch-args" || a == "--launcher" || a == "--outdir") {
+    if (a == "--sbatch-args" || a == "--launcher" || a == "--outdir" || (store_from_environment && a == "--store")) {
       ++i;  // and its value
       continue;
     }
     if (a == "--sbatch" || a.rfind("--sbatch-args=", 0) == 0 || a.rfind("--launcher=", 0) == 0 ||
-        a.rfind("--outdir=", 0) == 0) {
+        a.rfind("--outdir=", 0) == 0 || (store_from_environment && a.rfind("--store=", 0) == 0)) {
       continue;
     }
     line += " " + quote(a);
   }
+  if (store_from_environment) line += fmt::format(" '--store' \"${}\"", kBatchStoreVariable);
   line += " --launcher slurm --outdir " + quote(outdir.string());
   // No value of the user's outside single quotes: a newline in the suite or the jobs file's
   // name once ended a comment or an #SBATCH line and ran the rest as a command. The job's
@@ -94,6 +105,10 @@ int submit_batch(const Options& opt, const std::string& jobs_file, const std::st
   for (const std::string& a : batch_identity_options(suite, outdir)) spec.args.push_back(a);
   for (const std::string& a : sbatch_options(opt)) spec.args.push_back(a);  // the user's own win
   spec.args.push_back(script.string());
+  if (store_holds_a_credential(opt)) {
+    spec.env = core::current_environment();
+    (*spec.env)[kBatchStoreVariable] = opt.store;
+  }
   spec.output = core::Output::Capture;
   core::CommandResult r;
   try {

@@ -10,9 +10,15 @@
 
 namespace mlbench::runner {
 
+// The variable that hands the batch job a --store URL holding a password (sbatch passes the
+// submitter's environment to the job): the script says `--store "$MLBENCH_STORE"`, so
+// the password is in no file (docs/reliability.md, "Trust boundaries").
+inline constexpr const char* kBatchStoreVariable = "MLBENCH_STORE";
+
 // The script: `opt.args` again without --sbatch, --sbatch-args, --launcher and --outdir,
 // then `--launcher slurm --outdir <outdir>`, run from `workdir`, every value in single
 // quotes; no #SBATCH directive (batch_identity_options names the job and its output).
+// A --store holding a credential becomes `'--store' "$MLBENCH_STORE"`.
 std::string batch_script(const Options& opt, const std::string& jobs_file, const std::string& suite,
                          const std::filesystem::path& outdir, const std::filesystem::path& workdir);
 

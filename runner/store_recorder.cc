@@ -1,10 +1,13 @@
 #include "runner/store_recorder.h"
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <fstream>
 
 #include <fmt/format.h>
 
+#include "core/credentials.h"
 #include "core/report_name.h"
 #include "report/store_rows.h"
 #include "runner/reports.h"
@@ -13,10 +16,57 @@ namespace mlbench::runner {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The nearest folder of `path` that exists (the store's file may not yet).
+fs::path existing_folder(fs::path path) {
+  std::error_code ec;
+  while (!fs::is_directory(path, ec) && path.has_parent_path() && path != path.parent_path()) {
+    path = path.parent_path();
+  }
+  return path;
+}
+
+std::string kib_or_mib(std::uint64_t bytes) {
+  return bytes >= (1u << 20) ? fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20))
+                             : fmt::format("{} KiB", bytes / 1024);
+}
+
+}  // namespace
+
+std::optional<std::string> store_gives_way(const std::string& spec, const fs::path& outdir) {
+  if (spec.empty() || store::is_postgresql_url(spec)) return std::nullopt;
+  const fs::path store_dir = existing_folder(fs::absolute(spec).parent_path());
+  const fs::path run_dir = existing_folder(fs::absolute(outdir));
+  struct stat a {
+  }, b{};
+  if (::stat(store_dir.c_str(), &a) != 0 || ::stat(run_dir.c_str(), &b) != 0 || a.st_dev != b.st_dev) {
+    return std::nullopt;  // on another file system it cannot take the reports' room
+  }
+  std::error_code ec;
+  const fs::space_info space = fs::space(store_dir, ec);
+  if (ec || space.available >= kStoreReserveBytes) return std::nullopt;
+  return fmt::format("not used: only {} free on {}, kept for the run's reports", kib_or_mib(space.available),
+                     store_dir.string());
+}
+
 StoreRecorder::StoreRecorder(const std::string& spec, const store::RunRecord& run, const fs::path& outdir,
                              std::ostream& err)
-    : spec_(spec), run_(run), outdir_(outdir), err_(err) {
-  if (spec_.empty()) return;
+    : spec_(spec), run_(run), outdir_(outdir), err_(err) {}
+
+bool StoreRecorder::room_left() {
+  if (const auto why = store_gives_way(spec_, outdir_)) {
+    store_.reset();
+    fail(core::mask_credentials(spec_) + ": " + *why);
+    return false;
+  }
+  return true;
+}
+
+void StoreRecorder::open() {
+  if (spec_.empty() || opened_) return;
+  opened_ = true;
+  if (!room_left()) return;
   try {
     store_ = store::ResultsStore::open(spec_);
     const store::MachineRecord machine = store::this_machine();
@@ -33,7 +83,7 @@ void StoreRecorder::fail(const std::string& what) {
   // The first failure says what it means; the rest only what failed.
   if (failures_++ == 0) {
     err_ << "mlbench-run: error: results store " << what
-         << " (the run goes on; its reports stay in files: mlbench-report --store " << store::redact_url(spec_)
+         << " (the run goes on; its reports stay in files: mlbench-report --store " << core::mask_credentials(spec_)
          << " --import " << outdir_.string() << " loads them later)" << std::endl;
   } else if (failures_ <= 3) {
     err_ << "mlbench-run: error: results store " << what << std::endl;
@@ -41,7 +91,7 @@ void StoreRecorder::fail(const std::string& what) {
 }
 
 void StoreRecorder::record(const FinalReport& final, int pass) {
-  if (!store_) return;
+  if (!store_ || !room_left()) return;
   try {
     const std::string relative = final.file.lexically_relative(outdir_).generic_string();
     store_->record_instance(
@@ -52,7 +102,7 @@ void StoreRecorder::record(const FinalReport& final, int pass) {
 }
 
 void StoreRecorder::finish(const std::string& status) {
-  if (!store_) return;
+  if (!store_ || !room_left()) return;
   try {
     run_.status = status;
     run_.finished_at = core::utc_iso8601(std::chrono::system_clock::now());

@@ -12,6 +12,7 @@
 #include "analyzer.h"
 #include "charts.h"
 #include "coordinated_model.h"
+#include "core/credentials.h"
 #include "core/progress.h"
 #include "core/report.h"
 #include "core/stall_record.h"
@@ -448,7 +449,7 @@ int run_session(const StallOptions& o) {
     if (!o.store.empty()) {
       try {
         store::record_stall_file(o.store, session.out() / "stall.json");
-        std::cout << "Recorded in the results store " << store::redact_url(o.store) << "\n";
+        std::cout << "Recorded in the results store " << core::mask_credentials(o.store) << "\n";
       } catch (const std::exception& e) {
         std::cerr << "mlbench-stall: error: results store " << e.what() << " (the analysis is in "
                   << (session.out() / "stall.json").string() << ")\n";

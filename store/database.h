@@ -28,7 +28,7 @@ class Database {
   virtual ~Database() = default;
   // "sqlite" or "postgresql".
   virtual std::string kind() const = 0;
-  // What error messages name: the file, or the URL without its password.
+  // What error messages name: the file, or the URL with its password masked (core::mask_credentials).
   virtual std::string name() const = 0;
   // Statements without parameters or results (several, separated by ';').
   virtual void exec(const std::string& sql) = 0;
@@ -42,18 +42,22 @@ class Database {
   virtual void rollback() noexcept = 0;
 };
 
+// How a store is opened: to write (and migrate), or only to read (the views of mlbench-report).
+enum class Access { kReadWrite, kReadOnly };
+
 // `path`: a SQLite file, created when missing (its folder must exist). WAL journal,
 // busy timeout `busy_timeout_ms`. Throws StoreError: not a database, read-only, ...
-std::unique_ptr<Database> open_sqlite(const std::string& path, int busy_timeout_ms = 60000);
+// Access::kReadOnly opens an existing file read-only (SQLite's mode=ro), and immutable
+// where its folder cannot be written (a read-only mount: no -shm file can be made there,
+// and nothing can change the file under the reader); it creates nothing.
+std::unique_ptr<Database> open_sqlite(const std::string& path, int busy_timeout_ms = 60000,
+                                      Access access = Access::kReadWrite);
 
 // `url`: postgresql://user:password@host:port/db?host=/socket/dir (libpq's URI).
 // Throws StoreError (server down, password refused, ...) or, in a build without
 // libpq, StoreError saying so.
 std::unique_ptr<Database> open_postgresql(const std::string& url);
 bool postgresql_available();
-
-// The URL without its password (postgresql://user:***@host/db), for messages.
-std::string redact_url(const std::string& url);
 
 // Runs `work` in a write transaction: commits, or rolls back and rethrows.
 template <typename F>

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/credentials.h"
 #include "store/database.h"
 
 namespace mlbench::store {
@@ -60,7 +61,7 @@ std::string numbered_placeholders(const std::string& sql, std::size_t* count) {
 
 class PostgresDatabase final : public Database {
  public:
-  explicit PostgresDatabase(const std::string& url) : name_(redact_url(url)) {
+  explicit PostgresDatabase(const std::string& url) : name_(core::mask_credentials(url)) {
     // Keywords in order, later ones winning: the default timeout before the URL, so that
     // the URL's own connect_timeout replaces it (and none when PGCONNECT_TIMEOUT says one).
     std::vector<const char*> keys = {"fallback_application_name"};
@@ -79,7 +80,8 @@ class PostgresDatabase final : public Database {
       if (const auto tag = why.find("FATAL:  "); tag != std::string::npos) why.erase(tag, 8);
       PQfinish(conn_);
       conn_ = nullptr;
-      throw StoreError(fmt::format("{}: {}", name_, why));
+      // libpq may quote the conninfo it could not parse.
+      throw StoreError(fmt::format("{}: {}", name_, core::mask_credentials(why)));
     }
     // NOTICEs ("relation ... already exists, skipping") would go to stderr by default.
     PQsetNoticeProcessor(

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/cli.h"
+#include "core/credentials.h"
 #include "core/sysinfo.h"
 #include "store/schema.h"
 
@@ -15,14 +16,28 @@ namespace mlbench::store {
 
 namespace {
 
-Value text(const std::string& s) { return s; }
-Value integer(std::int64_t v) { return std::to_string(v); }
+Value text(const std::string& s) {
+  return s;
+}
+// Free text and whole JSON documents (not keys): a password in them is masked.
+Value masked(const std::string& s) {
+  return core::mask_credentials(s);
+}
+Value json_text(nlohmann::json j) {
+  core::mask_credentials(j);
+  return j.dump();
+}
+Value integer(std::int64_t v) {
+  return std::to_string(v);
+}
 Value number(const std::optional<double>& v) {
   if (!v || !std::isfinite(*v)) return std::nullopt;
   return fmt::format("{}", *v);
 }
 
-std::string str(const Value& v) { return v ? *v : std::string(); }
+std::string str(const Value& v) {
+  return v ? *v : std::string();
+}
 std::int64_t to_int(const Value& v) {
   if (!v || v->empty()) return 0;
   try {
@@ -137,17 +152,19 @@ StallAnalysisRecord stall_analysis_record(const core::StallRecord& s, const std:
   return a;
 }
 
-std::unique_ptr<ResultsStore> ResultsStore::open(const std::string& spec) {
+std::unique_ptr<ResultsStore> ResultsStore::open(const std::string& spec, Access access) {
   if (spec.empty()) throw StoreError("the store is empty: give a file or a postgresql:// URL");
-  std::unique_ptr<Database> db = is_postgresql_url(spec) ? open_postgresql(spec) : open_sqlite(spec);
-  return std::make_unique<ResultsStore>(std::move(db));
+  std::unique_ptr<Database> db = is_postgresql_url(spec) ? open_postgresql(spec) : open_sqlite(spec, 60000, access);
+  return std::make_unique<ResultsStore>(std::move(db), access);
 }
 
-ResultsStore::ResultsStore(std::unique_ptr<Database> db) : db_(std::move(db)), name_(db_->name()) {
-  migrate(*db_, kStoreSchemaVersion);
+ResultsStore::ResultsStore(std::unique_ptr<Database> db, Access access) : db_(std::move(db)), name_(db_->name()) {
+  migrate(*db_, kStoreSchemaVersion, access);
 }
 
-int ResultsStore::schema_version() { return read_schema_version(*db_); }
+int ResultsStore::schema_version() {
+  return read_schema_version(*db_);
+}
 
 void ResultsStore::record_machine(const MachineRecord& m) {
   in_write_transaction(*db_, [&] {
@@ -159,7 +176,7 @@ void ResultsStore::record_machine(const MachineRecord& m) {
         "cgroup_mode = excluded.cgroup_mode, kernel = excluded.kernel, machine_json = excluded.machine_json",
         {text(m.fingerprint), text(m.kind), text(m.hostname), text(m.cpu_model), integer(m.logical_cores),
          integer(m.memory_bytes), text(m.gpu_model), integer(m.gpu_count), text(m.driver), text(m.blas),
-         text(m.libtorch), text(m.cgroup_mode), text(m.kernel), text(m.json.dump())});
+         text(m.libtorch), text(m.cgroup_mode), text(m.kernel), json_text(m.json)});
   });
 }
 
@@ -169,9 +186,9 @@ void ResultsStore::record_run(const RunRecord& run) {
         "INSERT INTO runs (run_id, suite, jobs_file, started_at, finished_at, status, mlbench_version, "
         "mlbench_commit, command, outdir, label, machine) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (run_id) DO UPDATE SET finished_at = excluded.finished_at, status = excluded.status",
-        {text(run.run_id), text(run.suite), text(run.jobs_file), text(run.started_at), text(run.finished_at),
-         text(run.status), text(run.mlbench_version), text(run.mlbench_commit), text(run.command), text(run.outdir),
-         text(run.label), run.machine.empty() ? Value() : text(run.machine)});
+        {text(run.run_id), text(run.suite), masked(run.jobs_file), text(run.started_at), text(run.finished_at),
+         text(run.status), text(run.mlbench_version), text(run.mlbench_commit), masked(run.command), masked(run.outdir),
+         masked(run.label), run.machine.empty() ? Value() : text(run.machine)});
   });
 }
 
@@ -189,9 +206,9 @@ void ResultsStore::record_instance(const InstanceRecord& i) {
         "compute_s = excluded.compute_s, fetch_ms_per_item = excluded.fetch_ms_per_item, "
         "prep_ms_per_item = excluded.prep_ms_per_item, report_json = excluded.report_json",
         {text(i.run_id), text(i.file), text(key), integer(i.pass), integer(i.slot), text(i.bench), text(i.job),
-         integer(i.failed ? 1 : 0), text(i.reason), number(i.items_per_s), number(i.stall_pct), number(i.wait_s),
+         integer(i.failed ? 1 : 0), masked(i.reason), number(i.items_per_s), number(i.stall_pct), number(i.wait_s),
          number(i.h2d_s), number(i.compute_s), number(i.fetch_ms_per_item), number(i.prep_ms_per_item),
-         text(i.start_time), text(i.report.is_null() ? "" : i.report.dump())});
+         text(i.start_time), i.report.is_null() ? Value("") : json_text(i.report)});
   });
 }
 
@@ -202,9 +219,9 @@ void ResultsStore::record_stall(const StallAnalysisRecord& a) {
         "fetch_pct, items_per_s_cold, items_per_s_warm, verdict, recommendation, analysis_json) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (analysis_id) DO NOTHING",
         {text(a.analysis_id), a.run_id.empty() ? Value() : text(a.run_id), text(a.bench), text(a.machine),
-         text(a.recorded_at), text(a.data), number(a.compute_pct), number(a.prep_pct), number(a.fetch_pct),
-         number(a.items_per_s_cold), number(a.items_per_s_warm), text(a.verdict), text(a.recommendation),
-         text(a.analysis.dump())});
+         text(a.recorded_at), masked(a.data), number(a.compute_pct), number(a.prep_pct), number(a.fetch_pct),
+         number(a.items_per_s_cold), number(a.items_per_s_warm), text(a.verdict), masked(a.recommendation),
+         json_text(a.analysis)});
   });
 }
 
@@ -292,11 +309,11 @@ std::vector<HistoryInstance> ResultsStore::instances(const InstanceQuery& q) {
 
 std::vector<StallAnalysisRecord> ResultsStore::stall_analyses(const std::string& bench) {
   std::vector<StallAnalysisRecord> out;
-  for (const Row& r : db_->query(
-           "SELECT analysis_id, run_id, bench, machine, recorded_at, data, compute_pct, prep_pct, fetch_pct, "
-           "items_per_s_cold, items_per_s_warm, verdict, recommendation, analysis_json FROM stall_analyses "
-           "WHERE (? = '' OR bench = ?) ORDER BY recorded_at, analysis_id",
-           {bench, bench})) {
+  for (const Row& r :
+       db_->query("SELECT analysis_id, run_id, bench, machine, recorded_at, data, compute_pct, prep_pct, fetch_pct, "
+                  "items_per_s_cold, items_per_s_warm, verdict, recommendation, analysis_json FROM stall_analyses "
+                  "WHERE (? = '' OR bench = ?) ORDER BY recorded_at, analysis_id",
+                  {bench, bench})) {
     StallAnalysisRecord a;
     a.analysis_id = str(r[0]);
     a.run_id = str(r[1]);

@@ -44,7 +44,7 @@ std::string machine_kind(const std::string& cpu_model, std::int64_t logical_core
 struct RunRecord {
   std::string run_id;  // mlbench-run's "<UTC timestamp>-<pid>", or "import-<hash>" for a folder without one
   std::string suite, jobs_file, started_at, finished_at;  // ISO 8601 UTC; finished_at "" while it runs
-  std::string status = "running";                        // "running", "finished", "interrupted", "imported"
+  std::string status = "running";                         // "running", "finished", "interrupted", "imported"
   std::string mlbench_version, mlbench_commit, command, outdir, label;
   std::string machine;  // fingerprint
 };
@@ -90,15 +90,18 @@ struct HistoryInstance {
 class ResultsStore {
  public:
   // `spec`: a file path (SQLite) or a postgresql:// URL. Creates and migrates the
-  // schema; throws StoreError (one line naming the store and the cause).
-  static std::unique_ptr<ResultsStore> open(const std::string& spec);
-  explicit ResultsStore(std::unique_ptr<Database> db);
+  // schema; throws StoreError (one line naming the store and the cause). Access::kReadOnly
+  // (the views) creates and migrates nothing, and reads a SQLite store on a read-only mount.
+  static std::unique_ptr<ResultsStore> open(const std::string& spec, Access access = Access::kReadWrite);
+  explicit ResultsStore(std::unique_ptr<Database> db, Access access = Access::kReadWrite);
 
   Database& database() { return *db_; }
   const std::string& name() const { return name_; }
   int schema_version();
 
   // Writers: one transaction each, idempotent (the same key again replaces or is kept).
+  // Every text and JSON they store goes through core::mask_credentials: a store never
+  // holds a password (a run's command line with its --store URL, a report's runner block).
   void record_machine(const MachineRecord& m);
   void record_run(const RunRecord& run);  // insert, or update status/finished_at of the same run_id
   // Records the instance; a report of the same run, pass, job and slot replaces the one

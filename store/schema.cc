@@ -44,13 +44,29 @@ CREATE INDEX stall_by_bench ON stall_analyses (bench, machine);
 
 namespace {
 
-bool has_schema_table(Database& db) {
-  const std::string sql = db.kind() == "sqlite"
-                              ? "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mlbench_schema'"
-                              : "SELECT count(*) FROM information_schema.tables WHERE table_name = 'mlbench_schema' "
-                                "AND table_schema = current_schema()";
-  const auto rows = db.query(sql);
+bool has_table(Database& db, const std::string& table) {
+  const std::string sql = db.kind() == "sqlite" ? "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
+                                                : "SELECT count(*) FROM information_schema.tables WHERE table_name = ? "
+                                                  "AND table_schema = current_schema()";
+  const auto rows = db.query(sql, {table});
   return !rows.empty() && rows[0][0] && *rows[0][0] != "0";
+}
+
+// Whether the tables of the first migration are there: a store whose mlbench_schema says
+// "nothing yet" while they are is damaged, not new (migrating it fails half way).
+bool has_store_tables(Database& db) {
+  for (const char* table : {"machines", "runs", "instances", "stall_analyses"}) {
+    if (has_table(db, table)) return true;
+  }
+  return false;
+}
+
+// One line: what is wrong with which store, and what to do.
+[[noreturn]] void refuse_damaged(Database& db, const std::string& what) {
+  throw StoreError(fmt::format(
+      "{}: {}, but the store holds mlbench's tables: its schema table was damaged; move it aside and rebuild it "
+      "from the run folders (mlbench-report --store {} --import DIR)",
+      db.name(), what, db.name()));
 }
 
 void refuse_newer(Database& db, int version, int target) {
@@ -63,20 +79,40 @@ void refuse_newer(Database& db, int version, int target) {
 }  // namespace
 
 int read_schema_version(Database& db) {
-  if (!has_schema_table(db)) return 0;
-  const auto rows = db.query("SELECT max(version) FROM mlbench_schema");
-  if (rows.empty() || !rows[0][0]) return 0;
-  try {
-    return std::stoi(*rows[0][0]);
-  } catch (const std::exception&) {
-    throw StoreError(fmt::format("{}: mlbench_schema holds '{}', not a version", db.name(), *rows[0][0]));
+  if (!has_table(db, "mlbench_schema")) {
+    if (has_store_tables(db)) refuse_damaged(db, "its mlbench_schema table is missing");
+    return 0;
   }
+  const auto rows = db.query("SELECT max(version) FROM mlbench_schema");
+  if (rows.empty() || !rows[0][0]) {
+    if (has_store_tables(db)) refuse_damaged(db, "its mlbench_schema table is empty");
+    return 0;
+  }
+  int version = 0;
+  try {
+    std::size_t used = 0;
+    version = std::stoi(*rows[0][0], &used);
+    if (used != rows[0][0]->size()) throw std::invalid_argument("trailing text");
+  } catch (const std::exception&) {
+    refuse_damaged(db, fmt::format("its mlbench_schema table says version '{}'", *rows[0][0]));
+  }
+  if (version < 0 || (version == 0 && has_store_tables(db))) {
+    refuse_damaged(db, fmt::format("its mlbench_schema table says version {}", version));
+  }
+  return version;
 }
 
-void migrate(Database& db, int target) {
+void migrate(Database& db, int target, Access access) {
   const int seen = read_schema_version(db);
   refuse_newer(db, seen, target);
   if (seen == target) return;
+  if (access == Access::kReadOnly) {
+    throw StoreError(fmt::format(
+        "{}: {}, and it is opened read-only: open it once with a command that writes (mlbench-report --store {} "
+        "--import DIR) to bring it to version {}",
+        db.name(), seen == 0 ? "it holds no mlbench store" : fmt::format("its schema is version {}", seen), db.name(),
+        target));
+  }
   in_write_transaction(db, [&] {
     // Another writer may have migrated it while this one waited for the lock.
     db.exec("CREATE TABLE IF NOT EXISTS mlbench_schema (version BIGINT NOT NULL, migrated_at TEXT, mlbench TEXT)");

@@ -12,12 +12,15 @@ namespace mlbench::store {
 // SQLite and PostgreSQL run.
 const std::vector<std::string>& migrations();
 
-// The store's version: 0 for an empty database (no mlbench_schema table).
+// The store's version: 0 for an empty database (no mlbench_schema table). A schema table
+// that is missing, empty or says version 0 beside mlbench's tables, or says a version below
+// 0 or no number, throws StoreError: one line saying what is wrong and what to do.
 int read_schema_version(Database& db);
 
 // Brings the store to `target` (kStoreSchemaVersion) in one write transaction. A store
 // newer than `target` throws StoreError: "<store>: its schema is version N, newer than
-// this mlbench's (M); use a newer mlbench".
-void migrate(Database& db, int target);
+// this mlbench's (M); use a newer mlbench". Access::kReadOnly migrates nothing: a store
+// below `target` throws StoreError saying so.
+void migrate(Database& db, int target, Access access = Access::kReadWrite);
 
 }  // namespace mlbench::store

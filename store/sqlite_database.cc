@@ -1,6 +1,12 @@
 // The SQLite back-end (database.h): one file, WAL journal so readers do not block the
 // writer, a busy timeout so concurrent writers queue, BEGIN IMMEDIATE for writes.
 #include <sqlite3.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -10,12 +16,44 @@ namespace mlbench::store {
 
 namespace {
 
+// "file:" URI of `path` for sqlite3_open_v2 with SQLITE_OPEN_URI: '%', '?' and '#' escaped.
+std::string file_uri(const std::string& path, const std::string& query) {
+  std::string uri = "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?" + query;
+}
+
+// Whether nothing can be created beside `path` (a read-only mount, a folder without write
+// permission): a WAL store's -shm file cannot be made, so only an immutable open reads it.
+bool folder_is_read_only(const std::string& path) {
+  const std::filesystem::path file(path);
+  const std::string dir = file.has_parent_path() ? file.parent_path().string() : ".";
+  struct statvfs vfs {};
+  if (::statvfs(dir.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0) return true;
+  return ::access(dir.c_str(), W_OK) != 0;
+}
+
 class SqliteDatabase final : public Database {
  public:
-  SqliteDatabase(const std::string& path, int busy_timeout_ms) : path_(path) {
-    const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  SqliteDatabase(const std::string& path, int busy_timeout_ms, Access access) : path_(path) {
+    int rc = SQLITE_OK;
+    if (access == Access::kReadOnly && !path.starts_with("file:")) {
+      // Read-only: the views never create the store, and read one on a read-only mount.
+      std::error_code ec;
+      if (!std::filesystem::exists(path, ec)) throw StoreError(fmt::format("{}: no such file", path_));
+      const std::string uri = file_uri(path, folder_is_read_only(path) ? "mode=ro&immutable=1" : "mode=ro");
+      rc = sqlite3_open_v2(uri.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+    } else {
+      rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    }
     if (rc != SQLITE_OK) {
-      const std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      const std::string why = db_ ? sqlite3_errmsg(db_) + system_cause() : sqlite3_errstr(rc);
       sqlite3_close(db_);
       db_ = nullptr;
       throw StoreError(fmt::format("{}: {}", path_, why));
@@ -26,7 +64,7 @@ class SqliteDatabase final : public Database {
     query("SELECT count(*) FROM sqlite_master", {});
     // WAL: one writer and many readers at once. A read-only file keeps its journal mode
     // (readers still work; a write says "readonly database").
-    if (!sqlite3_db_readonly(db_, "main")) {
+    if (access == Access::kReadWrite && !sqlite3_db_readonly(db_, "main")) {
       try {
         query("PRAGMA journal_mode=WAL", {});
         exec("PRAGMA synchronous=NORMAL");
@@ -46,7 +84,7 @@ class SqliteDatabase final : public Database {
     if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
       const std::string why = err ? err : sqlite3_errmsg(db_);
       sqlite3_free(err);
-      throw StoreError(fmt::format("{}: {}", path_, why));
+      throw StoreError(fmt::format("{}: {}{}", path_, why, system_cause()));
     }
   }
 
@@ -97,7 +135,17 @@ class SqliteDatabase final : public Database {
   }
 
  private:
-  [[noreturn]] void fail() { throw StoreError(fmt::format("{}: {}", path_, sqlite3_errmsg(db_))); }
+  [[noreturn]] void fail() { throw StoreError(fmt::format("{}: {}{}", path_, sqlite3_errmsg(db_), system_cause())); }
+
+  // The system's cause of SQLite's last I/O error, which it words only as "disk I/O error"
+  // (a full disk while the -shm file grows): " (No space left on device)"; "" for others.
+  std::string system_cause() const {
+    if (db_ == nullptr) return "";
+    const int code = sqlite3_errcode(db_);
+    const int err = sqlite3_system_errno(db_);
+    if ((code != SQLITE_IOERR && code != SQLITE_FULL && code != SQLITE_CANTOPEN) || err == 0) return "";
+    return fmt::format(" ({})", std::strerror(err));
+  }
 
   std::string path_;
   sqlite3* db_ = nullptr;
@@ -105,8 +153,8 @@ class SqliteDatabase final : public Database {
 
 }  // namespace
 
-std::unique_ptr<Database> open_sqlite(const std::string& path, int busy_timeout_ms) {
-  return std::make_unique<SqliteDatabase>(path, busy_timeout_ms);
+std::unique_ptr<Database> open_sqlite(const std::string& path, int busy_timeout_ms, Access access) {
+  return std::make_unique<SqliteDatabase>(path, busy_timeout_ms, access);
 }
 
 }  // namespace mlbench::store

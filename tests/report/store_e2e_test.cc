@@ -194,9 +194,86 @@ TEST(StoreE2E, AReportThatDoesNotValidateIsAFailedInstanceAWarningAndExit1) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("imported 2 instance reports of 1 run,"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("1 imported report(s) do not validate"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 imported report(s) cannot be read or do not validate"), std::string::npos) << r.output;
   const CommandResult h = report("--store " + store + " --history toy_reg");
   EXPECT_NE(h.output.find("train_item is \"fast\""), std::string::npos) << h.output;
+}
+
+// A report that cannot be read (truncated, empty, valid JSON that is no report object) is
+// imported as a failed instance of the benchmark its file name says, with the reason, one
+// warning naming the file, and exit 1, as a report that does not validate. (They were
+// dropped: "imported 5 instance reports", exit 0, and --history showed clean passes.)
+TEST(StoreE2E, AnUnreadableReportIsAFailedInstanceAWarningAndExit1) {
+  TempDir tmp;
+  const fs::path run = tmp.path() / "run";
+  write_run(run, "alpha", "AMD EPYC", 4, 1000, "2026-01-01T00:00:00Z", "20260101-000000-1");
+  auto loader_report = [&](int pass) {
+    for (const auto& e : fs::directory_iterator(run / ("R" + std::to_string(pass)))) {
+      if (e.path().filename().string().find(".loader.") != std::string::npos) return e.path();
+    }
+    return fs::path();
+  };
+  const fs::path truncated = loader_report(1), empty = loader_report(2), array = loader_report(3);
+  ASSERT_FALSE(truncated.empty() || empty.empty() || array.empty());
+  const std::string text = read_text(truncated);
+  std::ofstream(truncated, std::ios::trunc) << text.substr(0, text.size() / 2);
+  std::ofstream(empty, std::ios::trunc).close();
+  std::ofstream(array, std::ios::trunc) << "[1,2,3]";
+  const std::string store = (tmp.path() / "results.db").string();
+  const CommandResult r = report("--store " + store + " --import " + run.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  for (const auto& [file, why] :
+       {std::pair{truncated, "not valid JSON"}, {empty, "not valid JSON"}, {array, "not a report object"}}) {
+    EXPECT_NE(r.output.find("warning: " + file.string() + ": " + why + "; imported as a failed instance"),
+              std::string::npos)
+        << r.output;
+  }
+  EXPECT_NE(r.output.find("imported 8 instance reports of 1 run,"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("3 imported report(s) cannot be read or do not validate"), std::string::npos) << r.output;
+  const CommandResult h = report("--store " + store + " --history loader --json " + (tmp.path() / "h.json").string());
+  EXPECT_EQ(h.status, 0) << h.output;
+  EXPECT_NE(h.output.find("unreadable report (not valid JSON)"), std::string::npos) << h.output;
+  EXPECT_NE(h.output.find("unreadable report (not a report object)"), std::string::npos) << h.output;
+  // Imported again: nothing new, the same warnings and exit (the files are still unreadable).
+  const CommandResult again = report("--store " + store + " --import " + run.string());
+  EXPECT_EQ(again.status, 1) << again.output;
+  EXPECT_NE(again.output.find("imported 0 instance reports of 1 run, 8 already there"), std::string::npos)
+      << again.output;
+}
+
+// A store on a read-only mount is read (--history, --machines, --write-targets open it read-only;
+// SQLite's immutable mode where its folder cannot be written). It failed with "unable to open
+// database file": a WAL store needs its -shm file, which a read-only folder cannot hold.
+TEST(StoreE2E, AStoreOnAReadOnlyMountIsRead) {
+  TempDir tmp;
+  write_run(tmp.path() / "run", "alpha", "AMD EPYC", 2, 1000, "2026-01-01T00:00:00Z", "20260101-000000-1");
+  const fs::path rw = tmp.path() / "rw", ro = tmp.path() / "ro";
+  fs::create_directories(rw);
+  fs::create_directories(ro);
+  const std::string written = (rw / "results.db").string();
+  ASSERT_EQ(report("--store " + written + " --import " + (tmp.path() / "run").string()).status, 0);
+  const CommandResult m = run_command("mount --bind " + rw.string() + " " + ro.string() +
+                                      " && mount -o remount,ro,bind " + ro.string() + " 2>&1");
+  if (m.status != 0) {
+    run_command("umount " + ro.string() + " 2>/dev/null");
+    GTEST_SKIP() << "cannot make a read-only bind mount (needs root): " << m.output;
+  }
+  struct Unmount {
+    fs::path at;
+    ~Unmount() { run_command("umount -l " + at.string()); }
+  } unmount{ro};
+  const std::string store = (ro / "results.db").string();
+  ASSERT_NE(run_command("touch " + (ro / "probe").string()).status, 0) << "the mount is read-only";
+  const CommandResult h = report("--store " + store + " --history loader");
+  EXPECT_EQ(h.status, 0) << h.output;
+  EXPECT_NE(h.output.find("loader on CPU: AMD EPYC x2 / alpha: 1 run"), std::string::npos) << h.output;
+  const CommandResult machines = report("--store " + store + " --machines");
+  EXPECT_EQ(machines.status, 0) << machines.output;
+  // A write is refused in one line naming the store.
+  const CommandResult import = report("--store " + store + " --import " + (tmp.path() / "run").string());
+  EXPECT_EQ(import.status, 1) << import.output;
+  EXPECT_NE(import.output.find("mlbench-report: error: results store " + store + ": "), std::string::npos)
+      << import.output;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,10 +22,10 @@
 #include "cgroup/control_files.h"
 #include "cgroup/slice.h"
 #include "core/process.h"
-#include "tests/support/run_command.h"
-#include "tests/support/temp_dir.h"
 #include "tests/runner/runner_test_fixture.h"
 #include "tests/support/processes.h"
+#include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using mlbench::testing_support::run_command;
@@ -89,6 +90,38 @@ TEST_F(RunnerFaults, DiskFullWhileFinishingFailsTheRunNamingFileAndCause) {
   EXPECT_NE(row.find("report not written"), std::string::npos) << row;
   EXPECT_EQ(r.output.find("Results: "), std::string::npos) << "names no summary.txt that is not there\n" << r.output;
   EXPECT_NE(r.output.find("failed (named above); the run's results are incomplete"), std::string::npos) << r.output;
+}
+
+// The disk fills during the second job, after summary.txt held the first job's line: the
+// summary is not named as a result ("Summary: PATH" followed "cannot write PATH"), each
+// failure is printed once (summary.txt's was printed after the step and at the end), and no
+// message names its path twice ("cannot write X: cannot write X: ...").
+TEST_F(RunnerFaults, AFailedWriteIsPrintedOnceAndItsFileIsNotNamedAsAResult) {
+  std::string why;
+  if (!mount_small_disk("2m", &why)) GTEST_SKIP() << why;
+  const std::string out = (dir_ / "out").string();
+  const std::string j = jobs(R"([{"name": "first", "cmd": "FAKE", "args": {}, "cgroup": "all"},
+    {"name": "full", "cmd": "FAKE", "args": {"--fill-dir": ")" +
+                             out + R"("}, "cgroup": "all"}])");
+  const Result r = runner("--jobs " + j + " --no-cgroup --no-store");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "summary.txt")) << "the first job's line is there";
+  EXPECT_EQ(r.output.find("Summary: " + out), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Summary: not written"), std::string::npos) << r.output;
+  std::set<std::string> errors;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("error:") == std::string::npos) continue;
+    EXPECT_TRUE(errors.insert(line).second) << "printed twice: " << line << "\n" << r.output;
+    const std::size_t first = line.find("cannot ");
+    if (first != std::string::npos) {
+      EXPECT_EQ(line.find("cannot ", first + 1), std::string::npos) << "the failure said twice: " << line;
+    }
+  }
+  EXPECT_NE(r.output.find("cannot write " + out + "/summary.txt: No space left on device"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("cannot write " + out + "/report.html: No space left on device"), std::string::npos)
+      << r.output;
 }
 
 // docs/reliability.md, "Trust boundaries": mlbench-run hands every instance of a run one shared secret for a

@@ -5,10 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include "core/process.h"
 #include "runner/outcome.h"
 #include "runner/slurm_batch.h"
 #include "runner/slurm_launcher.h"
-#include "core/process.h"
 #include "tests/support/temp_dir.h"
 
 namespace mlbench::runner {
@@ -160,7 +160,9 @@ TEST(SlurmOutcomeTest, ReasonNamesTheStepsState) {
 // CPUs does not fit on one node". The slots now default to the allocation's tasks.
 TEST(SlurmAllocationTest, SlotsDefaultToTheAllocationsTasks) {
   std::string why;
-  auto a = slurm_allocation({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_CPUS_PER_NODE", "1(x4)"}, {"SLURM_NTASKS", "4"},
+  auto a = slurm_allocation({{"SLURM_JOB_ID", "7"},
+                             {"SLURM_JOB_CPUS_PER_NODE", "1(x4)"},
+                             {"SLURM_NTASKS", "4"},
                              {"SLURM_CPUS_PER_TASK", "1"}},
                             &why);
   ASSERT_TRUE(a) << why;
@@ -195,6 +197,30 @@ TEST(SlurmBatchTest, ScriptRerunsTheArgumentsWithTheSlurmLauncher) {
   EXPECT_EQ(sbatch_options(Options{}), (std::vector<std::string>{"--nodes=1", "--exclusive"}));
 }
 
+// A --store URL with a password is in no file: the script reads it from the job's environment
+// (sbatch hands the submitter's to the job). It was written into mlbench.sbatch as given.
+TEST(SlurmBatchTest, AStorePasswordIsNotWrittenIntoTheScript) {
+  Options o;
+  o.self = "/opt/mlbench/bin/mlbench-run";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--jobs", "fast", "--store", "postgresql://u:hunter2@db/r", "--sbatch"},
+        std::vector<std::string>{"--jobs", "fast", "--store=postgresql://u@db/r?password=hunter2", "--sbatch"}}) {
+    o.args = args;
+    o.store = args[2] == "--store" ? args[3] : args[2].substr(8);
+    const std::string s = batch_script(o, "/c/fast.json", "fast", "/abs/out", "/home/u");
+    EXPECT_EQ(s.find("hunter2"), std::string::npos) << s;
+    EXPECT_NE(s.find("exec '/opt/mlbench/bin/mlbench-run' '--jobs' 'fast' '--store' \"$MLBENCH_STORE\" --launcher "
+                     "slurm"),
+              std::string::npos)
+        << s;
+  }
+  // A store without a credential stays on the command line as given.
+  o.args = {"--jobs", "fast", "--store", "/shared/results.db"};
+  o.store = "/shared/results.db";
+  EXPECT_NE(batch_script(o, "/c/fast.json", "fast", "/abs/out", "/home/u").find("'--store' '/shared/results.db'"),
+            std::string::npos);
+}
+
 // A newline in a value once ended a comment or an #SBATCH line of the script and made the
 // rest a command the batch job ran; a blank in the outdir made sbatch fail ("Invalid directive").
 TEST(SlurmBatchTest, NoValueOfTheUserRunsAsACommandOfTheBatchScript) {
@@ -202,8 +228,8 @@ TEST(SlurmBatchTest, NoValueOfTheUserRunsAsACommandOfTheBatchScript) {
   Options o;
   o.self = "/bin/true";  // the script's exec: harmless here
   o.args = {"--jobs", "x\ntouch pwned-1", "--name", "a\ntouch pwned-2"};
-  const std::string s = batch_script(o, "/c/x\ntouch pwned-3.json", "s\ntouch pwned-4", tmp->path() / "my out",
-                                     tmp->path());
+  const std::string s =
+      batch_script(o, "/c/x\ntouch pwned-3.json", "s\ntouch pwned-4", tmp->path() / "my out", tmp->path());
   EXPECT_EQ(s.find("#SBATCH"), std::string::npos) << s;
   core::ProcessSpec bash;
   bash.executable = "/bin/bash";
@@ -214,7 +240,8 @@ TEST(SlurmBatchTest, NoValueOfTheUserRunsAsACommandOfTheBatchScript) {
   EXPECT_TRUE(r.status.exited && r.status.code == 0) << r.output;
   for (int k = 1; k <= 4; ++k) {
     EXPECT_FALSE(std::filesystem::exists(tmp->path() / ("pwned-" + std::to_string(k))))
-        << "value " << k << " ran as a command:\n" << s;
+        << "value " << k << " ran as a command:\n"
+        << s;
   }
   EXPECT_EQ(batch_identity_options("s", "/abs/my out"),
             (std::vector<std::string>{"--job-name=mlbench-s", "--output=/abs/my out/slurm-%j.out"}));

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/credentials.h"
 #include "store/database.h"
 #include "store/results_store.h"
 #include "tests/store/postgres_server.h"
@@ -40,7 +41,7 @@ std::string store_error(F&& f) {
 // What a one-line error naming the store looks like; never the password.
 void expect_one_line_naming(const std::string& message, const std::string& url, const std::string& password) {
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-  EXPECT_TRUE(message.starts_with(redact_url(url) + ": ")) << message;
+  EXPECT_TRUE(message.starts_with(core::mask_credentials(url) + ": ")) << message;
   EXPECT_EQ(message.find(password), std::string::npos) << message;
 }
 
@@ -62,7 +63,7 @@ using PostgresDatabase = PostgresTest;
 TEST_F(PostgresDatabase, ExecRunsSeveralStatementsAndQueryBindsValuesAndNulls) {
   auto db = open_postgresql(url_);
   EXPECT_EQ(db->kind(), "postgresql");
-  EXPECT_EQ(db->name(), redact_url(url_));
+  EXPECT_EQ(db->name(), core::mask_credentials(url_));
   EXPECT_EQ(db->name().find(server_->password()), std::string::npos);
   db->exec("CREATE TABLE t (a TEXT, b BIGINT, c DOUBLE PRECISION); CREATE INDEX t_by_a ON t (a);");
   db->query("INSERT INTO t (a, b, c) VALUES (?, ?, ?)", {"x", "42", "1.5"});

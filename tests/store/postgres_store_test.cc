@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/credentials.h"
 #include "store/results_store.h"
 #include "tests/store/postgres_server.h"
 #include "tests/support/run_command.h"
@@ -191,7 +192,7 @@ TEST_F(PostgresStore, AStoreOfANewerSchemaIsRefusedInOneLine) {
   } catch (const StoreError& e) {
     const std::string message = e.what();
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    EXPECT_TRUE(message.starts_with(redact_url(url_) + ": ")) << message;
+    EXPECT_TRUE(message.starts_with(core::mask_credentials(url_) + ": ")) << message;
     EXPECT_NE(message.find("newer"), std::string::npos) << message;
     EXPECT_EQ(message.find(server_->password()), std::string::npos) << message;
   }

@@ -158,6 +158,44 @@ TEST(SqliteStore, AStoreOfANewerSchemaIsRefusedInOneLine) {
   EXPECT_EQ(err.find('\n'), std::string::npos);
 }
 
+// A damaged mlbench_schema table (emptied, dropped, version 0 or -1 beside mlbench's tables) is
+// one line naming the store, what is wrong and what to do. It was "table machines already
+// exists" (a migration from 0 over the tables) or "vector::_M_range_check" naming no store.
+TEST(SqliteStore, ADamagedSchemaTableIsOneLineSayingWhatIsWrongAndWhatToDo) {
+  const std::vector<std::pair<std::string, std::string>> damages = {
+      {"DELETE FROM mlbench_schema", "its mlbench_schema table is empty"},
+      {"DROP TABLE mlbench_schema", "its mlbench_schema table is missing"},
+      {"UPDATE mlbench_schema SET version = 0", "its mlbench_schema table says version 0"},
+      {"UPDATE mlbench_schema SET version = -1", "its mlbench_schema table says version -1"},
+  };
+  for (const auto& [sql, what] : damages) {
+    TempDir t;
+    const std::string db = (t.path() / "results.db").string();
+    {
+      auto s = ResultsStore::open(db);
+      s->record_machine(machine("vm1"));
+      s->database().exec(sql);
+    }
+    std::string err;
+    try {
+      ResultsStore::open(db);
+    } catch (const StoreError& e) {
+      err = e.what();
+    } catch (const std::exception& e) {
+      err = std::string("not a StoreError: ") + e.what();
+    }
+    EXPECT_TRUE(err.starts_with(db + ": " + what + ", but the store holds mlbench's tables")) << sql << ": " << err;
+    EXPECT_NE(
+        err.find("move it aside and rebuild it from the run folders (mlbench-report --store " + db + " --import DIR)"),
+        std::string::npos)
+        << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+    // Left as it was: the damage is not made worse.
+    auto raw = store::open_sqlite(db);
+    EXPECT_EQ(raw->query("SELECT count(*) FROM machines").at(0).at(0), "1") << sql;
+  }
+}
+
 TEST(SqliteStore, AnEmptyDatabaseIsMigratedFromVersionZero) {
   TempDir t;
   const std::string db = (t.path() / "old.db").string();
