@@ -19,7 +19,7 @@
 namespace mlbench::core {
 
 // The schema_version mlbench-stall writes now (docs/report-format.md lists what each added).
-inline constexpr int kStallSchema = 13;
+inline constexpr int kStallSchema = 14;
 
 // Where the cold epoch's time went, in percent of it.
 struct StallSplit {

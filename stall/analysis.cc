@@ -173,8 +173,8 @@ Bound bound_of(const Split& s) {
   return s.fetch_pct >= s.prep_pct ? Bound::Fetch : Bound::Prep;
 }
 
-Verdict verdict(const Split& s, std::optional<double> cache_rec, std::optional<int> cores_rec, int cores_now) {
-  const Bound b = bound_of(s);
+std::string stall_verdict_text(Bound b, std::optional<double> cache_rec, std::optional<int> cores_rec, int cores_now,
+                               const std::string& cpus_words) {
   std::string dram, cpus;
   if (cache_rec && *cache_rec > 0.0) {
     dram = fmt::format("more DRAM helps up to {:.0f}% cached", 100.0 * *cache_rec);
@@ -190,22 +190,17 @@ Verdict verdict(const Split& s, std::optional<double> cache_rec, std::optional<i
   } else {
     cpus = "more CPUs help beyond the largest count measured";
   }
-  std::string text;
-  switch (b) {
-    case Bound::Fetch:
-      text = fmt::format("fetch-bound: {}, {}", dram, cpus);
-      break;
-    case Bound::Prep:
-      text = fmt::format("prep-bound: {}; {}", cpus, cache_rec && *cache_rec > 0.0 ? dram : "more DRAM does not help");
-      break;
-    case Bound::Compute:
-      text = fmt::format(
-          "compute-bound: the accelerator is the limit ({:.0f}% of the time computing); "
-          "neither DRAM nor CPUs help",
-          s.compute_pct);
-      break;
-  }
-  return Verdict{b, text};
+  if (!cpus_words.empty()) cpus = cpus_words;
+  if (b == Bound::Fetch) return fmt::format("fetch-bound: {}, {}", dram, cpus);
+  return fmt::format("prep-bound: {}; {}", cpus, cache_rec && *cache_rec > 0.0 ? dram : "more DRAM does not help");
+}
+
+Verdict verdict(const Split& s, std::optional<double> cache_rec, std::optional<int> cores_rec, int cores_now) {
+  const Bound b = bound_of(s);
+  if (b != Bound::Compute) return Verdict{b, stall_verdict_text(b, cache_rec, cores_rec, cores_now)};
+  return Verdict{b, fmt::format("compute-bound: the accelerator is the limit ({:.0f}% of the time computing); "
+                                "neither DRAM nor CPUs help",
+                                s.compute_pct)};
 }
 
 std::vector<Remedy> rank_remedies(std::vector<Remedy> candidates) {
@@ -449,9 +444,16 @@ SelfCheck self_check(const std::vector<CheckPoint>& points, double P, double G, 
 }
 
 Verdict checked_verdict(const Verdict& v, const SelfCheck& check) {
-  if (check.passed) return Verdict{v.bound, v.text + "; " + check.text};
-  return Verdict{v.bound, fmt::format("{}: no recommendation from the what-if, which does not fit this machine; {}",
-                                      to_string(v.bound), check.text)};
+  if (check.passed) return Verdict{v.bound, v.text + "; " + check.text, v.inconclusive};
+  // An inconclusive verdict keeps what would decide it: the self-check does not change the split.
+  std::string why;
+  if (v.inconclusive) {
+    if (const auto colon = v.text.find(": "); colon != std::string::npos) why = v.text.substr(colon + 2) + "; ";
+  }
+  return Verdict{v.bound,
+                 fmt::format("{}: {}no recommendation from the what-if, which does not fit this machine; {}", v.label(),
+                             why, check.text),
+                 v.inconclusive};
 }
 
 }  // namespace mlbench::stall

@@ -108,7 +108,16 @@ Bound bound_of(const Split& s);
 struct Verdict {
   Bound bound;
   std::string text;  // one line in plain words
+  // No stall is claimed, yet the stalls within the noise could outweigh compute: neither
+  // "compute-bound" nor a stall is founded (stall/decision.h). `bound` is then Compute.
+  bool inconclusive = false;
+  const char* label() const { return inconclusive ? "inconclusive" : to_string(bound); }
 };
+// The words of a stall bound (Fetch or Prep) with its cache and CPU advice: "fetch-bound: more DRAM
+// helps up to 48% cached, more CPUs do not help".
+// `cpus_words`, when given, replaces the CPU advice (e.g. the CPU sweep too noisy to size it).
+std::string stall_verdict_text(Bound b, std::optional<double> cache_rec, std::optional<int> cores_rec, int cores_now,
+                               const std::string& cpus_words = "");
 // E.g. "fetch-bound: more DRAM helps up to 48% cached, more CPUs do not".
 Verdict verdict(const Split& s, std::optional<double> cache_rec, std::optional<int> cores_rec, int cores_now);
 
@@ -125,9 +134,18 @@ struct Remedy {
   // The gain's range over the uncertainty of the rates it rests on (0: not known, the gain alone).
   double gain_lo = 0;
   double gain_hi = 0;
+  // What the range was propagated from, in words (e.g. "cpus-1, cached and synthetic runs at +-1
+  // standard error"); "" when none of its inputs carries an uncertainty (each measured once): then
+  // it has no range, whatever gain_lo and gain_hi say, and is not named (stall/decision.h).
+  std::string range_from = {};
+  // What it is predicted by: "cache what-if" (the curve the self-check tests, and its rates: withheld
+  // with the curve when the check fails) or "own model" (a model the self-check does not test, from
+  // runs of its own: coordinated prep, io depth).
+  std::string basis = "cache what-if";
   double gain() const { return from > 0 ? to / from : 0.0; }
   double low() const { return gain_lo > 0 ? std::min(gain_lo, gain()) : gain(); }
   double high() const { return gain_hi > 0 ? std::max(gain_hi, gain()) : gain(); }
+  bool has_range() const { return gain_lo > 0 && gain_hi > 0 && !range_from.empty(); }
 };
 // A predicted gain below this is within run-to-run noise: not recommended.
 constexpr double kMinRemedyGain = 1.02;
@@ -191,22 +209,22 @@ constexpr double kComparableRates = 2.0;
 // One measured cache fraction, with what the run itself reported.
 struct CheckPoint {
   double x = 0;
-  double measured = 0;   // samples/s
-  double predicted = 0;  // the what-if at x
-  double fetch = 0;      // F(x)
+  double measured = 0;              // samples/s
+  double predicted = 0;             // the what-if at x
+  double fetch = 0;                 // F(x)
   double cached_fraction = -1;      // items the item cache held / dataset items in the run; < 0: not reported
   double page_cache_fraction = -1;  // dataset resident in the page cache after the run; < 0: not known
   // The prediction's range over the rates' uncertainty (0, 0: not known).
   double lo = 0, hi = 0;
   CacheKind cache = CacheKind::Item;  // the cache the point measured (page: held with --hold-page-cache)
-  double error_pct() const;        // 100 * relative_error(predicted, measured)
+  double error_pct() const;           // 100 * relative_error(predicted, measured)
   // Off: more than `threshold_pct` from the prediction and outside its range.
   bool off(double threshold_pct) const;
 };
 
 struct SelfCheck {
-  bool ran = false;     // at least one point with 0 < x < 1 was measured
-  bool passed = true;   // every checked point within threshold_pct (true when not ran)
+  bool ran = false;    // at least one point with 0 < x < 1 was measured
+  bool passed = true;  // every checked point within threshold_pct (true when not ran)
   double max_error_pct = 0;
   double threshold_pct = kSelfCheckThresholdPct;
   std::vector<CheckPoint> points;  // the checked points (0 < x < 1), by x

@@ -30,6 +30,31 @@ nlohmann::json num(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
 }
 
+// "P, G": the names of the rates whose uncertainty moves a range ("" when none does).
+std::string moving_rates(const std::vector<std::pair<const char*, double>>& rates) {
+  std::string out;
+  for (const auto& [name, u] : rates) {
+    if (u > 0 && u < 1) out += (out.empty() ? "" : ", ") + std::string(name);
+  }
+  return out;
+}
+
+// Every corner of `rel` (each factor 1 +- rel[i], those with rel[i] in (0, 1)); one all-ones corner
+// when none moves.
+std::vector<std::vector<double>> corners_of(const std::vector<double>& rel) {
+  std::vector<std::size_t> axes;
+  for (std::size_t i = 0; i < rel.size(); ++i) {
+    if (rel[i] > 0 && rel[i] < 1) axes.push_back(i);
+  }
+  std::vector<std::vector<double>> out;
+  for (unsigned mask = 0; mask < (1u << axes.size()); ++mask) {
+    std::vector<double> f(rel.size(), 1.0);
+    for (std::size_t k = 0; k < axes.size(); ++k) f[axes[k]] = 1 + ((mask >> k) & 1u ? rel[axes[k]] : -rel[axes[k]]);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 nlohmann::json residency_json(const Residency& r) {
   return {{"fraction", r.fraction()}, {"pages", r.pages}, {"resident_pages", r.resident_pages}, {"files", r.files}};
 }
@@ -376,6 +401,10 @@ nlohmann::json runs_json(const std::map<std::string, RunOutcome>& runs) {
 struct CoordinatedSetup {
   CoordinatedJobs jobs;
   JobsSharing sharing;
+  // The inputs at every corner of the uncertainty of the rates they come from (cpus-1, P, G), and
+  // those rates in words ("" when none carries one: each measured once).
+  std::vector<CoordinatedJobs> corners;
+  std::string range_from;
 };
 
 CoordinatedSetup coordinated_setup(const AnalysisContext& ctx, const std::map<std::string, RunOutcome>& runs,
@@ -409,11 +438,21 @@ CoordinatedSetup coordinated_setup(const AnalysisContext& ctx, const std::map<st
     }
   }
   const MeasuredLoader& loader = in.loader;
-  c.jobs = coordinated_inputs(
-      ctx.cores_now, in.p_by_cores.count(1) ? in.p_by_cores.at(1) : 0.0, in.P,
-      loader.known ? loader.shape.cpus : ctx.cores_now, in.G, own_device, sample_bytes, raw.cached.mb_per_s * 1e6,
-      loader.known ? loader.shape.workers : 0, in.compute_cpus,
-      stages_per_item_s(in.cached_report, {"fetch", "decode", "augment", "collate"}).value_or(0.0), device_host);
+  const double p1 = in.p_by_cores.count(1) ? in.p_by_cores.at(1) : 0.0;
+  const double stage_s = stages_per_item_s(in.cached_report, {"fetch", "decode", "augment", "collate"}).value_or(0.0);
+  const auto inputs = [&](double p1_at, double P_at, double G_at) {
+    return coordinated_inputs(ctx.cores_now, p1_at, P_at, loader.known ? loader.shape.cpus : ctx.cores_now, G_at,
+                              own_device, sample_bytes, raw.cached.mb_per_s * 1e6,
+                              loader.known ? loader.shape.workers : 0, in.compute_cpus, stage_s, device_host);
+  };
+  c.jobs = inputs(p1, in.P, in.G);
+  // P(1 CPU) where measured, else P; and G (the device's ceiling, or on a CPU the step's CPU).
+  const double u_p1 = p1 > 0 && in.u_p_by_cores.count(1) ? in.u_p_by_cores.at(1) : 0.0;
+  const double u_P = p1 > 0 ? 0.0 : in.u_P;
+  for (const auto& f : corners_of({u_p1, u_P, in.u_G}))
+    c.corners.push_back(inputs(p1 * f[0], in.P * f[1], in.G * f[2]));
+  c.range_from = moving_rates({{"cpus-1", u_p1}, {"P", u_P}, {"G", in.u_G}});
+  if (!c.range_from.empty()) c.range_from += " at ±1 standard error";
   return c;
 }
 
@@ -476,9 +515,16 @@ struct Candidates {
 };
 
 // A remedy's gain over the corners of the rates' uncertainty, `to` and `from` at each.
+// Rates measured with no uncertainty (each run measured once, one observation) give no corners:
+// the remedy then has no range (Remedy::range_from "") and is not named.
+constexpr const char* kWhatIfRangeFrom =
+    "the cache what-if at the corners of its rates' uncertainty (whatif.uncertainty)";
+
 template <class To, class From>
 Remedy with_range(const CacheWhatIf& w, Remedy r, const To& to, const From& from) {
   std::tie(r.gain_lo, r.gain_hi) = w.range_of([&](const CacheWhatIf::Model& m) { return to(m) / from(m); });
+  r.range_from = w.ranged() ? kWhatIfRangeFrom : "";
+  r.basis = "cache what-if";
   return r;
 }
 
@@ -587,17 +633,32 @@ void exec_cpu_remedies(const AnalysisContext& ctx, const std::map<std::string, R
       in.loader.known ? in.loader.shape.workers : static_cast<int>(in.cached_report.workers.value_or(0));
   if (z.cores_rec && *z.cores_rec > ctx.cores_now) {
     const double p_new = z.p_for_advice.at(*z.cores_rec);
-    const auto more = [&](const CacheWhatIf::Model& m) {
-      return predicted_speed(0.0, p_new * m.P / in.P, m.G, m.C, m.S_model, m.exposed, CacheKind::Page, in.read_cpu);
+    // The sweep's run at that count has a noise of its own (its observations, its rounds).
+    const auto u_it = in.u_p_by_cores.find(*z.cores_rec);
+    const double u_new = *z.cores_rec == ctx.cores_now ? 0.0 : u_it != in.u_p_by_cores.end() ? u_it->second : 0.0;
+    const auto more_at = [&](const CacheWhatIf::Model& m, double f) {
+      return predicted_speed(0.0, f * p_new * m.P / in.P, m.G, m.C, m.S_model, m.exposed, CacheKind::Page, in.read_cpu);
     };
+    const auto more = [&](const CacheWhatIf::Model& m) { return more_at(m, 1.0); };
     const auto uncached = [&](const CacheWhatIf::Model& m) { return uncached_at(w, m); };
-    out.remedies.push_back(with_range(
+    Remedy r = with_range(
         w,
         {"more CPUs",
          fmt::format("{} CPUs for the script, DataLoader(num_workers={}) (measured: prep {:.0f} samples/s on {})",
                      *z.cores_rec, std::max(workers, *z.cores_rec), p_new, *z.cores_rec),
          uncached_at(w, w.nominal()), more(w.nominal()), Bound::Prep},
-        more, uncached));
+        more, uncached);
+    if (u_new > 0 && u_new < 1) {
+      for (double f : {1 - u_new, 1 + u_new}) {
+        const auto [lo, hi] =
+            w.range_of([&](const CacheWhatIf::Model& m) { return more_at(m, f) / uncached_at(w, m); });
+        r.gain_lo = std::min(r.gain_lo, lo);
+        r.gain_hi = std::max(r.gain_hi, hi);
+      }
+      r.range_from = fmt::format("{}{}cpus-{} at ±1 standard error", r.range_from, r.range_from.empty() ? "" : ", and ",
+                                 *z.cores_rec);
+    }
+    out.remedies.push_back(r);
   } else if (workers < ctx.cores_now) {
     out.exec_notes.emplace_back(Bound::Prep, fmt::format("DataLoader(num_workers={}) on {} CPUs: num_workers={} uses "
                                                          "them all (not measured)",
@@ -612,21 +673,71 @@ void exec_cpu_remedies(const AnalysisContext& ctx, const std::map<std::string, R
 
 // CoorDL's remedies from their own models: the partitioned cache for 2 nodes, coordinated prep
 // for 2 jobs.
-void coordl_remedies(const PartitionedSetup& part, const CoordinatedSetup& coord, bool withheld, Candidates& out) {
+void coordl_remedies(const Measured& in, const PartitionedSetup& part, const CoordinatedSetup& coord, bool withheld,
+                     Candidates& out) {
   if (!withheld && part.known) {
     PartitionedNodes two = part.nodes;
     two.nodes = 2;
     if (two.memory_fraction <= 0) two.memory_fraction = 0.5;
     const PartitionedPrediction pp = predict_partitioned(two);
-    out.remedies.push_back(
-        {"partitioned cache",
-         fmt::format("2 nodes{}, each caching {:.0f}% of the dataset, partitioned (--peers), per node",
-                     two.shared_cpus ? " on this machine" : " like this one", 100 * two.memory_fraction),
-         pp.own, pp.partitioned, Bound::Fetch});
+    Remedy r{"partitioned cache",
+             fmt::format("2 nodes{}, each caching {:.0f}% of the dataset, partitioned (--peers), per node",
+                         two.shared_cpus ? " on this machine" : " like this one", 100 * two.memory_fraction),
+             pp.own, pp.partitioned, Bound::Fetch};
+    // Its range: the rates it takes (P, G, C, S) at the corners of their uncertainty, and each pair of
+    // peer runs' own k and p (as whatif.partitioned's partitioned_range). It takes S and C as the cache
+    // what-if does: withheld with it.
+    r.gain_lo = r.gain_hi = r.gain();
+    const auto gain_of = [](const PartitionedNodes& n) {
+      const PartitionedPrediction p = predict_partitioned(n);
+      return p.own > 0 ? p.partitioned / p.own : 0.0;
+    };
+    const auto widen = [&](double g) {
+      if (g > 0 && std::isfinite(g)) r.gain_lo = std::min(r.gain_lo, g), r.gain_hi = std::max(r.gain_hi, g);
+    };
+    const bool p_from_sweep = part.prep_cpu_from == "cpus-1";
+    const double u_p1 = p_from_sweep && in.u_p_by_cores.count(1) ? in.u_p_by_cores.at(1) : 0.0;
+    for (const auto& f : corners_of({in.u_P, in.u_G, in.u_C, in.u_S, u_p1})) {
+      PartitionedNodes c = two;
+      c.prep_rate *= f[0];
+      c.device_rate *= f[1];
+      c.memory_rate *= f[2];
+      c.storage_rate *= f[3];
+      c.prep_cpu_s /= f[4];
+      widen(gain_of(c));
+    }
+    const bool by_pair_k = part.peer_cpu.source == "nodes", by_pair_p = part.prep_cpu_from == "peer-local";
+    const bool pairs = (by_pair_k || by_pair_p) && part.peer_cpu.pairs_s.size() > 1;
+    for (std::size_t i = 0; pairs && i < part.peer_cpu.pairs_s.size(); ++i) {
+      PartitionedNodes c = two;
+      if (by_pair_k) c.peer_request_cpu_s = std::max(0.0, part.peer_cpu.pairs_s[i]);
+      if (by_pair_p) c.prep_cpu_s = part.peer_cpu.pairs_local_s[i];
+      widen(gain_of(c));
+    }
+    std::string rates = moving_rates({{"P", in.u_P}, {"G", in.u_G}, {"C", in.u_C}, {"S", in.u_S}, {"cpus-1", u_p1}});
+    if (!rates.empty()) rates += " at ±1 standard error";
+    if (pairs) rates += std::string(rates.empty() ? "" : ", and ") + "each pair of peer runs' own k and p";
+    r.range_from = rates;
+    r.basis = "cache what-if";
+    out.remedies.push_back(r);
   }
-  const CoordinatedPrediction cp2 = predict_coordinated(for_jobs(coord.jobs, 2, coord.sharing));
-  out.remedies.push_back({"coordinated prep", "2 jobs on this machine under --coordinated 2, per job",
-                          cp2.uncoordinated, cp2.coordinated, Bound::Prep});
+  // Coordinated prep: its own CPU-budget model (coordinated_model.h), from the cpus-1, cached and
+  // synthetic runs, which the cache what-if's self-check does not test. Its range: the model at the
+  // corners of those rates' uncertainty.
+  const auto gain2 = [&](const CoordinatedJobs& jobs) {
+    const CoordinatedPrediction p = predict_coordinated(for_jobs(jobs, 2, coord.sharing));
+    return std::pair{p.uncoordinated, p.coordinated};
+  };
+  const auto [from, to] = gain2(coord.jobs);
+  Remedy r{"coordinated prep", "2 jobs on this machine under --coordinated 2, per job", from, to, Bound::Prep};
+  r.gain_lo = r.gain_hi = r.gain();
+  for (const CoordinatedJobs& c : coord.corners) {
+    const auto [f, t] = gain2(c);
+    if (f > 0 && std::isfinite(t / f)) r.gain_lo = std::min(r.gain_lo, t / f), r.gain_hi = std::max(r.gain_hi, t / f);
+  }
+  r.range_from = coord.range_from;
+  r.basis = "own model";
+  out.remedies.push_back(r);
 }
 
 nlohmann::json remedy_json(const Remedy& r) {
@@ -636,6 +747,8 @@ nlohmann::json remedy_json(const Remedy& r) {
                         {"to", r.to},
                         {"gain", r.gain()},
                         {"gain_range", {r.low(), r.high()}},
+                        {"range_from", r.range_from.empty() ? nlohmann::json() : nlohmann::json(r.range_from)},
+                        {"basis", r.basis},
                         {"stall", r.stall == Bound::Fetch ? "fetch" : "prep"}};
 }
 
@@ -693,7 +806,25 @@ struct Judgement {
   Verdict verdict;
   nlohmann::json advice;
   bool withheld = false;
+  std::string withheld_note;  // what the self-check's failure withholds, and what stands ("" when it passed)
 };
+
+// What a failed self-check withholds (docs/stall.md, "Answers you can act on"): the remedies the cache
+// what-if predicts, and the partitioned cache, which takes its S and C; not coordinated prep or io
+// depth, whose own models the check does not test: they stand on their own ranges.
+std::string withheld_note(bool exec, const std::vector<Remedy>& standing) {
+  std::string kept;
+  for (const Remedy& r : standing) {
+    if (r.basis == "own model") kept += (kept.empty() ? "" : ", ") + r.name;
+  }
+  return fmt::format(
+      "the self-check's failure withholds the remedies the cache what-if predicts ({}){}",
+      exec ? "OS page cache, faster storage, more CPUs" : "item cache, more CPUs, partitioned cache",
+      kept.empty() ? std::string()
+                   : "; not those with a model and runs of their own, which the self-check does not test: they stand "
+                     "on their own ranges (" +
+                         kept + ")");
+}
 
 nlohmann::json recommendation_json(const Judgement& j, const Sizing& z, const CacheWhatIf& w) {
   const bool withheld = j.withheld;
@@ -716,7 +847,10 @@ nlohmann::json recommendation_json(const Judgement& j, const Sizing& z, const Ca
       {"page_cache_fraction", when(!withheld && j.fetch.claimed(), z.page_cache_rec)},
       {"cores", z.cores_rec && !withheld ? nlohmann::json(*z.cores_rec) : nlohmann::json()},
       {"withheld", withheld},
-      {"bound", to_string(j.verdict.bound)},
+      {"withheld_note", j.withheld_note.empty() ? nlohmann::json() : nlohmann::json(j.withheld_note)},
+      {"bound", j.verdict.label()},
+      {"inconclusive", j.decision.inconclusive},
+      {"measure_factor", j.decision.measure_factor ? nlohmann::json(*j.decision.measure_factor) : nlohmann::json()},
       {"verdict", j.verdict.text},
       {"remedy", j.decision.remedy ? remedy_json(*j.decision.remedy) : nlohmann::json()},
       {"remedies", remedies},
@@ -829,8 +963,10 @@ Judgement judge(const AnalysisContext& ctx, const Measured& in, const CacheWhatI
   j.withheld = !check.passed;
   j.fetch = fetch_share(in.split, in.noise, in.F_obs, w.nominal().S_model);
   j.prep = prep_share(in.split, in.noise, in.G, in.P, in.F_obs);
-  j.decision = decide({in.split, j.fetch, j.prep, z.cache_rec, z.cores_rec, ctx.cores_now, candidates.remedies});
-  Verdict plain{j.decision.bound, j.decision.verdict};
+  const int rounds = ctx.round_rates.empty() ? 1 : static_cast<int>(ctx.round_rates.begin()->second.size());
+  j.decision = decide({in.split, j.fetch, j.prep, z.cache_rec, z.cores_rec, ctx.cores_now, candidates.remedies,
+                       in.noise.compute_pp, ctx.config.iterations, rounds});
+  Verdict plain{j.decision.bound, j.decision.verdict, j.decision.inconclusive};
   if (j.fetch.claimed() && z.cache_rec && *z.cache_rec > 0.0 && z.page_cache_rec && !ctx.exec) {
     plain.text += fmt::format(
         " (the cache is mlbench's item cache, --cache-size; in the OS page cache instead: {:.0f}% "
@@ -838,6 +974,7 @@ Judgement judge(const AnalysisContext& ctx, const Measured& in, const CacheWhatI
         100 * *z.page_cache_rec);
   }
   j.verdict = checked_verdict(plain, check);
+  if (j.withheld) j.withheld_note = withheld_note(ctx.exec, candidates.remedies);
   // Beyond the remedy named, what the user can do that needs no prediction (under --exec).
   j.advice = nlohmann::json::array();
   for (const auto& [stall, note] : candidates.exec_notes) {
@@ -868,7 +1005,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     exec_fetch_remedies(ctx, raw, w, z, candidates);
     exec_cpu_remedies(ctx, runs, in, w, z, candidates);
   }
-  if (!ctx.exec) coordl_remedies(part, coord, withheld, candidates);
+  if (!ctx.exec) coordl_remedies(in, part, coord, withheld, candidates);
   // A dataset over HTTP: the io-depth what-if, checked against the cold run, the --io-depths runs
   // and the partial cache runs (the model takes L and B from the probe and P from the cached run,
   // so none of them is used).

@@ -35,7 +35,10 @@ namespace mlbench::stall {
 // measured[].lo/hi, remedies[].gain_range, recommendation.predicted_range, whatif.uncertainty),
 // recommendation.{knee_fraction, plateau_share, predicted, advice, not_named}, the page-cache check
 // (whatif.page_cache.measured, self_check.points[].cache), and makes recommendation.cache_fraction
-// the plateau's share rather than the knee. Every other change adds fields: readers of 1 read 2 to 13.
+// the plateau's share rather than the knee; 14 lets the bound follow the split (a claimed stall
+// names it beside a larger compute share; "inconclusive" where the split decides nothing) and adds
+// recommendation.{inconclusive, measure_factor, withheld_note} and remedies[].{range_from, basis}
+// (a remedy without a range is not named). Every other change adds fields: readers of 1 read 2 to 14.
 constexpr int kStallSchemaVersion = core::kStallSchema;  // the version readers check (core/stall_record.h)
 
 // The stall.json object (documented in docs/stall.md). Needs the runs

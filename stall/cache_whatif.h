@@ -33,6 +33,8 @@ class CacheWhatIf {
   double predict_with(const Model& m, double x, CacheKind cache) const;
   // Uncached, with storage `factor` times faster (faster storage also shortens the exposed fetch).
   double storage_speed(const Model& m, double factor) const;
+  // Whether any rate carries an uncertainty (there are corners): else every range is one value.
+  bool ranged() const { return !corners_.empty(); }
   // The range of f(model) over the corners (the measured rates' own value included).
   template <class F>
   std::pair<double, double> range_of(const F& f) const {

@@ -77,6 +77,60 @@ std::string share_text(const StallShare& s) {
                      noisy ? "; more --rounds or --iterations narrow the noise" : "");
 }
 
+double StallShare::upper() const {
+  const double u = std::min(100.0, pct + kSignificanceSigmas * noise_pp);
+  return stall == Bound::Fetch ? std::min(u, max_pct) : u;
+}
+
+bool split_decides(const StallShare& fetch, const StallShare& prep) {
+  return fetch.claimed() || prep.claimed() || fetch.upper() + prep.upper() < kComputeBoundStallPct;
+}
+
+std::optional<double> measure_factor(const StallShare& fetch, const StallShare& prep) {
+  // Steps of 5% up to kMaxMeasureFactor: the answer is an estimate ("~2.2x"), not a bisection.
+  for (double k = 1.0; k <= kMaxMeasureFactor * 1.0001; k *= 1.05) {
+    StallShare f = fetch, p = prep;
+    f.noise_pp /= std::sqrt(k);
+    p.noise_pp /= std::sqrt(k);
+    if (split_decides(f, p)) return k;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// "~2.2x longer (--iterations 27 or --rounds 3)": the measuring that would decide, in the flags.
+std::string measure_longer_text(std::optional<double> factor, int iterations, int rounds) {
+  if (!factor) {
+    return fmt::format(
+        "not even {:.0f}x longer would decide it at these shares: measure on a quieter machine, or more --rounds",
+        kMaxMeasureFactor);
+  }
+  const double k = *factor;
+  const int r = std::max(2, static_cast<int>(std::ceil(k * std::max(1, rounds))));
+  const std::string flags =
+      iterations > 0 ? fmt::format("--iterations {} or --rounds {}", static_cast<int>(std::ceil(k * iterations)), r)
+                     : fmt::format("--rounds {}", r);
+  return fmt::format("measure ~{}x longer to decide ({})", k < 10 ? fmt::format("{:.1f}", k) : fmt::format("{:.0f}", k),
+                     flags);
+}
+
+// "compute 59% and a prep stall of 41% (±13)": the shares of a verdict whose compute share is the
+// larger, with the claimed stalls beside it.
+std::string shares_text(double compute_pct, const StallShare& fetch, const StallShare& prep) {
+  std::vector<std::string> stalls;
+  for (const StallShare* s : {&fetch, &prep}) {
+    if (s->claimed()) {
+      stalls.push_back(fmt::format("a {} stall of {:.0f}% (±{:.0f})", stall_name(s->stall), s->pct, s->noise_pp));
+    }
+  }
+  std::string out = fmt::format("compute {:.0f}%", compute_pct);
+  for (std::size_t i = 0; i < stalls.size(); ++i) out += (i + 1 == stalls.size() ? " and " : ", ") + stalls[i];
+  return out;
+}
+
+}  // namespace
+
 Decision decide(const DecisionInputs& in) {
   Decision d;
   // The split as judged: a share that is not a stall is time the consumer spent anyway.
@@ -84,18 +138,41 @@ Decision decide(const DecisionInputs& in) {
   if (!in.fetch.claimed()) judged.fetch_pct = 0;
   if (!in.prep.claimed()) judged.prep_pct = 0;
   judged.compute_pct = 100.0 - judged.fetch_pct - judged.prep_pct;
-  d.bound = (in.fetch.claimed() || in.prep.claimed()) ? bound_of(judged) : Bound::Compute;
+  const bool any_claimed = in.fetch.claimed() || in.prep.claimed();
+  // The bound follows the split: any claimed stall is a wait for data, the larger one names it.
+  if (any_claimed) {
+    d.bound = !in.prep.claimed()                            ? Bound::Fetch
+              : !in.fetch.claimed()                         ? Bound::Prep
+              : in.fetch.effective() >= in.prep.effective() ? Bound::Fetch
+                                                            : Bound::Prep;
+  }
+  d.inconclusive = !split_decides(in.fetch, in.prep);
+  if (d.inconclusive) d.measure_factor = measure_factor(in.fetch, in.prep);
 
   d.ranked = rank_remedies(in.candidates);
   const auto claimed = [&](Bound b) { return b == Bound::Fetch ? in.fetch.claimed() : in.prep.claimed(); };
+  std::optional<std::string> cpus_unsized;  // why "more CPUs" was not named for a claimed prep stall
   for (const Remedy& r : d.ranked) {
     if (r.gain() < kMinRemedyGain) continue;  // remedy_text lists these as predicting no gain
+    std::string why;
     if (!claimed(r.stall)) {
-      d.not_named.push_back(fmt::format("{} {}: no measurable {} stall", r.name, gain_text(r), stall_name(r.stall)));
+      why = fmt::format("no measurable {} stall", stall_name(r.stall));
+    } else if (!r.has_range()) {
+      why = "measured once: no range";
     } else if (r.low() < kMinRemedyGain) {
-      d.not_named.push_back(fmt::format("{} {}: its gain is within the rates' noise", r.name, gain_text(r)));
+      why = "its gain is within the rates' noise";
     } else if (!d.remedy) {
       d.remedy = r;
+      continue;
+    } else {
+      continue;
+    }
+    d.not_named.push_back(fmt::format("{} {}: {}", r.name, gain_text(r), why));
+    if (r.stall == Bound::Prep && r.name == "more CPUs" && claimed(Bound::Prep) && !cpus_unsized) {
+      cpus_unsized = fmt::format(
+          "more CPUs may help, but {} ({} {}): {}",
+          r.has_range() ? "the CPU sweep is too noisy to size them" : "the runs they rest on were measured once",
+          r.name, gain_text(r), r.has_range() ? "more --rounds or --iterations narrow it" : "--rounds 2 gives a range");
     }
   }
   if (d.remedy) {
@@ -109,24 +186,32 @@ Decision decide(const DecisionInputs& in) {
   }
 
   // The verdict from the same judgement: a cache only for a fetch stall, CPUs only for a prep one.
-  const std::optional<double> cache = in.fetch.claimed() ? in.cache_rec : std::optional<double>(0.0);
-  const std::optional<int> cores = in.prep.claimed() ? in.cores_rec : std::optional<int>(in.cores_now);
-  Verdict v = verdict(judged, cache, cores, in.cores_now);
-  v.bound = d.bound;
-  if (d.bound == Bound::Compute && !in.fetch.claimed() && !in.prep.claimed()) {
+  Verdict v{d.bound, "", d.inconclusive};
+  if (any_claimed) {
+    const std::optional<double> cache = in.fetch.claimed() ? in.cache_rec : std::optional<double>(0.0);
+    const std::optional<int> cores = in.prep.claimed() ? in.cores_rec : std::optional<int>(in.cores_now);
+    v.text = stall_verdict_text(d.bound, cache, cores, in.cores_now, cpus_unsized.value_or(""));
+    // Compute the larger share: the verdict still names the stall, with compute's share beside it.
+    if (judged.compute_pct >= judged.prep_pct + judged.fetch_pct) {
+      const std::string label = std::string(to_string(d.bound)) + ": ";
+      v.text = label + shares_text(judged.compute_pct, in.fetch, in.prep) + ": " + v.text.substr(label.size());
+    }
+  } else if (d.inconclusive) {
     v.text = fmt::format(
-        "compute-bound: no measurable stall (compute {:.0f}% of the cold epoch, the stall shares "
-        "within their noise or beyond what the rates allow), so neither DRAM nor CPUs help",
+        "inconclusive: no share is beyond twice its noise (compute {:.1f}% ± {:.1f}, prep {:.1f}% ± {:.1f}, fetch "
+        "{:.1f}% ± {:.1f}), and the stalls within it (up to {:.0f}% together) could outweigh compute; {}",
+        in.split.compute_pct, in.compute_noise_pp, in.prep.pct, in.prep.noise_pp, in.fetch.pct, in.fetch.noise_pp,
+        std::min(100.0, in.fetch.upper() + in.prep.upper()),
+        measure_longer_text(d.measure_factor, in.iterations, in.rounds));
+  } else {
+    const double hidden = in.fetch.upper() + in.prep.upper();
+    v.text = fmt::format(
+        "compute-bound: no measurable stall (compute {:.0f}% of the cold epoch, the stall shares within their noise "
+        "or beyond what the rates allow), so neither DRAM nor CPUs help",
         in.split.compute_pct);
-  } else if (d.bound == Bound::Compute) {
-    v.text =
-        fmt::format("compute-bound: the accelerator is the limit ({:.0f}% of the time computing)", judged.compute_pct);
-    if (d.remedy) {
-      v.text += fmt::format("; the {} stall left ({:.0f}%) is worth {} ({})", stall_name(d.remedy->stall),
-                            d.remedy->stall == Bound::Fetch ? in.fetch.pct : in.prep.pct, d.remedy->name,
-                            gain_text(*d.remedy));
-    } else {
-      v.text += "; neither DRAM nor CPUs help beyond the noise";
+    // A stall a remedy could still remove (its removal worth kMinRemedyGain) within the noise.
+    if (hidden >= 100.0 * (1.0 - 1.0 / kMinRemedyGain)) {
+      v.text += fmt::format(" beyond the noise (stalls of at most {:.0f}% together are within it)", hidden);
     }
   }
   d.verdict = v.text;

@@ -34,6 +34,10 @@ struct StallShare {
   double consumer_rate = 0;    // the cold run F_obs (fetch) or compute G (prep), samples/s
   // The share that counts: no more than the rates allow.
   double effective() const { return std::min(pct, max_pct); }
+  // The largest share the noise leaves possible: pct + kSignificanceSigmas x noise_pp, at most 100
+  // and, for fetch, at most max_pct (storage's own rate, measured apart from the split's rates; a
+  // prep share's max_pct comes from the same G, P and F_obs as the share, so it bounds nothing).
+  double upper() const;
   // A stall: effective() > max(kMinStallPct, kSignificanceSigmas * noise_pp).
   bool claimed() const;
   bool possible() const { return pct - kSignificanceSigmas * noise_pp <= max_pct; }
@@ -53,6 +57,15 @@ StallShare prep_share(const Split& s, const SplitNoise& n, double G, double P, d
 // --iterations narrow the noise".
 std::string share_text(const StallShare& s);
 
+// "Compute-bound" with no stall claimed needs the stalls, at the upper ends of their noise
+// (StallShare::upper), to stay below this share of the cold epoch together: compute then takes
+// most of it however the noise falls. Above it, the stalls the noise allows could outweigh compute,
+// and the verdict is "inconclusive".
+constexpr double kComputeBoundStallPct = 50.0;
+// An inconclusive verdict says how much longer to measure, up to this factor ("more than 16x"
+// beyond it): the split's noise shrinks as 1 / sqrt(the measuring time).
+constexpr double kMaxMeasureFactor = 16.0;
+
 struct DecisionInputs {
   Split split;
   StallShare fetch, prep;
@@ -60,22 +73,41 @@ struct DecisionInputs {
   std::optional<int> cores_rec;     // the CPUs it recommends (nullopt: more than measured)
   int cores_now = 1;
   std::vector<Remedy> candidates;  // every remedy predicted, any order
+  // What the noise was measured over, to say what would decide an inconclusive split.
+  double compute_noise_pp = 0;  // the compute share's ± (SplitNoise::compute_pp)
+  int iterations = 0;           // --iterations of each run (0: not known)
+  int rounds = 1;               // --rounds
 };
 
 struct Decision {
   Bound bound = Bound::Compute;
-  std::string verdict;                 // one line, before the self-check's words
-  std::vector<Remedy> ranked;          // the candidates with finite speeds, largest gain first
-  std::optional<Remedy> remedy;        // the one named, if any
-  std::vector<std::string> not_named;  // why each other candidate with a gain was not named
-  std::string remedy_text;             // one line
+  bool inconclusive = false;             // no stall claimed, and none ruled out (below)
+  std::optional<double> measure_factor;  // inconclusive: the measuring time that would decide it, x today's
+  std::string verdict;                   // one line, before the self-check's words
+  std::vector<Remedy> ranked;            // the candidates with finite speeds, largest gain first
+  std::optional<Remedy> remedy;          // the one named, if any
+  std::vector<std::string> not_named;    // why each other candidate with a gain was not named
+  std::string remedy_text;               // one line
 };
 
-// The bound is the larger claimed stall when the claimed stalls together outweigh compute, else
-// compute. A remedy is eligible when it addresses a claimed stall and its gain's low end
-// (Remedy::low) reaches kMinRemedyGain; the largest eligible gain is named. The verdict names the
-// remedies of claimed stalls only (no "more DRAM helps" without a fetch stall), and a
-// compute-bound verdict with a remedy named says what the remedy buys instead of "neither helps".
+// Whether the split decides a verdict: a stall is claimed, or none is and the stalls' upper ends
+// together stay below kComputeBoundStallPct (compute-bound).
+bool split_decides(const StallShare& fetch, const StallShare& prep);
+// The factor of today's measuring time after which the split, its shares where they are now and its
+// noise shrunk by 1 / sqrt(factor), decides (1 when it already does); nullopt beyond kMaxMeasureFactor.
+std::optional<double> measure_factor(const StallShare& fetch, const StallShare& prep);
+
+// The bound follows the split: the larger claimed stall whenever a stall is claimed, even beside a
+// larger compute share (the accelerator then waits for data: a prep stall of 41% beside compute's
+// 59% is prep-bound, and its verdict names both shares); with none claimed, compute when the
+// stalls' upper ends stay below kComputeBoundStallPct together, else "inconclusive", with the
+// measuring time that would decide it (measure_factor, in --iterations and --rounds).
+// A remedy is eligible when it addresses a claimed stall, has a range (Remedy::has_range: a remedy
+// whose inputs were each measured once has none) and its range's low end (Remedy::low) reaches
+// kMinRemedyGain, whatever its kind; the largest eligible gain is named, and each other candidate
+// with a gain is listed in not_named with the reason. The verdict names the remedies of claimed
+// stalls only (no "more DRAM helps" without a fetch stall); where a claimed stall's remedy is not
+// named for its noise (the CPU sweep too noisy to size more CPUs), the verdict says so.
 Decision decide(const DecisionInputs& in);
 
 }  // namespace mlbench::stall

@@ -153,6 +153,19 @@ ReadCpu read_cpu_of(const std::map<std::string, RunOutcome>& runs, int lanes) {
 
 namespace {
 
+// The noise of a run's rate, relative: that of the mean over its observations (sd / sqrt(n)), or with
+// --rounds the spread of its rounds where that is larger (docs/stall.md, "Answers you can act on").
+double rate_uncertainty(const AnalysisContext& ctx, const std::map<std::string, RunOutcome>& runs,
+                        const std::string& label) {
+  const RunOutcome& r = need(runs, label);
+  const double u = r.cv / std::sqrt(static_cast<double>(std::max(1, r.observations)));
+  const auto rounds = ctx.round_rates.find(label);
+  if (rounds == ctx.round_rates.end() || rounds->second.size() < 2) return u;
+  // The median of k rounds: one run's noise over sqrt(k), or the rounds' own spread if larger.
+  const auto& rates = rounds->second;
+  return std::max(u / std::sqrt(static_cast<double>(rates.size())), rounds_uncertainty(rates));
+}
+
 // G, P, F_obs, S, C, their uncertainty and the split.
 void measure_rates(const AnalysisContext& ctx, const std::map<std::string, RunOutcome>& runs, Measured& m) {
   const RunOutcome& synthetic = *m.synthetic;
@@ -188,17 +201,7 @@ void measure_rates(const AnalysisContext& ctx, const std::map<std::string, RunOu
   m.S = m.fetch_cold->rate, m.C = m.fetch_cached->rate;
 
   m.split = split(G, m.P, m.F_obs);
-  // The noise of a rate, relative: that of the mean over its observations (sd / sqrt(n)), or with
-  // --rounds the spread of its rounds where that is larger (docs/stall.md, "Answers you can act on").
-  const auto se = [&](const std::string& label) {
-    const RunOutcome& r = need(runs, label);
-    const double u = r.cv / std::sqrt(static_cast<double>(std::max(1, r.observations)));
-    const auto rounds = ctx.round_rates.find(label);
-    if (rounds == ctx.round_rates.end() || rounds->second.size() < 2) return u;
-    // The median of k rounds: one run's noise over sqrt(k), or the rounds' own spread if larger.
-    const auto& rates = rounds->second;
-    return std::max(u / std::sqrt(static_cast<double>(rates.size())), rounds_uncertainty(rates));
-  };
+  const auto se = [&](const std::string& label) { return rate_uncertainty(ctx, runs, label); };
   m.u_G = se(G_from), m.u_P = se("cached"), m.u_F = se("cold"), m.u_S = se("fetch-cold"), m.u_C = se("fetch-cached");
   m.noise = split_noise(G, m.P, m.F_obs, m.u_G, m.u_P, m.u_F);
 }
@@ -211,6 +214,7 @@ void measure_loader(const AnalysisContext& ctx, const std::map<std::string, RunO
     if (const RunSpec spec = spec_of(label, r); spec.kind == "cpus") {
       const int n = spec.cpus;
       p_by_cores[n] = r.rate;
+      m.u_p_by_cores[n] = rate_uncertainty(ctx, runs, label);
       m.sweep[std::to_string(n)] = r.rate;
     }
   }

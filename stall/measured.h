@@ -26,19 +26,19 @@ struct RawRates {
   ReadRate rand_cold;
   ReadRate cached;
   double mean_file_bytes = 0;
-  double peer_rate = 0;  // items of mean_file_bytes one node fetches from a peer over loopback (0: not measured)
+  double peer_rate = 0;   // items of mean_file_bytes one node fetches from a peer over loopback (0: not measured)
   double peer_cpu_s = 0;  // CPU seconds per such item, asking and answering
   int peer_ids_per_request = 1;  // the items each request of that measurement carried
-  std::string peer_runs_note;  // why there are no peer runs (skipped or failed); "" when made or not asked for
-  RemoteRates remote;          // a dataset over HTTP: the server's latency and bandwidth (not known: local files)
+  std::string peer_runs_note;    // why there are no peer runs (skipped or failed); "" when made or not asked for
+  RemoteRates remote;            // a dataset over HTTP: the server's latency and bandwidth (not known: local files)
 };
 
 struct AnalysisContext {
   StallConfig config;
   std::size_t items = 0;
   int batch_size = 0;
-  int cores_now = 1;   // CPUs the main runs had
-  bool exec = false;   // --exec: a user's command, advised in its own terms (DataLoader, RAM, storage)
+  int cores_now = 1;         // CPUs the main runs had
+  bool exec = false;         // --exec: a user's command, advised in its own terms (DataLoader, RAM, storage)
   double dataset_bytes = 0;  // the dataset's files, for advice in GB (0: not known)
   // --rounds: every round's rate per run label, in order (empty with one round). Their spread is
   // the drift between runs that one run's own observations cannot see.
@@ -99,8 +99,9 @@ struct Measured {
   double u_G = 0, u_P = 0, u_F = 0, u_S = 0, u_C = 0;  // relative uncertainty of each rate
   Split split;
   SplitNoise noise;
-  std::map<int, double> p_by_cores;  // the CPU sweep (at least this machine's count: P)
-  nlohmann::json sweep;              // the sweep as stall.json's prep_by_cores
+  std::map<int, double> p_by_cores;    // the CPU sweep (at least this machine's count: P)
+  std::map<int, double> u_p_by_cores;  // each sweep run's relative uncertainty, as u_P's (0: measured once)
+  nlohmann::json sweep;                // the sweep as stall.json's prep_by_cores
   MeasuredLoader loader;
   bool serial = false, reads_ahead = false, simulated = false;  // the model of the loader
   ReadCpu read_cpu;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -100,6 +102,13 @@ std::optional<Remedy> io_depth_remedy(const RemoteWhatIf& w) {
   }
   r.gain_lo = lo;
   r.gain_hi = hi;
+  // Its own model, checked against the io-depth runs (not the cache what-if's self-check).
+  r.basis = "own model";
+  std::string moving;
+  for (const auto& [name, u] : {std::pair{"L", w.rates.u_latency}, {"B", w.rates.u_bandwidth}, {"P", w.u_P}}) {
+    if (u > 0) moving += (moving.empty() ? "" : ", ") + std::string(name);
+  }
+  r.range_from = moving.empty() ? "" : moving + " at ±1 standard error";
   return r;
 }
 

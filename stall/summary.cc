@@ -259,10 +259,14 @@ std::string verdict_text(const StallRecord& r, const core::StallRecommendation& 
 }
 
 // The recommendation, the verdict, the remedy, the advice and the warnings.
-std::string recommendation_text(const StallRecord& r) {
+// `result`: stall.json, for recommendation.withheld_note (schema 14; older results have none).
+std::string recommendation_text(const StallRecord& r, const nlohmann::json& result) {
   const core::StallRecommendation rec = r.recommendation.value_or(core::StallRecommendation{});
   std::string out = verdict_text(r, rec);
   if (!rec.remedy_text.empty()) out += "remedy: " + rec.remedy_text + "\n";
+  // A failed self-check: which remedies it withholds and which stand on their own ranges.
+  const auto note = result.value("recommendation", nlohmann::json::object()).value("withheld_note", nlohmann::json());
+  if (note.is_string()) out += "withheld: " + note.get<std::string>() + "\n";
   for (const auto& a : rec.advice) out += "advice: " + a + "\n";
   for (const auto& w : r.warnings) out += "warning: " + w + "\n";
   return out;
@@ -307,7 +311,7 @@ std::string remote_text(const nlohmann::json& result) {
 std::string console_summary(const nlohmann::json& result) {
   const StallRecord r = core::parse_stall_record(result);
   return rates_text(r) + split_text(r) + whatif_text(r) + coordinated_text(r) + partitioned_text(r) +
-         remote_text(result) + recommendation_text(r);
+         remote_text(result) + recommendation_text(r, result);
 }
 
 }  // namespace mlbench::stall

@@ -88,6 +88,38 @@ TEST(Analyzer, FetchBoundCase) {
   EXPECT_NE(text.find("remedy: item cache helps most: x1.90 ("), std::string::npos) << text;
 }
 
+// An analysis behind a disk throttled to 70 MB/s named "coordinated prep helps most: x1.03" with gain_range
+// [1.028, 1.028]: the coordinated remedy carried no range at all. It now has one from the runs its
+// model takes (cpus-1 and G here, each ±1%), and where every run was measured once (no noise known)
+// no remedy has a range, and none is named.
+TEST(Analyzer, CoordinatedPrepCarriesARangeFromItsRunsAndIsNotNamedWithoutOne) {
+  const auto r = analyze(context(), fetch_bound_runs(200), RawRates{});
+  const auto& rem = r["recommendation"]["remedies"];
+  ASSERT_EQ(rem.size(), 2u) << rem;
+  ASSERT_EQ(rem[1]["name"], "coordinated prep");
+  // p = 1/P(1) - h, h = 2 CPUs / G: the gain 2 (p + h) / (p + 2h) moves with both.
+  EXPECT_LT(rem[1]["gain_range"][0].get<double>(), 4.0 / 3 - 1e-3) << rem[1];
+  EXPECT_GT(rem[1]["gain_range"][1].get<double>(), 4.0 / 3 + 1e-3) << rem[1];
+  EXPECT_EQ(rem[1]["range_from"], "cpus-1, G at ±1 standard error");
+  EXPECT_EQ(rem[1]["basis"], "own model");
+  EXPECT_EQ(rem[0]["basis"], "cache what-if");
+  EXPECT_FALSE(rem[0]["range_from"].is_null());
+
+  auto once = fetch_bound_runs(200);
+  for (auto& [label, run] : once) run.cv = 0;
+  const auto o = analyze(context(), once, RawRates{});
+  const auto& rec = o["recommendation"];
+  EXPECT_TRUE(rec["remedy"].is_null()) << rec.dump(1);
+  for (const auto& m : rec["remedies"]) EXPECT_TRUE(m["range_from"].is_null()) << m;
+  const auto& not_named = rec["not_named"];
+  ASSERT_EQ(not_named.size(), 2u) << not_named;
+  EXPECT_EQ(not_named[0], "item cache x1.90: measured once: no range");
+  EXPECT_EQ(not_named[1], "coordinated prep x1.33: measured once: no range");
+  EXPECT_NE(console_summary(o).find("remedy: none named (item cache x1.90: measured once: no range; "),
+            std::string::npos)
+      << console_summary(o);
+}
+
 // The coordinated what-if's p from the cached run's prep stages (fetch, decode, augment, collate),
 // where they took less than 1/P(1) less the step's CPU: the fetch-bound case above has p 5 ms and
 // h 5 ms by the difference; stages of 0.2 + 1.5 + 0.2 + 0.1 = 2 ms make p 2 ms and h 8 ms, so 2
@@ -225,7 +257,7 @@ TEST(Analyzer, APartitionedCacheIsPredictedWhenThePeerRateWasMeasured) {
   RawRates raw;
   raw.peer_rate = 1000;
   const auto r = analyze(context(), runs, raw);
-  EXPECT_EQ(r["schema_version"], 13);
+  EXPECT_EQ(r["schema_version"], 14);
   const auto& pj = r["whatif"]["partitioned"];
   ASSERT_TRUE(pj.is_object()) << r["whatif"].dump();
   EXPECT_EQ(pj["memory_fraction"], "1/N");
@@ -288,7 +320,7 @@ TEST(Analyzer, APeerFetchsCpuComesFromTheNodesRunsWhenTheyWereMade) {
   runs["peer-local"] = nodes_run(90, {10000, 10000});
   runs["peer-2"] = nodes_run(70, {12000, 12000});
   const auto r = analyze(ctx, runs, raw);
-  EXPECT_EQ(r["schema_version"], 13);
+  EXPECT_EQ(r["schema_version"], 14);
   const auto& pj = r["whatif"]["partitioned"];
   EXPECT_EQ(pj["peer_cpu"]["source"], "nodes");
   EXPECT_EQ(pj["peer_cpu"]["nodes"], 2);
@@ -635,9 +667,20 @@ TEST(Analyzer, SelfCheckOffByEighteenPercentWithholdsTheRecommendation) {
   EXPECT_TRUE(c["points"][1]["item_cache_fraction"].is_null());
   EXPECT_NE(c["cause"].get<std::string>().find("serial workers"), std::string::npos) << c["cause"];
   EXPECT_EQ(rec.at("withheld"), true);
-  // The cache remedy comes from the curve that failed: not among the remedies.
-  for (const auto& m : rec["remedies"]) EXPECT_NE(m["name"], "item cache") << m;
+  // The cache remedy comes from the curve that failed: not among the remedies. Coordinated prep,
+  // its own model, stands on its own range, and both outputs say which is which.
+  for (const auto& m : rec["remedies"]) {
+    EXPECT_NE(m["name"], "item cache") << m;
+    EXPECT_EQ(m["basis"], "own model") << m;
+  }
+  const std::string note = rec.at("withheld_note");
+  EXPECT_NE(note.find("the self-check's failure withholds the remedies the cache what-if predicts (item cache, more "
+                      "CPUs, partitioned cache)"),
+            std::string::npos)
+      << note;
+  EXPECT_NE(note.find("they stand on their own ranges (coordinated prep)"), std::string::npos) << note;
   const std::string text = console_summary(r);
+  EXPECT_NE(text.find("withheld: " + note + "\n"), std::string::npos) << text;
   EXPECT_NE(text.find("recommended cache: none (the what-if failed its self-check)"), std::string::npos) << text;
   EXPECT_NE(text.find("what-if model: overlap"), std::string::npos) << text;
 }

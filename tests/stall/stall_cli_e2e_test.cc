@@ -167,7 +167,7 @@ TEST_F(StallCli, RoundsMakeEveryRunNTimesAndTheModelReadsTheMedianRound) {
       << r.output;
   const auto j = stall_json();
   ASSERT_FALSE(j.is_null()) << r.output;
-  EXPECT_EQ(j["schema_version"], 13);
+  EXPECT_EQ(j["schema_version"], 14);
   ASSERT_TRUE(j.contains("rounds")) << j.dump(2);
   EXPECT_EQ(j["rounds"]["count"], 2);
   for (const char* label : {"synthetic", "cached", "cold", "fetch-cold", "fetch-cached", "cpus-1", "cache-0.50"}) {
@@ -194,7 +194,7 @@ TEST_F(StallCli, ReanalyzeModelsTheSameRunsAgainAndKeepsTheOldResult) {
   EXPECT_NE(again.output.find("modelled again"), std::string::npos) << again.output;
   EXPECT_TRUE(fs::exists(dir_ / "out" / "stall.v13.json"));
   const auto after = stall_json();
-  EXPECT_EQ(after["reanalysis"]["schema_version"], 13);
+  EXPECT_EQ(after["reanalysis"]["schema_version"], 14);
   EXPECT_EQ(after["split"], before["split"]);
   EXPECT_EQ(after["rates"], before["rates"]);
   ASSERT_EQ(after["whatif"]["measured"].size(), before["whatif"]["measured"].size());
