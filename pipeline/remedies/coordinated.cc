@@ -18,6 +18,11 @@
 // - Waits use the shared condition variable with a short timeout, and every
 //   change broadcasts: a member killed while waiting can swallow a signal, and
 //   a dead member is only noticed by polling, so no wait depends on a wake-up.
+// - Another process may damage the segment (truncate it, write into it). Sizes, counts and
+//   indices are this member's own copies (options_), never read back from the segment; every lock
+//   checks that the segment is intact (CoordinationGroup::damage), and a SIGBUS on the mapping
+//   (a truncated segment) is caught and turned into that check's failure: each member fails with
+//   one line naming the segment instead of dying of SIGBUS or reading past its mapping.
 // - Creating, joining, removing a stale segment and the last member's removal
 //   happen under flock() on the segment's file descriptor; after taking the
 //   lock a process checks that the file it locked is still linked (st_nlink),
@@ -42,6 +47,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <new>
 #include <sstream>
 #include <stdexcept>
@@ -142,6 +148,80 @@ std::string errno_text() {
   return std::strerror(errno);
 }
 
+// A segment truncated by another process (ftruncate, or a write to /dev/shm) while it is mapped:
+// every access past its new end raises SIGBUS, which kills the process without a word. While a
+// group has its segment mapped, a SIGBUS whose address falls in it is caught here: the mapping is
+// replaced by zeroed private memory (so the faulting access, retried, completes), the fault is
+// recorded, and the group's next check (CoordinationGroup::damage, under its lock and in every
+// wait) turns it into a DataError naming the segment. A SIGBUS anywhere else goes on to the
+// handler there was before (the default one: the process dies as it would have).
+struct GuardedMapping {
+  std::atomic<std::uintptr_t> start{0};
+  std::atomic<std::size_t> bytes{0};
+  std::atomic<int> faulted{0};
+};
+constexpr int kGuardedMappings = 32;
+GuardedMapping g_guarded[kGuardedMappings];
+struct sigaction g_previous_sigbus {};
+std::once_flag g_sigbus_installed;
+
+void on_sigbus(int sig, siginfo_t* info, void* context) {
+  const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
+  for (GuardedMapping& m : g_guarded) {
+    const std::uintptr_t start = m.start.load();
+    const std::size_t bytes = m.bytes.load();
+    if (start == 0 || address < start || address >= start + bytes) continue;
+    const int saved = errno;
+    void* p = ::mmap(reinterpret_cast<void*>(start), bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    errno = saved;
+    if (p == MAP_FAILED) break;  // cannot make it readable: die as before
+    m.faulted.store(1);
+    return;
+  }
+  if ((g_previous_sigbus.sa_flags & SA_SIGINFO) != 0 && g_previous_sigbus.sa_sigaction != nullptr) {
+    g_previous_sigbus.sa_sigaction(sig, info, context);
+    return;
+  }
+  if (g_previous_sigbus.sa_handler != SIG_DFL && g_previous_sigbus.sa_handler != SIG_IGN &&
+      (g_previous_sigbus.sa_flags & SA_SIGINFO) == 0) {
+    g_previous_sigbus.sa_handler(sig);
+    return;
+  }
+  ::signal(SIGBUS, SIG_DFL);  // the access is retried and kills the process with SIGBUS, as before
+}
+
+// Registers a mapping with the SIGBUS guard; returns its entry (-1: the table is full, unguarded).
+int guard_mapping(void* start, std::size_t bytes) {
+  std::call_once(g_sigbus_installed, [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGBUS, &sa, &g_previous_sigbus);
+  });
+  for (int i = 0; i < kGuardedMappings; ++i) {
+    std::uintptr_t expected = 0;
+    if (g_guarded[i].start.compare_exchange_strong(expected, 1)) {  // claimed; 1 matches no address range yet
+      g_guarded[i].faulted.store(0);
+      g_guarded[i].bytes.store(bytes);
+      g_guarded[i].start.store(reinterpret_cast<std::uintptr_t>(start));
+      return i;
+    }
+  }
+  return -1;
+}
+
+bool mapping_faulted(int entry) {
+  return entry >= 0 && g_guarded[entry].faulted.load() != 0;
+}
+
+void unguard_mapping(int entry) {
+  if (entry < 0) return;
+  g_guarded[entry].bytes.store(0);
+  g_guarded[entry].start.store(0);
+}
+
 }  // namespace
 
 struct CoordinationGroup::Shared {
@@ -172,23 +252,49 @@ std::size_t stride(std::size_t data_bytes, std::size_t max_labels) {
 
 }  // namespace
 
-// The shared mutex as a scoped lock that tolerates a member killed while holding it.
+// The shared mutex as a scoped lock that tolerates a member killed while holding it. With a
+// group, the lock waits in steps of 100 ms and checks between them, and once taken, that the
+// segment is still intact (CoordinationGroup::check_intact): a segment that another process
+// truncated or overwrote fails with one line naming it instead of hanging or crashing.
 class CoordinationGroup::Lock {
  public:
-  explicit Lock(Shared* s) : s_(s) { lock(); }
+  explicit Lock(Shared* s, const CoordinationGroup* group = nullptr) : s_(s), group_(group) { lock(); }
   ~Lock() {
     if (held_) pthread_mutex_unlock(&s_->mu);
   }
   Lock(const Lock&) = delete;
   Lock& operator=(const Lock&) = delete;
   void lock() {
-    const int rc = pthread_mutex_lock(&s_->mu);
-    if (rc == EOWNERDEAD) {
-      pthread_mutex_consistent(&s_->mu);  // its owner died inside a short critical section
-    } else if (rc != 0) {
-      throw std::runtime_error(fmt::format("coordinated group: cannot lock the shared mutex: {}", std::strerror(rc)));
+    for (int attempt = 0;; ++attempt) {
+      timespec until{};
+      clock_gettime(CLOCK_MONOTONIC, &until);
+      until.tv_nsec += 100'000'000;
+      if (until.tv_nsec >= 1'000'000'000) {
+        until.tv_nsec -= 1'000'000'000;
+        ++until.tv_sec;
+      }
+      const int rc = pthread_mutex_clocklock(&s_->mu, CLOCK_MONOTONIC, &until);
+      if (rc == 0 || rc == EOWNERDEAD) {
+        if (rc == EOWNERDEAD) pthread_mutex_consistent(&s_->mu);  // its owner died inside a short critical section
+        held_ = true;
+        if (group_) {
+          try {
+            group_->check_intact();
+          } catch (...) {
+            unlock();
+            throw;
+          }
+        }
+        return;
+      }
+      if (group_) group_->check_intact();
+      if (rc != ETIMEDOUT) {
+        throw std::runtime_error(fmt::format("coordinated group: cannot lock the shared mutex: {}", std::strerror(rc)));
+      }
+      if (!group_ && attempt >= 600) {
+        throw std::runtime_error("coordinated group: the shared mutex stayed locked for 60 s");
+      }
     }
-    held_ = true;
   }
   void unlock() {
     pthread_mutex_unlock(&s_->mu);
@@ -197,6 +303,7 @@ class CoordinationGroup::Lock {
 
  private:
   Shared* s_;
+  const CoordinationGroup* group_;
   bool held_ = false;
 };
 
@@ -268,6 +375,7 @@ CoordinationGroup::CoordinationGroup(GroupOptions options) : options_(std::move(
     remove_stale_groups();
     open_or_create();
   } catch (...) {
+    unguard_mapping(guard_);
     if (map_) ::munmap(map_, map_bytes_);
     if (fd_ >= 0) ::close(fd_);
     shared_ = nullptr;
@@ -395,6 +503,7 @@ void CoordinationGroup::open_or_create() {
       }
       map_ = m;
       map_bytes_ = size;
+      guard_ = guard_mapping(m, size);
       shared_ = s;
     } else {
       if (::ftruncate(fd_, static_cast<off_t>(total)) != 0) {
@@ -406,6 +515,7 @@ void CoordinationGroup::open_or_create() {
         throw DataError(fmt::format("coordinated group: cannot map /dev/shm{}: {}", name_, errno_text()));
       map_ = m;
       map_bytes_ = total;
+      guard_ = guard_mapping(m, total);
       shared_ = new (m) Shared();
       pthread_mutexattr_t ma;
       pthread_mutexattr_init(&ma);
@@ -436,10 +546,10 @@ void CoordinationGroup::open_or_create() {
     }
     slot_data_ = static_cast<std::uint8_t*>(map_) + meta_bytes(options_.slots);
     {
-      Lock lock(shared_);
+      Lock lock(shared_, this);
       if (shared_->started) {
         std::string pids;
-        for (int i = 0; i < shared_->members; ++i) {
+        for (int i = 0; i < options_.members; ++i) {
           if (shared_->member[i].state == kJoined) pids += fmt::format(" {}", shared_->member[i].pid);
         }
         lock.unlock();
@@ -476,26 +586,28 @@ void CoordinationGroup::open_or_create() {
 }
 
 void CoordinationGroup::wait_for_members() {
-  Lock lock(shared_);
+  Lock lock(shared_, this);
   while (!shared_->started) {
-    if (shared_->joined >= shared_->members || options_.clock() - shared_->created_ns > options_.join_timeout_ns) {
+    if (shared_->joined >= options_.members || options_.clock() - shared_->created_ns > options_.join_timeout_ns) {
       // Those that did not come in time stay out (kEmpty is never live).
       shared_->started = 1;
       pthread_cond_broadcast(&shared_->cv);
       break;
     }
     if (stopping_) throw std::runtime_error("the loader was stopped");
+    check_intact();
     drop_dead_members();
     wait_a_while();
   }
 }
 
 bool CoordinationGroup::live(int m) const {
-  return shared_->member[m].state == kJoined;
+  // `m` may come from the segment (a slot's builder): bounded, so that a damaged one reads no further.
+  return m >= 0 && m < options_.members && shared_->member[m].state == kJoined;
 }
 
 int CoordinationGroup::owner_of(long sequence) const {
-  const int k = shared_->members;
+  const int k = options_.members;
   const int primary = static_cast<int>(sequence % k);
   if (live(primary)) return primary;
   std::vector<int> alive;
@@ -521,9 +633,9 @@ void CoordinationGroup::drop(int m, const std::string& reason) {
   std::snprintf(e.reason, sizeof(e.reason), "%s", reason.c_str());
   const std::uint64_t bit = std::uint64_t{1} << m;
   SlotMeta* meta = shared_->slot_meta();
-  for (int i = 0; i < shared_->slots; ++i) {
+  for (int i = 0; i < options_.slots; ++i) {
     if (meta[i].state == kBuilding && meta[i].builder == m) {
-      release_unbuilt(meta[i], shared_->slots);  // never published: the new owner builds it
+      release_unbuilt(meta[i], options_.slots);  // never published: the new owner builds it
     } else {
       meta[i].pending &= ~bit;
       free_if_done(i);
@@ -535,7 +647,7 @@ void CoordinationGroup::drop(int m, const std::string& reason) {
 int CoordinationGroup::drop_dead_members() {
   const std::int64_t now = options_.clock();
   int dropped = 0;
-  for (int i = 0; i < shared_->members; ++i) {
+  for (int i = 0; i < options_.members; ++i) {
     if (i == member_ || shared_->member[i].state != kJoined) continue;
     const MemberEntry& e = shared_->member[i];
     if (!process_alive(e.pid, e.start_ticks)) {
@@ -558,6 +670,44 @@ void CoordinationGroup::check_not_dropped() const {
   if (me.state == kDropped) {
     throw DataError(fmt::format("this process was dropped from coordinated group '{}': {}", options_.group, me.reason));
   }
+}
+
+std::string CoordinationGroup::damage() const {
+  if (!shared_) return {};
+  const std::string path = "/dev/shm" + name_;
+  struct stat st {};
+  const bool sized = ::fstat(fd_, &st) == 0;
+  if (mapping_faulted(guard_) || (sized && static_cast<std::size_t>(st.st_size) < map_bytes_)) {
+    return fmt::format("another process truncated its shared-memory segment {} (to {} bytes; the group made it {})",
+                       path, sized ? std::to_string(st.st_size) : std::string("?"), map_bytes_);
+  }
+  const Shared* s = shared_;
+  if (s->magic.load() != kMagic || s->version != kLayoutVersion || s->members != options_.members ||
+      s->slots != options_.slots || s->data_bytes != options_.data_bytes || s->max_labels != options_.max_labels ||
+      s->fingerprint != options_.fingerprint || s->dataset != options_.dataset || s->slot_stride != slot_stride_ ||
+      (s->started != 0 && s->started != 1) || s->joined < 0 || s->joined > s->members) {
+    return fmt::format(
+        "another process overwrote the header of its shared-memory segment {} (its magic, layout or settings are no "
+        "longer the group's)",
+        path);
+  }
+  if (member_ >= 0 && s->member[member_].pid != static_cast<std::int32_t>(::getpid())) {
+    return fmt::format(
+        "another process overwrote the member table of its shared-memory segment {} (member {} is no longer this "
+        "process)",
+        path, member_);
+  }
+  return {};
+}
+
+void CoordinationGroup::check_intact() const {
+  if (!shared_) return;
+  const std::string why = damage();
+  if (why.empty()) return;
+  damaged_ = true;
+  throw DataError(
+      fmt::format("coordinated group '{}': {}; this member stops, as the batches in it can no longer be trusted",
+                  options_.group, why));
 }
 
 void CoordinationGroup::wait_a_while() {
@@ -584,11 +734,11 @@ void CoordinationGroup::write_slot(int index, const Batch& b) {
 
 bool CoordinationGroup::build_one_ahead(Lock& lock, long sequence, long end,
                                         const std::function<Batch(long)>& build_ahead) {
-  const int slots = shared_->slots;
+  const int slots = options_.slots;
   // At most two rounds of the group ahead: one batch of its own per round is
   // what a member must build to keep up, and an endless loader (no `end`)
   // wastes at most these when the run stops.
-  const long horizon = sequence + std::min<long>(slots - 1, 2L * shared_->members);
+  const long horizon = sequence + std::min<long>(slots - 1, 2L * options_.members);
   for (long s = sequence + 1; s <= horizon && (end < 0 || s < end); ++s) {
     const int index = static_cast<int>(s % slots);
     SlotMeta& meta = shared_->slot_meta()[index];
@@ -597,7 +747,7 @@ bool CoordinationGroup::build_one_ahead(Lock& lock, long sequence, long end,
     meta.state = kBuilding;
     meta.builder = member_;
     meta.pending = 0;
-    for (int i = 0; i < shared_->members; ++i) {
+    for (int i = 0; i < options_.members; ++i) {
       if (live(i)) meta.pending |= std::uint64_t{1} << i;  // this member too: it takes the batch later
     }
     lock.unlock();
@@ -615,7 +765,7 @@ bool CoordinationGroup::build_one_ahead(Lock& lock, long sequence, long end,
       pthread_cond_broadcast(&shared_->cv);
     }
     prepped_.fetch_add(1);
-    if (static_cast<int>(s % shared_->members) != member_) taken_over_.fetch_add(1);
+    if (static_cast<int>(s % options_.members) != member_) taken_over_.fetch_add(1);
     return true;
   }
   return false;
@@ -625,18 +775,31 @@ Batch CoordinationGroup::acquire(long sequence, const std::function<Batch()>& bu
                                  const std::function<HostBuffer(std::size_t)>& allocate,
                                  const std::function<Batch(long)>& build_ahead, long end) {
   using Clock = std::chrono::steady_clock;
-  const int index = static_cast<int>(sequence % shared_->slots);
+  const int index = static_cast<int>(sequence % options_.slots);
   SlotMeta& meta = shared_->slot_meta()[index];
   const std::uint8_t* bytes = slot_data_ + slot_stride_ * static_cast<std::size_t>(index);
   const std::uint64_t my_bit = std::uint64_t{1} << member_;
-  Lock lock(shared_);
+  Lock lock(shared_, this);
   for (;;) {
     if (stopping_) throw std::runtime_error("the loader was stopped");
+    check_intact();  // also after a wait: the condition variable's wait takes the mutex back unchecked
     check_not_dropped();
     if (meta.sequence == sequence && meta.state == kReady) {
       // Another member's batch: copy it out (our pending bit keeps the slot from reuse meanwhile).
       lock.unlock();
-      const auto* h = reinterpret_cast<const BatchHeader*>(bytes);
+      const BatchHeader header = *reinterpret_cast<const BatchHeader*>(bytes);
+      const BatchHeader* h = &header;
+      if (h->size < 0 || static_cast<std::size_t>(h->size) > options_.max_labels ||
+          h->data_bytes > options_.data_bytes || h->sequence != sequence) {
+        damaged_ = true;
+        check_intact();  // a truncated segment reads as zeros: say that
+        throw DataError(fmt::format(
+            "coordinated group '{}': another process overwrote slot {} of its shared-memory segment /dev/shm{} (it "
+            "holds {} labels and {} bytes for batch {}, not batch {} of at most {} labels and {} bytes); this member "
+            "stops, as the batches in it can no longer be trusted",
+            options_.group, index, name_, h->size, h->data_bytes, h->sequence, sequence, options_.max_labels,
+            options_.data_bytes));
+      }
       Batch b;
       b.size = h->size;
       b.channels = h->channels;
@@ -659,18 +822,21 @@ Batch CoordinationGroup::acquire(long sequence, const std::function<Batch()>& bu
     }
     const bool claim_building = meta.sequence == sequence && meta.state == kBuilding && !live(meta.builder);
     const bool claim_free =
-        meta.state == kFree && meta.sequence == sequence - shared_->slots && owner_of(sequence) == member_;
+        meta.state == kFree && meta.sequence == sequence - options_.slots && owner_of(sequence) == member_;
     if (meta.sequence > sequence) {
-      throw std::logic_error(
-          fmt::format("coordinated group: slot {} moved past batch {} without member {}", index, sequence, member_));
+      check_intact();
+      throw DataError(fmt::format(
+          "coordinated group '{}': slot {} of its shared-memory segment /dev/shm{} moved past batch {} without member "
+          "{} (another process wrote into the segment?)",
+          options_.group, index, name_, sequence, member_));
     }
     if (claim_building || claim_free) {
-      const bool takeover = static_cast<int>(sequence % shared_->members) != member_;
+      const bool takeover = static_cast<int>(sequence % options_.members) != member_;
       meta.sequence = sequence;
       meta.state = kBuilding;
       meta.builder = member_;
       meta.pending = 0;
-      for (int i = 0; i < shared_->members; ++i) {
+      for (int i = 0; i < options_.members; ++i) {
         if (live(i) && i != member_) meta.pending |= std::uint64_t{1} << i;
       }
       lock.unlock();
@@ -679,7 +845,7 @@ Batch CoordinationGroup::acquire(long sequence, const std::function<Batch()>& bu
         b = build();
       } catch (...) {
         lock.lock();
-        if (meta.sequence == sequence && meta.builder == member_) release_unbuilt(meta, shared_->slots);
+        if (meta.sequence == sequence && meta.builder == member_) release_unbuilt(meta, options_.slots);
         pthread_cond_broadcast(&shared_->cv);
         throw;
       }
@@ -726,9 +892,13 @@ void CoordinationGroup::heartbeat_loop() {
 
 void CoordinationGroup::stop() {
   stopping_ = true;
-  if (shared_ && !left_) {
-    Lock lock(shared_);
-    pthread_cond_broadcast(&shared_->cv);
+  if (shared_ && !left_ && !damaged_) {
+    try {
+      Lock lock(shared_, this);
+      pthread_cond_broadcast(&shared_->cv);
+    } catch (const std::exception&) {
+      // A damaged segment: acquire() says so; its waiters see stopping_ at their next poll.
+    }
   }
 }
 
@@ -746,12 +916,18 @@ GroupReport CoordinationGroup::report() const {
   r.slot_wait_s = static_cast<double>(slot_wait_ns_.load()) * 1e-9;
   r.stale_segment_removed = stale_removed_;
   r.stale_segments_removed = stale_groups_removed_;
-  if (shared_ && !left_) {
-    Lock lock(shared_);
-    r.joined = shared_->joined;
-    for (int i = 0; i < shared_->members; ++i) {
-      const MemberEntry& e = shared_->member[i];
-      if (e.state == kDropped) r.dropped.push_back({i, e.pid, e.reason});
+  if (shared_ && !left_ && !damaged_) {
+    try {
+      Lock lock(shared_, this);
+      r.joined = shared_->joined;
+      for (int i = 0; i < options_.members; ++i) {
+        const MemberEntry& e = shared_->member[i];
+        if (e.state == kDropped) r.dropped.push_back({i, e.pid, e.reason});
+      }
+    } catch (const std::exception&) {
+      // A damaged segment (the run's failure names it): what this process counted itself stands.
+      r.joined = 0;
+      r.dropped.clear();
     }
   }
   return r;
@@ -765,16 +941,39 @@ void CoordinationGroup::leave() {
   beat_cv_.notify_all();
   if (beat_thread_.joinable()) beat_thread_.join();
   if (left_ || !shared_) return;
-  ::flock(fd_, LOCK_EX);  // no process joins or recreates the segment meanwhile
+  // A damaged segment is left as it is (the next group's start removes it as stale) and stays
+  // mapped: this process's robust-mutex list may still point into it. Leaving never throws: it
+  // runs in destructors, after the run's failure was reported.
+  bool intact = !damaged_ && damage().empty();
+  if (intact) {
+    ::flock(fd_, LOCK_EX);  // no process joins or recreates the segment meanwhile
+    try {
+      leave_segment();
+    } catch (const std::exception&) {
+      intact = false;
+    }
+    ::flock(fd_, LOCK_UN);
+  }
+  left_ = true;
+  if (intact) {
+    unguard_mapping(guard_);
+    ::munmap(map_, map_bytes_);
+  }
+  ::close(fd_);
+  shared_ = nullptr;
+  fd_ = -1;
+}
+
+void CoordinationGroup::leave_segment() {
   {
-    Lock lock(shared_);
+    Lock lock(shared_, this);
     if (member_ >= 0 && shared_->member[member_].state == kJoined) {
       shared_->member[member_].state = kLeft;
       const std::uint64_t bit = std::uint64_t{1} << member_;
       SlotMeta* meta = shared_->slot_meta();
-      for (int i = 0; i < shared_->slots; ++i) {
+      for (int i = 0; i < options_.slots; ++i) {
         if (meta[i].state == kBuilding && meta[i].builder == member_) {
-          release_unbuilt(meta[i], shared_->slots);
+          release_unbuilt(meta[i], options_.slots);
         } else {
           meta[i].pending &= ~bit;
           free_if_done(i);
@@ -782,18 +981,12 @@ void CoordinationGroup::leave() {
       }
     }
     bool anyone = false;
-    for (int i = 0; i < shared_->members; ++i) anyone = anyone || shared_->member[i].state == kJoined;
+    for (int i = 0; i < options_.members; ++i) anyone = anyone || shared_->member[i].state == kJoined;
     // The last one out (members dropped or left) removes the segment; a waiting
     // joiner sees st_nlink == 0 and creates a new one.
     if (!anyone) ::shm_unlink(name_.c_str());
     pthread_cond_broadcast(&shared_->cv);
   }
-  ::flock(fd_, LOCK_UN);
-  left_ = true;
-  ::munmap(map_, map_bytes_);
-  ::close(fd_);
-  shared_ = nullptr;
-  fd_ = -1;
 }
 
 CoordinatedDataset::CoordinatedDataset(std::shared_ptr<Dataset<Batch>> inner, GroupOptions options,

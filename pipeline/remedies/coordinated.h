@@ -144,6 +144,13 @@ class CoordinationGroup {
   // Leaves the group now (the destructor does it otherwise).
   void leave();
 
+  // Why the segment can no longer be trusted, "" while it is intact: another process truncated
+  // it (a SIGBUS on the mapping, caught, or fstat finds it shorter than mapped) or overwrote its
+  // header (the magic, the layout or the group's settings are no longer this group's). Every
+  // lock of the segment checks it; acquire() then throws DataError naming the segment, and
+  // leave() leaves such a segment untouched.
+  std::string damage() const;
+
   int member() const { return member_; }
   int members() const { return options_.members; }
   const std::string& segment() const { return name_; }
@@ -161,7 +168,9 @@ class CoordinationGroup {
   // layout, or no joined member whose process is alive. Takes the segment's lock.
   static bool stale(Shared* s, std::size_t size);
   void wait_for_members();
+  void leave_segment();  // leave(): this member's slots and state, under the lock; may throw
   void check_not_dropped() const;
+  void check_intact() const;                   // throws DataError naming the segment when damage() is not ""
   void write_slot(int index, const Batch& b);  // no lock: the slot is this member's (Building)
   bool build_one_ahead(Lock& lock, long sequence, long end, const std::function<Batch(long)>& build_ahead);
   int owner_of(long sequence) const;            // under the lock
@@ -176,6 +185,8 @@ class CoordinationGroup {
   int fd_ = -1;
   void* map_ = nullptr;
   std::size_t map_bytes_ = 0;
+  int guard_ = -1;  // the mapping's entry in the SIGBUS guard (coordinated.cc)
+  mutable std::atomic<bool> damaged_{false};
   Shared* shared_ = nullptr;
   std::uint8_t* slot_data_ = nullptr;
   std::size_t slot_stride_ = 0;

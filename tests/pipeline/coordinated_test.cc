@@ -2,6 +2,7 @@
 // (threads) or in forked processes share one ring; every member gets every
 // batch, each built once; faults: a killed member, a stalled one (injected
 // clock), a stale segment from a killed run, a member with other settings.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -539,6 +541,125 @@ TEST(Coordinated, StaleSegmentsOfOtherGroupsAreRemovedWhenAnyGroupStarts) {
     EXPECT_GE(g.report().stale_segments_removed, 1);
   }
   EXPECT_FALSE(std::filesystem::exists(segment_path(dead)));
+}
+
+// Damage to a running group's segment by another process (docs/pipeline.md, "Coordinated prep").
+// A member in a forked child and one here take batches 0..5; then `damage` (in a third process)
+// harms the segment. Each member's next batch must fail with a DataError that names the segment
+// and says what happened, and leaving must not throw. (Before: a truncated segment killed every
+// member with SIGBUS; an overwritten header ended in `terminate called` when the member left.)
+void damaged_group_fails_each_member(const std::string& what, const std::function<void(const std::string&)>& damage,
+                                     const std::string& expected) {
+  const std::string group = unique_group(what);
+  const std::string path = segment_path(group).string();
+  // The message each member gets: "" when none came (the test then fails).
+  const auto run_member = [&](bool child) {
+    std::string message;
+    try {
+      CoordinationGroup g(options(group, 2));
+      Seen seen;
+      for (long s = 0; s < 6; ++s) take(g, s, seen);
+      if (!child) {
+        const pid_t harm = ::fork();
+        if (harm == 0) {
+          damage(path);
+          ::_exit(0);
+        }
+        ::waitpid(harm, nullptr, 0);
+      }
+      for (long s = 6; s < 100'000; ++s) take(g, s, seen);
+    } catch (const DataError& e) {
+      message = e.what();
+    }
+    return message;
+  };
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::string m = run_member(true);
+    ::_exit(m.find(path) != std::string::npos && m.find(expected) != std::string::npos ? 0 : 3);
+  }
+  const std::string m = run_member(false);
+  EXPECT_NE(m.find(path), std::string::npos) << m;
+  EXPECT_NE(m.find(expected), std::string::npos) << m;
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the other member: "
+      << (WIFSIGNALED(status) ? fmt::format("killed by signal {}", WTERMSIG(status))
+                              : fmt::format("exit {}", WEXITSTATUS(status)));
+  std::filesystem::remove(path);
+}
+
+TEST(Coordinated, ASegmentTruncatedByAnotherProcessFailsEachMemberNamingIt) {
+  for (const bool to_zero : {true, false}) {
+    SCOPED_TRACE(to_zero ? "truncated to 0 bytes" : "truncated to half its size");
+    damaged_group_fails_each_member(
+        to_zero ? "trunc0" : "trunchalf",
+        [&](const std::string& path) {
+          const auto size = std::filesystem::file_size(path);
+          std::filesystem::resize_file(path, to_zero ? 0 : size / 2);
+        },
+        "another process truncated its shared-memory segment");
+  }
+}
+
+TEST(Coordinated, ASegmentWhoseHeaderWasOverwrittenFailsEachMemberAndLeavesCleanly) {
+  damaged_group_fails_each_member(
+      "overwritten",
+      [](const std::string& path) {
+        std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+        const std::string junk(64, 'X');
+        f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+      },
+      "another process overwrote the header");
+}
+
+// A member whose slot (not its header) was overwritten gets a DataError, not a batch of
+// garbage sizes (which read past the mapping).
+TEST(Coordinated, AnOverwrittenSlotIsRefusedNotCopied) {
+  const std::string group = unique_group("slot");
+  GroupOptions o = options(group, 2);
+  std::unique_ptr<CoordinationGroup> a, b;
+  std::thread join_b([&] { b = std::make_unique<CoordinationGroup>(o); });
+  a = std::make_unique<CoordinationGroup>(o);
+  join_b.join();
+  CoordinationGroup& first = a->member() == 0 ? *a : *b;
+  CoordinationGroup& second = a->member() == 0 ? *b : *a;
+  Seen seen;
+  take(first, 0, seen);  // built by member 0, waiting in slot 0 for member 1
+  {
+    // Slot 0's BatchHeader: the first bytes after the header and the slot table; found by its
+    // labels' marker (make_batch: labels {0, 0, 0, 7}).
+    const int fd = ::open(segment_path(group).c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    const auto size = static_cast<std::size_t>(std::filesystem::file_size(segment_path(group)));
+    auto* m = static_cast<std::uint8_t*>(::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    ASSERT_NE(m, MAP_FAILED);
+    bool found = false;
+    for (std::size_t at = 0; at + 64 + 32 <= size && !found; at += 64) {
+      std::int64_t labels[4];
+      std::memcpy(labels, m + at + 64, sizeof labels);
+      if (labels[0] == 0 && labels[1] == 0 && labels[2] == 0 && labels[3] == 7) {
+        std::int32_t huge = 1 << 30;
+        std::memcpy(m + at, &huge, sizeof huge);  // BatchHeader::size
+        found = true;
+      }
+    }
+    ::munmap(m, size);
+    ::close(fd);
+    ASSERT_TRUE(found);
+  }
+  try {
+    take(second, 0, seen);
+    ADD_FAILURE() << "took a batch from an overwritten slot";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("overwrote slot 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(segment_path(group).string()), std::string::npos) << e.what();
+  }
+  a.reset();
+  b.reset();
+  std::filesystem::remove(segment_path(group));  // a damaged segment is left for the next start to remove
 }
 
 }  // namespace
