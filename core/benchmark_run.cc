@@ -240,6 +240,12 @@ int BenchmarkRun::run(const std::function<Workload()>& setup) {
   } catch (const UsageError& e) {
     std::cerr << o.name << ": error: " << e.what() << "\n";
     return 2;
+  } catch (const InputError& e) {
+    // The error last, after the report's path: what a reader of the log's last line sees.
+    const int code = finish(std::move(report), false, e.what(), 2);
+    std::cout.flush();
+    std::cerr << o.name << ": error: " << e.what() << "\n";
+    return code;
   } catch (const Interrupted& e) {
     std::cerr << o.name << ": " << e.what() << "\n";
     fill();

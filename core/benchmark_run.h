@@ -49,13 +49,22 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Input the user named that cannot be used (a dataset whose listing or shards are refused, a
+// missing dataset): exit 2 as a UsageError, and a FAIL report with the reason, as for any
+// failure once the run's set-up has begun.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class BenchmarkRun {
  public:
   // `source_hash`: sha256 of the benchmark's sources (MLBENCH_SOURCE_HASH).
   BenchmarkRun(const BenchCli& cli, std::string source_hash, RuntimeInfo runtime, Chrono::SyncHook sync = {});
 
   // Runs set-up and the loop; returns the process exit code: 0 completed,
-  // 1 failed (report written), 2 usage error, 128+signal when interrupted.
+  // 1 failed (report written), 2 usage error (no report) or InputError (report written),
+  // 128+signal when interrupted.
   int run(const std::function<Workload()>& setup);
 
   // The report's file path once written ("" when printed to stdout or not yet written).

@@ -14,11 +14,16 @@
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
+#include "pipeline/relative_path.h"
 
 namespace mlbench::pipeline {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+
+std::uint64_t body_margin(std::uint64_t listed_bytes) {
+  return std::max<std::uint64_t>(64u << 10, listed_bytes / 8);
+}
 
 bool is_http_url(const std::string& data) {
   return data.rfind("http://", 0) == 0 || data.rfind("https://", 0) == 0;
@@ -37,6 +42,7 @@ void global_init() {
 bool transient(HttpResult::Kind kind, long status, CURLcode code) {
   switch (kind) {
     case HttpResult::Kind::Ok:
+    case HttpResult::Kind::Size:  // the server sends what it has: asking again gets the same
       return false;
     case HttpResult::Kind::Status:
       return status >= 500 || status == 429 || status == 408;
@@ -49,22 +55,20 @@ bool transient(HttpResult::Kind kind, long status, CURLcode code) {
   return false;
 }
 
-std::size_t append_body(char* data, std::size_t size, std::size_t n, void* user) {
-  auto* body = static_cast<Bytes*>(user);
-  const std::size_t bytes = size * n;
-  body->insert(body->end(), reinterpret_cast<const std::uint8_t*>(data),
-               reinterpret_cast<const std::uint8_t*>(data) + bytes);
-  return bytes;
-}
-
 }  // namespace
 
 struct HttpClient::Impl {
   struct Request {
     std::string url;
     Bytes* body = nullptr;
-    std::size_t size_hint = 0;
+    std::uint64_t listed = 0;  // 0: not listed (the listing itself)
     HttpResult result;
+    // The attempt's body so far (the write callback's).
+    bool answered = false;   // the first body bytes came: status and Content-Length known
+    bool status_ok = false;  // a 200: the body is kept
+    std::uint64_t seen = 0;  // body bytes received (kept or not)
+    bool cut = false;        // the callback stopped the transfer (CURLE_WRITE_ERROR)
+    std::string size_error;  // why the 200's length disagrees with the listing ("" when it does not)
     bool done = false;
     Clock::time_point due;  // a retry waits until then
     CURL* easy = nullptr;
@@ -98,11 +102,11 @@ struct HttpClient::Impl {
     multi = nullptr;
   }
 
-  HttpResult get(const std::string& url, Bytes& body, std::size_t size_hint) {
+  HttpResult get(const std::string& url, Bytes& body, std::uint64_t listed) {
     auto r = std::make_shared<Request>();
     r->url = url;
     r->body = &body;
-    r->size_hint = size_hint;
+    r->listed = std::min(listed, kMaxObjectBytes);
     std::unique_lock<std::mutex> lock(mu);
     ++counters.requests;
     if (stopping) {
@@ -207,11 +211,16 @@ struct HttpClient::Impl {
     CURL* e = r.easy;
     curl_easy_reset(e);
     r.body->clear();
-    if (r.size_hint > 0) r.body->reserve(r.size_hint);
+    // Reserved up to 16 MiB: a listing may name objects of up to 1 GiB, and the requests in
+    // flight reserve at once (beyond, the body grows as it comes, within most_bytes).
+    if (r.listed > 0) r.body->reserve(std::min<std::uint64_t>(r.listed, 16u << 20));
+    r.answered = r.status_ok = r.cut = false;
+    r.seen = 0;
+    r.size_error.clear();
     r.error[0] = '\0';
     curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, append_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, r.body);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &r);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r.error);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
@@ -223,6 +232,64 @@ struct HttpClient::Impl {
     curl_multi_add_handle(multi, e);
   }
 
+  // The most body bytes r reads, and the fewest a 200 may have.
+  static std::uint64_t most_bytes(const Request& r) {
+    return r.listed > 0 ? r.listed + body_margin(r.listed) : kMaxObjectBytes;
+  }
+  static std::uint64_t fewest_bytes(const Request& r) {
+    return r.listed > 0 ? r.listed - std::min(r.listed, body_margin(r.listed)) : 0;
+  }
+
+  // libcurl's write callback: keeps a 200's body while it stays within most_bytes (checking
+  // the Content-Length at the first bytes, before keeping any), drops other answers' bodies;
+  // returning fewer bytes than given stops the transfer (CURLE_WRITE_ERROR).
+  static std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
+    auto& r = *static_cast<Request*>(user);
+    const std::size_t bytes = size * n;
+    if (!r.answered) {
+      r.answered = true;
+      long status = 0;
+      curl_easy_getinfo(r.easy, CURLINFO_RESPONSE_CODE, &status);
+      r.status_ok = status == 200;
+      curl_off_t length = -1;
+      curl_easy_getinfo(r.easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+      if (r.status_ok && length >= 0 &&
+          (static_cast<std::uint64_t>(length) > most_bytes(r) ||
+           static_cast<std::uint64_t>(length) < fewest_bytes(r))) {
+        r.size_error = r.listed > 0 ? fmt::format(
+                                          "Content-Length {}, but the listing says {} bytes (a body is read "
+                                          "only within {} bytes of its listed size)",
+                                          length, r.listed, body_margin(r.listed))
+                                    : fmt::format("Content-Length {}, more than {} bytes", length, kMaxObjectBytes);
+        r.cut = true;
+        return 0;
+      }
+    }
+    r.seen += bytes;
+    if (r.seen > most_bytes(r)) {
+      if (r.status_ok) {
+        r.size_error = r.listed > 0 ? fmt::format(
+                                          "the body passed {} bytes, but the listing says {} (cut at its "
+                                          "listed size + {})",
+                                          most_bytes(r), r.listed, body_margin(r.listed))
+                                    : fmt::format("the body passed {} bytes", kMaxObjectBytes);
+      }
+      r.cut = true;
+      return 0;
+    }
+    if (r.status_ok) {
+      try {
+        r.body->insert(r.body->end(), reinterpret_cast<const std::uint8_t*>(data),
+                       reinterpret_cast<const std::uint8_t*>(data) + bytes);
+      } catch (const std::bad_alloc&) {  // not through libcurl's C frames
+        r.size_error = fmt::format("no memory for a body of {} bytes", r.seen);
+        r.cut = true;
+        return 0;
+      }
+    }
+    return bytes;
+  }
+
   // Records r's attempt; true when it is to be retried, else r is done (its waiter woken).
   bool finish(Request& r, CURLcode code) {
     long status = 0;
@@ -232,10 +299,21 @@ struct HttpClient::Impl {
     HttpResult& res = r.result;
     res.status = status;
     res.seconds = static_cast<double>(total_us) * 1e-6;
-    if (code == CURLE_OK && status == 200) {
+    if (code == CURLE_OK && status == 200 && r.body->size() < fewest_bytes(r)) {
+      r.size_error = fmt::format(
+          "a body of {} bytes, but the listing says {} (a body is read only within {} bytes "
+          "of its listed size)",
+          r.body->size(), r.listed, body_margin(r.listed));
+    }
+    if (!r.size_error.empty()) {
+      res.kind = HttpResult::Kind::Size;
+      res.error = r.size_error;
+      r.body->clear();
+    } else if (code == CURLE_OK && status == 200) {
       res.kind = HttpResult::Kind::Ok;
       res.error.clear();
-    } else if (code == CURLE_OK) {
+    } else if (code == CURLE_OK || (r.cut && status != 200 && status != 0)) {
+      // (an answer other than 200 whose body ran past the bound was cut: its status is the error)
       res.kind = HttpResult::Kind::Status;
       res.error = fmt::format("HTTP {}", status);
     } else if (code == CURLE_OPERATION_TIMEDOUT) {
@@ -250,6 +328,7 @@ struct HttpClient::Impl {
     if (res.kind == HttpResult::Kind::Timeout) ++counters.timeouts;
     if (res.kind == HttpResult::Kind::Status) ++counters.status_errors;
     if (res.kind == HttpResult::Kind::Transport) ++counters.transport_errors;
+    if (res.kind == HttpResult::Kind::Size) ++counters.size_errors;
     if (again) {
       ++counters.retries;
       return true;
@@ -299,8 +378,8 @@ HttpClient::Impl& HttpClient::impl() const {
   return *impl_;
 }
 
-HttpResult HttpClient::get(const std::string& url, Bytes& body, std::size_t size_hint) {
-  return impl().get(url, body, size_hint);
+HttpResult HttpClient::get(const std::string& url, Bytes& body, std::uint64_t listed_bytes) {
+  return impl().get(url, body, listed_bytes);
 }
 
 HttpCounters HttpClient::counters() const {
@@ -311,6 +390,48 @@ HttpCounters HttpClient::counters() const {
 
 void HttpClient::stop() {
   impl().stop();
+}
+
+Listing check_listing(const nlohmann::json& j) {
+  if (!j.is_object() || j.value("format", "") != "mlbench-listing") {
+    throw std::invalid_argument("not an mlbench listing (no format)");
+  }
+  if (j.at("version") != 1) {
+    throw std::invalid_argument(fmt::format("listing version {} (this mlbench reads 1)", j.at("version").dump()));
+  }
+  Listing out;
+  out.classes = j.at("classes").get<std::vector<std::string>>();
+  const nlohmann::json& objects = j.at("objects");
+  if (!objects.is_array()) throw std::invalid_argument("objects is not a list");
+  out.objects.reserve(objects.size());
+  for (std::size_t i = 0; i < objects.size(); ++i) {
+    const nlohmann::json& o = objects[i];
+    if (!o.is_array() || o.size() != 3 || !o[0].is_string()) {
+      throw std::invalid_argument(
+          fmt::format("object {} is not [path, bytes, label]: {}", i, quoted_path(o.dump().substr(0, 200))));
+    }
+    Listing::Object object;
+    object.path = o[0].get<std::string>();
+    const std::string name = fmt::format("object {} {}", i, quoted_path(object.path));
+    if (const std::string why = relative_path_problem(object.path); !why.empty()) {
+      throw std::invalid_argument(fmt::format("{}: {} (an object's path must stay below the prefix)", name, why));
+    }
+    // is_number_unsigned: a non-negative integer (JSON's -5, 1.5 and 1e18 are not).
+    if (!o[1].is_number_unsigned() || o[1].get<std::uint64_t>() < 1 || o[1].get<std::uint64_t>() > kMaxObjectBytes) {
+      throw std::invalid_argument(fmt::format("{}: size {} is not an integer from 1 to {} (1 GiB)", name,
+                                              o[1].dump().substr(0, 40), kMaxObjectBytes));
+    }
+    object.bytes = o[1].get<std::uint64_t>();
+    if (!o[2].is_number_integer() || o[2].get<std::int64_t>() < 0 ||
+        o[2].get<std::int64_t>() >= static_cast<std::int64_t>(out.classes.size())) {
+      throw std::invalid_argument(fmt::format("{}: label {} is not one of the {} classes (0 to {})", name,
+                                              o[2].dump().substr(0, 40), out.classes.size(),
+                                              static_cast<std::int64_t>(out.classes.size()) - 1));
+    }
+    object.label = o[2].get<std::int64_t>();
+    out.objects.push_back(std::move(object));
+  }
+  return out;
 }
 
 namespace {
@@ -350,32 +471,21 @@ HttpSource::HttpSource(std::string url, HttpOptions options, const std::string& 
       throw DataError(why + " (write one with: mlbench-datagen listing --root DIR, in the folder the server serves" +
                       (hint.empty() ? std::string(")") : "; " + hint + ")"));
     }
-    if (r.kind == HttpResult::Kind::Status) throw DataError(why);
+    if (r.kind == HttpResult::Kind::Status || r.kind == HttpResult::Kind::Size) throw DataError(why);
     throw SourceUnavailable(why);
   }
-  nlohmann::json j;
+  Listing listing;
   try {
-    j = nlohmann::json::parse(body.begin(), body.end());
-    if (j.value("format", "") != "mlbench-listing") throw std::runtime_error("not an mlbench listing (no format)");
-    if (j.at("version").get<int>() != 1) {
-      throw std::runtime_error(fmt::format("listing version {} (this mlbench reads 1)", j.at("version").dump()));
-    }
-    classes_ = j.at("classes").get<std::vector<std::string>>();
-    for (const auto& o : j.at("objects")) {
-      const auto path = o.at(0).get<std::string>();
-      const auto size = o.at(1).get<std::size_t>();
-      const auto label = o.at(2).get<std::int64_t>();
-      if (label < 0 || label >= static_cast<std::int64_t>(classes_.size())) {
-        throw std::runtime_error(
-            fmt::format("object {} has label {}, not one of the {} classes", path, label, classes_.size()));
-      }
-      names_.push_back(escape_path(path));
-      sizes_.push_back(size);
-      labels_.push_back(label);
-      total_bytes_ += size;
-    }
+    listing = check_listing(nlohmann::json::parse(body.begin(), body.end()));
   } catch (const std::exception& e) {
     throw DataError(fmt::format("dataset listing {}: {}", listing_url, e.what()));
+  }
+  classes_ = std::move(listing.classes);
+  for (const Listing::Object& o : listing.objects) {
+    names_.push_back(escape_path(o.path));
+    sizes_.push_back(o.bytes);
+    labels_.push_back(o.label);
+    total_bytes_ += o.bytes;
   }
   if (names_.empty()) throw DataError(fmt::format("dataset listing {} names no objects", listing_url));
 }
@@ -395,7 +505,7 @@ void HttpSource::fetch(std::size_t index, Bytes& out) const {
     failures_in_a_row_.store(0, std::memory_order_relaxed);
     return;
   }
-  if (r.kind == HttpResult::Kind::Status) {
+  if (r.kind == HttpResult::Kind::Status || r.kind == HttpResult::Kind::Size) {
     failures_in_a_row_.store(0, std::memory_order_relaxed);  // the server answers
   } else if (failures_in_a_row_.fetch_add(1, std::memory_order_relaxed) + 1 >= kFatalAfter) {
     throw SourceUnavailable(
@@ -420,6 +530,7 @@ nlohmann::json HttpSource::describe_json() const {
           {"timeouts", c.timeouts},
           {"status_errors", c.status_errors},
           {"transport_errors", c.transport_errors},
+          {"size_errors", c.size_errors},
           {"bytes", c.bytes},
           {"per_request_ms", ok > 0 ? nlohmann::json(1e3 * c.request_s / static_cast<double>(ok)) : nlohmann::json()},
           {"max_in_flight", c.max_in_flight},
@@ -443,7 +554,13 @@ nlohmann::json folder_listing(const ImageFolderReader& folder) {
 fs::path write_folder_listing(const fs::path& root) {
   const ImageFolderReader folder(root);
   const fs::path file = root / kListingName;
-  core::write_file_atomic(file, folder_listing(folder).dump() + "\n");
+  const nlohmann::json listing = folder_listing(folder);
+  try {
+    check_listing(listing);
+  } catch (const std::invalid_argument& e) {
+    throw DataError(fmt::format("{}: the loader would refuse this listing: {}", root.string(), e.what()));
+  }
+  core::write_file_atomic(file, listing.dump() + "\n");
   return file;
 }
 

@@ -21,6 +21,8 @@
 
 #include <fmt/format.h>
 
+#include "pipeline/relative_path.h"
+
 namespace mlbench::pipeline {
 
 namespace fs = std::filesystem;
@@ -130,13 +132,22 @@ std::vector<fs::path> resolve_shard_spec(const std::string& spec) {
     if (!in) throw DataError(fmt::format("cannot read the shard list {}: {}", spec, std::strerror(errno)));
     const fs::path base = fs::path(spec).parent_path();
     std::string line;
-    while (std::getline(in, line)) {
+    for (std::size_t number = 1; std::getline(in, line); ++number) {
       while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
       std::size_t b = 0;
       while (b < line.size() && std::isspace(static_cast<unsigned char>(line[b]))) ++b;
       if (b == line.size() || line[b] == '#') continue;
-      const fs::path p(line.substr(b));
-      out.push_back(p.is_absolute() ? p : base / p);
+      std::string_view entry(line);
+      entry.remove_prefix(b);
+      while (entry.starts_with("./")) entry.remove_prefix(2);  // "./shard.tar" is beside the list too
+      // The list names shards in its folder or below it (docs/pipeline.md, "Paths that data names").
+      if (const std::string why = relative_path_problem(entry); !why.empty()) {
+        throw DataError(
+            fmt::format("the shard list {}: line {} {}: {} (a listed shard is a path relative to the "
+                        "list's folder, below it)",
+                        spec, number, quoted_path(entry), why));
+      }
+      out.push_back(base / fs::path(entry));
       if (!fs::is_regular_file(out.back(), ec)) {
         throw DataError(fmt::format("shard {} listed in {} does not exist", out.back().string(), spec));
       }
@@ -355,6 +366,14 @@ void TarShardSource::scan(std::size_t s) {
     next_header = offset + (size + 511) / 512 * 512;
     const char* name = archive_entry_pathname(entry);
     if (archive_entry_filetype(entry) != AE_IFREG || !name) continue;
+    // Member names are data too (they name samples in messages and the report): the rule of
+    // listing paths, after tar's own leading "./" (`tar -C dir -cf x.tar .`).
+    std::string_view relative(name);
+    while (relative.starts_with("./")) relative.remove_prefix(2);
+    if (const std::string why = relative_path_problem(relative); !why.empty()) {
+      throw DataError(fmt::format("shard {}: member {} at byte {}: {} (a member's name must be a relative path)",
+                                  path.string(), quoted_path(name), header_at, why));
+    }
     if (offset + size > file_bytes) {
       throw DataError(fmt::format("shard {}: truncated: member {} at byte {} needs {} bytes, the file ends at byte {}",
                                   path.string(), name, offset, size, file_bytes));

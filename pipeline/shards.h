@@ -49,9 +49,10 @@ inline constexpr std::size_t kDefaultShuffleBuffer = 1000;
 bool is_shard_spec(const std::string& spec);
 
 // The shard files a spec names, in order: the one .tar, the glob's matches sorted,
-// or the list's lines (blank lines and '#' comments skipped; relative paths are
-// relative to the list's folder). Throws DataError naming the spec when nothing
-// matches, a listed shard is missing, or the list cannot be read.
+// or the list's lines (blank lines and '#' comments skipped; each a path relative to
+// the list's folder and below it: relative_path_problem, pipeline/relative_path.h).
+// Throws DataError naming the spec when nothing matches, a listed shard is missing or
+// refused (by line number and entry), or the list cannot be read.
 std::vector<std::filesystem::path> resolve_shard_spec(const std::string& spec);
 
 // An epoch's order over shards of `shard_items[s]` items each (shard s holds the
@@ -85,8 +86,10 @@ class TarShardSource : public ItemSource {
   static constexpr std::size_t kRunBytes = 4u << 20;
 
   // Resolves `spec` (resolve_shard_spec) and scans every shard. Throws DataError for no
-  // shards, a bad or truncated tar (naming the shard and byte offset), no samples at all
-  // (naming `hint`, e.g. how to make them), or under `strict` an incomplete sample.
+  // shards, a bad or truncated tar (naming the shard and byte offset), a member whose name
+  // is not a relative path (relative_path_problem, after tar's leading "./"; naming the
+  // shard, member and offset), no samples at all (naming `hint`, e.g. how to make them),
+  // or under `strict` an incomplete sample.
   TarShardSource(const std::string& spec, TarShardOptions options = {}, const std::string& hint = {});
   ~TarShardSource() override;
   TarShardSource(const TarShardSource&) = delete;

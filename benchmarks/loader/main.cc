@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <string>
 
 #include <torch/torch.h>
 
@@ -90,10 +91,10 @@ void add_flags(core::BenchCli& cli, LoaderOptions& opt) {
       ->excludes("--min-time");  // it sizes --repeat from --number, which --min-time only knows later
 }
 
-// The dataset, scanned before the run so that --epochs can size --repeat
-// (which it sets here). Prints the error and returns 2 when it cannot be read.
-std::optional<int> open_source(core::BenchOptions& o, const LoaderOptions& opt,
-                               std::shared_ptr<pipeline::ItemSource>& source) {
+// The dataset, scanned before the run so that --epochs can size --repeat (which it sets
+// here). When it cannot be read: why, in one line (run() makes it a FAIL report and exit 2).
+std::optional<std::string> open_source(core::BenchOptions& o, const LoaderOptions& opt,
+                                       std::shared_ptr<pipeline::ItemSource>& source) {
   const std::string dataset = "fake-imagenet-small";
   const std::string data =
       o.data.empty() ? (std::filesystem::path(o.data_directory) / dataset / "train").string() : o.data;
@@ -101,18 +102,14 @@ std::optional<int> open_source(core::BenchOptions& o, const LoaderOptions& opt,
   try {
     source = pipeline::open_image_source(data, pipeline::datagen_hint(o, dataset), popts);
   } catch (const pipeline::DataError& e) {
-    std::cerr << "loader: error: " << e.what() << "\n";
-    return 2;
+    return e.what();
   } catch (const pipeline::SourceUnavailable& e) {
-    std::cerr << "loader: error: " << e.what() << "\n";
-    return 2;
+    return e.what();
   }
   const auto folder = std::dynamic_pointer_cast<pipeline::ImageFolderReader>(source);
   for (const auto& c : folder ? folder->empty_classes() : std::vector<std::string>{}) {
     if (popts.strict_data) {
-      std::cerr << "loader: error: class folder " << (std::filesystem::path(data) / c).string()
-                << " is empty (--strict-data)\n";
-      return 2;
+      return "class folder " + (std::filesystem::path(data) / c).string() + " is empty (--strict-data)";
     }
     std::cerr << "warning: class folder " << (std::filesystem::path(data) / c).string()
               << " is empty (its label has no samples)\n";
@@ -188,13 +185,14 @@ core::Workload make_workload(const core::BenchOptions& o, const LoaderOptions& o
 
 int run(core::BenchCli& cli, const LoaderOptions& opt) {
   std::shared_ptr<pipeline::ItemSource> source;
-  if (!cli.options().synthetic) {
-    if (auto rc = open_source(cli.options(), opt, source)) return *rc;
-  }
+  std::optional<std::string> unreadable;
+  if (!cli.options().synthetic) unreadable = open_source(cli.options(), opt, source);
   std::shared_ptr<pipeline::TraceRecorder> trace;
   if (!cli.options().trace.empty()) trace = std::make_shared<pipeline::TraceRecorder>();
 
   return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
+    // A dataset that cannot be read: exit 2 and a FAIL report with the reason.
+    if (unreadable) throw core::InputError(*unreadable);
     return make_workload(cli.options(), opt, ctx, source, trace);
   });
 }

@@ -8,10 +8,13 @@
 #include <map>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "pipeline/http_source.h"
 #include "pipeline/loader.h"
+#include "pipeline/relative_path.h"
 #include "tests/support/http_fixtures.h"
 #include "tests/support/jpeg_folder.h"
 #include "tests/support/temp_dir.h"
@@ -313,6 +316,218 @@ TEST(FetchProbe, CountsItemsAndBytesAtADepth) {
   EXPECT_EQ(p.failed, 0);
   EXPECT_DOUBLE_EQ(p.bytes, static_cast<double>(http.total_bytes()));
   EXPECT_GT(p.items_per_s(), 0);
+}
+
+TEST(RelativePath, PlainRelativePathsPass) {
+  for (const std::string ok : {"a.jpg", "n01440764/n01440764_10026.JPEG", "d 1/a#b.jpg", "c0/a:b.jpg", "c0/%41.jpg",
+                               "c0/100%.jpg", "c0/..a.jpg", "c0/a..", "\xc3\xa9t\xc3\xa9/photo.jpg"}) {
+    EXPECT_EQ(relative_path_problem(ok), "") << ok;
+  }
+}
+
+TEST(RelativePath, EscapesAbsolutePathsUrlsAndControlCharactersAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"../secret.txt", "a '..' segment"},
+      {"../../../../etc/passwd", "a '..' segment"},
+      {"c0/../../x.jpg", "a '..' segment"},
+      {"./x.jpg", "a '.' segment"},
+      {"c0/./x.jpg", "a '.' segment"},
+      {"c0/..", "a '..' segment"},
+      {"/etc/passwd", "absolute"},
+      {"", "empty path"},
+      {"c0//x.jpg", "empty segment"},
+      {"c0/", "empty segment"},
+      {"c0\\..\\x.jpg", "backslash"},
+      {std::string("c0/a\0b.jpg", 10), "control character (\\x00)"},
+      {"c0/a\nb.jpg", "control character (\\x0a)"},
+      {"c0/\x1b[2J.jpg", "control character (\\x1b)"},
+      {"c0/a\x7f.jpg", "control character (\\x7f)"},
+      {"http://evil.example/x.jpg", "':' in its first segment"},
+      {"file:x.jpg", "':' in its first segment"},
+      {"%2e%2e/secret.txt", "decode to a '..' segment"},
+      {"c0/%2E/x.jpg", "decode to a '.' segment"},
+      {"c0/%252e%252e/x.jpg", "decode to a '..' segment"},
+      {"c0/a%2fb.jpg", "decode to a '/'"},
+      {"c0/a%5cb.jpg", "decode to a backslash"},
+      {"c0/a%00.jpg", "decode to a control character"},
+      {"http%3a/x.jpg", "':' in its first segment"},
+      {std::string(kMaxRelativePathBytes + 1, 'a'), "more than 4096"},
+  };
+  for (const auto& [path, why] : refused) {
+    const std::string got = relative_path_problem(path);
+    EXPECT_NE(got.find(why), std::string::npos) << quoted_path(path) << " -> " << got;
+  }
+}
+
+TEST(RelativePath, QuotedPathsShowControlCharactersAsEscapesAndAreCut) {
+  EXPECT_EQ(quoted_path("c0/a\x1b[2J\n\"\\.jpg"), R"("c0/a\x1b[2J\x0a\x22\x5c.jpg")");
+  const std::string q = quoted_path(std::string(1000, 'a'));
+  EXPECT_EQ(q.size(), 1u + 200 + 3 + 1);
+  EXPECT_TRUE(q.ends_with("...\""));
+}
+
+// A listing as a test writes it: `objects` as given, 2 classes.
+std::string listing_json(const nlohmann::json& objects) {
+  return nlohmann::json{{"format", "mlbench-listing"}, {"version", 1}, {"classes", {"c0", "c1"}}, {"objects", objects}}
+      .dump();
+}
+
+// The DataError HttpSource throws for a listing with `objects` (served by `server` at /set/), "" when none.
+std::string listing_error(mt::FaultyHttpServer& server, const nlohmann::json& objects) {
+  server.serve_file("/set/" + std::string(kListingName), listing_json(objects));
+  try {
+    HttpSource http(server.url("/set/"));
+    return "";
+  } catch (const DataError& e) {
+    return e.what();
+  }
+}
+
+// Objects named ../secret.txt made the loader request /secret.txt from the server. The listing is
+// checked whole before any object is requested; the first bad entry is named in one line.
+TEST(HttpSource, AListingPathOutsideThePrefixIsRefusedBeforeAnyRequest) {
+  mt::FaultyHttpServer server(mt::Fault::kNone, "a secret");
+  for (const std::string bad :
+       {"../secret.txt", "../../../../etc/passwd", "c0/../../secret.txt", "/etc/passwd", "http://127.0.0.1:9/x.jpg",
+        "c0/./x.jpg", "c0//x.jpg", "c0\\x.jpg", "c0/\x1b[2J.jpg", "%2e%2e/secret.txt", "c0/%252e%252e/x.jpg"}) {
+    SCOPED_TRACE(quoted_path(bad));
+    const int before = server.requests();
+    const std::string e = listing_error(server, {{"c0/ok.jpg", 8, 0}, {bad, 8, 1}, {"c1/ok.jpg", 8, 1}});
+    EXPECT_NE(
+        e.find("dataset listing " + server.url("/set/mlbench-listing.json") + ": object 1 " + quoted_path(bad) + ": "),
+        std::string::npos)
+        << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    EXPECT_TRUE(std::none_of(e.begin(), e.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; })) << e;
+    EXPECT_EQ(server.requests(), before + 1);  // the listing, nothing else
+  }
+}
+
+// Sizes of 10^18 and -5 ended in std::bad_alloc and std::length_error (exit 134, no report).
+// A size is an integer from 1 to 1 GiB; a label indexes `classes`.
+TEST(HttpSource, AListingSizeOrLabelOutOfRangeIsRefusedNamingTheObject) {
+  mt::FaultyHttpServer server(mt::Fault::kNone, "12345678");
+  const std::vector<std::pair<nlohmann::json, std::string>> refused = {
+      {{"c0/a.jpg", 1000000000000000000ull, 0}, "size 1000000000000000000 is not an integer from 1 to 1073741824"},
+      {{"c0/a.jpg", -5, 0}, "size -5 is not"},
+      {{"c0/a.jpg", 0, 0}, "size 0 is not"},
+      {{"c0/a.jpg", 1.5, 0}, "size 1.5 is not"},
+      {{"c0/a.jpg", 1e18, 0}, "is not an integer"},
+      {{"c0/a.jpg", (1ull << 30) + 1, 0}, "size 1073741825 is not"},
+      {{"c0/a.jpg", "8", 0}, "size \"8\" is not"},
+      {{"c0/a.jpg", 8, 2}, "label 2 is not one of the 2 classes"},
+      {{"c0/a.jpg", 8, -1}, "label -1 is not"},
+      {{"c0/a.jpg", 8, 0.5}, "label 0.5 is not"},
+      {{"c0/a.jpg", 8}, "object 1 is not [path, bytes, label]"},
+  };
+  for (const auto& [object, why] : refused) {
+    SCOPED_TRACE(object.dump());
+    const std::string e = listing_error(server, {{"c0/ok.jpg", 8, 0}, object});
+    EXPECT_NE(e.find(why), std::string::npos) << e;
+    if (object.size() == 3) {
+      EXPECT_NE(e.find("object 1 \"c0/a.jpg\": "), std::string::npos) << e;
+    }
+  }
+  EXPECT_EQ(listing_error(server, {{"c0/ok.jpg", 8, 0}, {"c1/big.jpg", 1ull << 30, 1}}), "");
+}
+
+// `mlbench-datagen listing` writes no listing the loader would refuse.
+TEST(HttpSource, AFolderWhoseListingWouldBeRefusedIsNotListed) {
+  const TempDir tmp("http_listing_refused");
+  const fs::path root = mlbench::testing_support::make_jpeg_folder(tmp.path() / "set", 1, 2);
+  std::ofstream(root / "c0" / "empty.jpg").flush();
+  try {
+    write_folder_listing(root);
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"c0/empty.jpg\": size 0 is not"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(root / kListingName));
+}
+
+// 600 MB bodies for objects listed at ~100 KB drove a 32-item run to 2 GB. A body is read only
+// up to its listed size plus body_margin: cut there, not retried (the server would send it again).
+TEST(HttpClient, ABodyFarLargerThanListedIsCutAtTheListedSizePlusTheMargin) {
+  mt::FaultyHttpServer server(mt::Fault::kHugeBody);
+  HttpOptions h;
+  h.backoff_s = 0.001;
+  HttpClient client(h);
+  Bytes body;
+  const std::uint64_t listed = 100000;
+  const HttpResult r = client.get(server.url("/c0/x.jpg"), body, listed);
+  EXPECT_NE(r.kind, HttpResult::Kind::Ok);
+  EXPECT_NE(
+      r.error.find(fmt::format("the body passed {} bytes, but the listing says {}", listed + (64u << 10), listed)),
+      std::string::npos)
+      << r.error;
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_TRUE(body.empty());
+  EXPECT_LE(body.capacity(), 2 * (listed + (64u << 10)));
+  // The client stopped reading: what the server got out is the cut plus the sockets' buffers, not 600 MiB.
+  EXPECT_LT(server.body_bytes_sent(), std::uint64_t{64} << 20);
+  EXPECT_EQ(server.requests(), 1);
+}
+
+// A Content-Length that disagrees with the listing fails at the header: no body byte is kept.
+TEST(HttpClient, AContentLengthThatDisagreesWithTheListingFailsAtTheHeader) {
+  mt::FaultyHttpServer server(mt::Fault::kHugeContentLength);
+  HttpOptions h;
+  h.backoff_s = 0.001;
+  HttpClient client(h);
+  Bytes body;
+  const HttpResult r = client.get(server.url("/c0/x.jpg"), body, 100000);
+  EXPECT_NE(r.kind, HttpResult::Kind::Ok);
+  EXPECT_NE(r.error.find(fmt::format("Content-Length {}, but the listing says 100000 bytes", mt::kHugeBodyBytes)),
+            std::string::npos)
+      << r.error;
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_TRUE(body.empty());
+  EXPECT_LT(server.body_bytes_sent(), std::uint64_t{64} << 20);
+  // Shorter than listed by more than the margin: refused too (the object is not the one listed).
+  mt::FaultyHttpServer small(mt::Fault::kNone, std::string(1000, 'x'));
+  const HttpResult s = client.get(small.url("/c0/y.jpg"), body, 100000);
+  EXPECT_NE(s.kind, HttpResult::Kind::Ok);
+  EXPECT_NE(s.error.find("Content-Length 1000, but the listing says 100000"), std::string::npos) << s.error;
+  // Within the margin: read.
+  EXPECT_EQ(client.get(small.url("/c0/z.jpg"), body, 1200).kind, HttpResult::Kind::Ok);
+  EXPECT_EQ(body.size(), 1000u);
+  EXPECT_EQ(client.counters().size_errors, 2);
+}
+
+// In a run such a body is a bad sample: counted and replaced, or under --strict-data an error naming the URL.
+TEST(HttpSource, ABodyNotOfItsListedSizeIsABadSampleOrAnErrorUnderStrict) {
+  const TempDir tmp("http_huge_body");
+  const fs::path root = mlbench::testing_support::make_jpeg_folder(tmp.path() / "set", 2, 4);
+  mt::FaultyHttpServer server(mt::Fault::kHugeBody);
+  const ImageFolderReader folder(root);
+  nlohmann::json objects = nlohmann::json::array();
+  for (std::size_t i = 0; i < folder.size(); ++i) {
+    const std::string rel = fs::path(folder.path(i)).lexically_relative(root).generic_string();
+    const Bytes b = file_bytes(folder.path(i));
+    server.serve_file("/set/" + rel, std::string(b.begin(), b.end()));
+    objects.push_back({rel, b.size(), folder.label(i)});
+  }
+  objects.push_back({"c0/huge.jpg", 100000, 0});
+  objects.push_back({"c1/huge.jpg", 100000, 1});
+  server.serve_file("/set/" + std::string(kListingName), listing_json(objects));
+  auto http = std::make_shared<HttpSource>(server.url("/set/"));
+  Loader loader(http, one_epoch(2, 4));
+  long items = 0;
+  while (auto b = loader.next()) items += b->size;
+  EXPECT_EQ(items, 10);
+  EXPECT_EQ(loader.stats().corrupt(), 2);
+  EXPECT_EQ(loader.to_json().at("source_detail").at("size_errors"), 2);
+  EXPECT_LT(server.body_bytes_sent(), std::uint64_t{128} << 20);  // two bodies cut, not 1.2 GB read
+  LoaderConfig strict = one_epoch(1, 0);
+  strict.strict = true;
+  Loader stops(http, strict);
+  try {
+    while (stops.next()) {
+    }
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("/huge.jpg: the body passed"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

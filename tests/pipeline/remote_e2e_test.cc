@@ -158,4 +158,63 @@ TEST(RemoteE2E, MlbenchStallModelsTheIoDepthOfADatasetOverHttp) {
   EXPECT_FALSE(stall.at("runs").contains("page-0.50"));
 }
 
+// `set`'s listing with `object` appended (its label 0).
+void append_to_listing(const fs::path& root, const nlohmann::json& object) {
+  nlohmann::json listing;
+  {
+    std::ifstream in(root / "mlbench-listing.json");
+    listing = nlohmann::json::parse(in);
+  }
+  listing["objects"].push_back(object);
+  std::ofstream(root / "mlbench-listing.json", std::ios::trunc) << listing.dump();
+}
+
+// A listing naming ../secret.txt made the loader request /secret.txt, and the run passed. Now the
+// listing is refused before the first request: one line naming the entry, exit 2, a FAIL report.
+TEST(RemoteE2E, AListingPathOutsideThePrefixIsExit2AndAFailReportNamingIt) {
+  std::unique_ptr<mt::NginxServer> nginx;
+  const TempDir tmp("remote_e2e_escape");
+  const fs::path root = served_set(tmp);
+  std::ofstream(tmp.path() / "secret.txt") << "a secret";
+  mt::make_readable_by_others(tmp.path());
+  append_to_listing(root, {"../secret.txt", 8, 0});
+  MLBENCH_START_NGINX(nginx, serve(tmp.path()));
+  const auto r = run_command(loader_cmd(nginx->url("/set/"), tmp.path() / "rep"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  const std::string line = "loader: error: dataset listing " + nginx->url("/set/mlbench-listing.json") +
+                           ": object 48 \"../secret.txt\": a '..' segment";
+  EXPECT_NE(r.output.find(line), std::string::npos) << r.output;
+  const auto fail = only_report(tmp.path() / "rep", ".FAIL.");
+  ASSERT_TRUE(fail.is_object());
+  EXPECT_FALSE(fail.at("completed").get<bool>());
+  EXPECT_NE(fail.at("reason").get<std::string>().find("\"../secret.txt\": a '..' segment"), std::string::npos)
+      << fail.dump();
+}
+
+// Sizes of 10^18 and -5 ended in std::bad_alloc and std::length_error: exit 134, no report.
+TEST(RemoteE2E, AHugeOrNegativeSizeInAListingIsExit2AndAFailReportNotAnAbort) {
+  std::unique_ptr<mt::NginxServer> nginx;
+  const TempDir tmp("remote_e2e_sizes");
+  const fs::path root = served_set(tmp);
+  const std::string listing = (root / "mlbench-listing.json").string();
+  fs::copy_file(listing, listing + ".orig");
+  MLBENCH_START_NGINX(nginx, serve(tmp.path()));
+  for (const auto& [size, shown] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {1000000000000000000ull, "1000000000000000000"}, {-5, "-5"}}) {
+    SCOPED_TRACE(shown);
+    fs::copy_file(listing + ".orig", listing, fs::copy_options::overwrite_existing);
+    nlohmann::json object = {"c0/0.jpg", size, 0};
+    append_to_listing(root, object);
+    const fs::path rep = tmp.path() / ("rep" + shown);
+    const auto r = run_command(loader_cmd(nginx->url("/set/"), rep));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("object 48 \"c0/0.jpg\": size " + shown + " is not an integer from 1 to 1073741824"),
+              std::string::npos)
+        << r.output;
+    const auto fail = only_report(rep, ".FAIL.");
+    ASSERT_TRUE(fail.is_object());
+    EXPECT_NE(fail.at("reason").get<std::string>().find("size " + shown), std::string::npos) << fail.dump();
+  }
+}
+
 }  // namespace

@@ -21,6 +21,7 @@
 #include "datasets/shard_writer.h"
 #include "pipeline/loader.h"
 #include "pipeline/options.h"
+#include "pipeline/relative_path.h"
 #include "pipeline/shards.h"
 #include "tests/support/jpeg_folder.h"
 #include "tests/support/temp_dir.h"
@@ -409,6 +410,51 @@ TEST_F(TarShards, NoShardsIsOneLineNamingThePattern) {
   const std::string junk = data_error([&] { TarShardSource{(tmp_->path() / "junk.tar").string()}; });
   EXPECT_NE(junk.find("junk.tar"), std::string::npos) << junk;
   EXPECT_EQ(junk.find('\n'), std::string::npos) << junk;
+}
+
+// A member's name is data the shard's author chose: the rule of listing paths (pipeline/relative_path.h)
+// holds for it too, after tar's own leading "./". The first bad one refuses the shard, naming it.
+TEST_F(TarShards, AMemberNameThatIsNotARelativePathRefusesTheShardNamingIt) {
+  const fs::path odd = tmp_->path() / "odd";
+  fs::create_directories(odd);
+  const std::string jpeg = read_all(folder_ / "c1" / "0.jpg");
+  for (const std::string bad : {"../evil", "../../../../etc/passwd", "/abs/s0", "a/./s0", "a//s0", "a\\s0", "a\x01/s0",
+                                "a\x1b[2Js0", "http:/x/s0", "%2e%2e/s0"}) {
+    SCOPED_TRACE(bad);
+    const fs::path tar = odd / "bad.tar";
+    write_tar(tar, {{"good.jpg", jpeg}, {"good.cls", "1"}, {bad + ".jpg", jpeg}, {bad + ".cls", "1"}});
+    const std::string e = data_error([&] { TarShardSource(tar.string()); });
+    EXPECT_NE(e.find("shard " + tar.string() + ": member "), std::string::npos) << e;
+    EXPECT_NE(e.find("member " + quoted_path(bad + ".jpg") + " at byte "), std::string::npos) << e;
+    // One line, and no control character of the name in it (a terminal would act on it).
+    EXPECT_TRUE(std::none_of(e.begin(), e.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; })) << e;
+  }
+  // tar -C dir -cf x.tar . writes "./name": read as "name".
+  const fs::path dotted = odd / "dotted.tar";
+  write_tar(dotted, {{"./s0.jpg", jpeg}, {"./s0.cls", "2"}, {"./sub/s1.jpg", jpeg}, {"./sub/s1.cls", "0"}});
+  const TarShardSource s(dotted.string());
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s.label(0), 2);
+}
+
+// A .shards list names shards in its folder or below it: an entry with a '..' segment (the file
+// it names exists), an absolute path, a URL or a control character is refused by line and entry.
+TEST_F(TarShards, AShardListEntryOutsideItsFolderIsRefusedNamingTheLine) {
+  const fs::path lists = tmp_->path() / "lists";
+  fs::create_directories(lists / "sub");
+  fs::copy_file(shard(0), lists / "sub" / "s.tar");
+  for (const std::string& bad :
+       std::vector<std::string>{"../shards/shard-000000.tar", shard(0).string(), "sub/../sub/s.tar", "sub/./s.tar",
+                                "http://127.0.0.1:9/s.tar", "sub/s\x01.tar", "sub\\s.tar"}) {
+    SCOPED_TRACE(bad);
+    const fs::path list = lists / "bad.shards";
+    std::ofstream(list, std::ios::trunc) << "# shards\nsub/s.tar\n" << bad << "\n";
+    const std::string e = data_error([&] { TarShardSource(list.string()); });
+    EXPECT_NE(e.find("the shard list " + list.string() + ": line 3 \""), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+  std::ofstream(lists / "good.shards") << "sub/s.tar\n  ./sub/s.tar  \n";
+  EXPECT_EQ(TarShardSource((lists / "good.shards").string()).shards().size(), 2u);
 }
 
 }  // namespace

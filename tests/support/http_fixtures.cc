@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -431,6 +432,10 @@ const char* fault_name(Fault fault) {
       return "stalls-mid-body";
     case Fault::kNone:
       return "none";
+    case Fault::kHugeBody:
+      return "huge-body";
+    case Fault::kHugeContentLength:
+      return "huge-content-length";
   }
   return "?";
 }
@@ -445,6 +450,19 @@ FaultyHttpServer::~FaultyHttpServer() {
 
 std::string FaultyHttpServer::url(const std::string& path) const {
   return loopback_url(port(), path);
+}
+
+void FaultyHttpServer::serve_file(const std::string& path, std::string body) {
+  std::lock_guard<std::mutex> lock(files_mu_);
+  files_[path] = std::move(body);
+}
+
+void FaultyHttpServer::send_huge_body(int fd, int stop_fd) {
+  const std::string chunk(64u << 10, 'x');
+  for (std::size_t sent = 0; sent < kHugeBodyBytes; sent += chunk.size()) {
+    if (!send_all(fd, chunk, stop_fd)) return;
+    body_bytes_sent_ += chunk.size();
+  }
 }
 
 namespace {
@@ -509,7 +527,32 @@ void FaultyHttpServer::serve(int fd, int stop_fd) {
       return fmt::format("HTTP/1.1 {}\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\n{}\r\n",
                          status, length, client_closes ? "Connection: close\r\n" : "");
     };
+    // The request line's path: "GET /set/x.jpg HTTP/1.1".
+    const std::size_t path_at = head.find(' ') + 1;
+    const std::string path = head.substr(path_at, head.find(' ', path_at) - path_at);
+    std::optional<std::string> file;
+    {
+      std::lock_guard<std::mutex> lock(files_mu_);
+      if (auto it = files_.find(path); it != files_.end()) file = it->second;
+    }
+    if (file) {
+      if (!send_all(fd, answer("200 OK", file->size()) + *file, stop_fd)) return;
+      body_bytes_sent_ += file->size();
+      if (client_closes) return;
+      continue;
+    }
     switch (fault_) {
+      case Fault::kHugeBody:
+        if (!send_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
+                      stop_fd)) {
+          return;
+        }
+        send_huge_body(fd, stop_fd);
+        return;
+      case Fault::kHugeContentLength:
+        if (!send_all(fd, answer("200 OK", kHugeBodyBytes), stop_fd)) return;
+        send_huge_body(fd, stop_fd);
+        return;
       case Fault::kTruncatedBody:
       case Fault::kStallsMidBody: {
         // Half the body, and at least one byte fewer than announced (an empty body announces one).

@@ -10,8 +10,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -90,23 +93,30 @@ class NginxServer {
 
 // What FaultyHttpServer does with each request (after reading its header).
 enum class Fault {
-  kTruncatedBody,  // 200 announcing the body's length, half of it sent, then the connection closed
-                   // (curl: CURLE_PARTIAL_FILE)
-  kNeverAnswers,   // no answer; the connection is held until the client or the server closes it
-                   // (curl: CURLE_OPERATION_TIMEDOUT past its timeout)
-  kCloseAtOnce,    // the connection closed without an answer (curl: CURLE_GOT_NOTHING)
-  kStatus500,      // 500 with the body, keep-alive (curl: response code 500; CURLE_HTTP_RETURNED_ERROR
-                   // with CURLOPT_FAILONERROR)
-  kStallsMidBody,  // 200 announcing the body's length, half of it sent, then nothing more while the
-                   // connection is held (a server that hangs mid-transfer: curl's timeout or low-speed limit)
-  kNone,           // 200 with the body, keep-alive: a well-behaved control
+  kTruncatedBody,      // 200 announcing the body's length, half of it sent, then the connection closed
+                       // (curl: CURLE_PARTIAL_FILE)
+  kNeverAnswers,       // no answer; the connection is held until the client or the server closes it
+                       // (curl: CURLE_OPERATION_TIMEDOUT past its timeout)
+  kCloseAtOnce,        // the connection closed without an answer (curl: CURLE_GOT_NOTHING)
+  kStatus500,          // 500 with the body, keep-alive (curl: response code 500; CURLE_HTTP_RETURNED_ERROR
+                       // with CURLOPT_FAILONERROR)
+  kStallsMidBody,      // 200 announcing the body's length, half of it sent, then nothing more while the
+                       // connection is held (a server that hangs mid-transfer: curl's timeout or low-speed limit)
+  kNone,               // 200 with the body, keep-alive: a well-behaved control
+  kHugeBody,           // 200 with no Content-Length and Connection: close, then kHugeBodyBytes of 'x' (a body
+                       // far larger than listed: the client must cut it)
+  kHugeContentLength,  // 200 announcing kHugeBodyBytes, then sending them (the client must refuse at the header)
 };
+
+// What kHugeBody and kHugeContentLength send: 600 MiB, as the objects that drove a run to 2 GB.
+inline constexpr std::size_t kHugeBodyBytes = std::size_t{600} << 20;
 
 // "truncated-body", "never-answers", ...: for test names and messages.
 const char* fault_name(Fault fault);
 
 // An in-process HTTP/1.1 server on 127.0.0.1 at a free port, a thread per
-// connection, that answers every request (any method and path) with `fault`.
+// connection, that answers every request (any method and path, but those of
+// serve_file) with `fault`.
 class FaultyHttpServer {
  public:
   explicit FaultyHttpServer(Fault fault, std::string body = std::string(1000, 'x'));
@@ -120,12 +130,24 @@ class FaultyHttpServer {
   // acts: a client that saw the fault sees the count).
   int requests() const { return requests_.load(); }
   int connections() const { return connections_.load(); }  // connections accepted
+  // Body bytes the kernel took from the server (the huge bodies' whole 64 KiB chunks, and
+  // serve_file's bodies): at least what a client was sent before it stopped reading, at
+  // most that plus the socket buffers between them.
+  std::uint64_t body_bytes_sent() const { return body_bytes_sent_.load(); }
+  // Answers requests for exactly `path` (e.g. "/set/mlbench-listing.json") with 200 and `body`,
+  // whatever the fault. Call before the requests.
+  void serve_file(const std::string& path, std::string body);
 
  private:
   void serve(int fd, int stop_fd);
+  // Streams kHugeBodyBytes in 64 KiB chunks until done, the client is gone or the server stops.
+  void send_huge_body(int fd, int stop_fd);
 
   Fault fault_;
   std::string body_;
+  std::mutex files_mu_;
+  std::map<std::string, std::string> files_;  // serve_file's
+  std::atomic<std::uint64_t> body_bytes_sent_{0};
   std::atomic<int> requests_{0};
   std::atomic<int> connections_{0};
   std::unique_ptr<TcpService> service_;  // last: stopped first, while the members above still exist
