@@ -101,8 +101,9 @@ double prep_rate_at(const std::map<int, double>& P_by_cores, double cores);
 
 enum class Bound { Compute, Prep, Fetch };
 const char* to_string(Bound b);
-// Which of the three limits the observed speed: compute when it takes at least half of the
-// split (no more than the stalls together), else the larger of the two stalls.
+// Which of the three limits the observed speed on the split alone, without its noise: compute when
+// it takes at least half of the split (no more than the stalls together), else the larger of the two
+// stalls. mlbench-stall's own bound and verdict weigh the noise: stall/decision.h, decide().
 Bound bound_of(const Split& s);
 
 struct Verdict {

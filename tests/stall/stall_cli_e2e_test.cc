@@ -192,7 +192,7 @@ TEST_F(StallCli, ReanalyzeModelsTheSameRunsAgainAndKeepsTheOldResult) {
   const auto again = run_command(fmt::format("{} --reanalyze {} 2>&1", MLBENCH_STALL_BIN, (dir_ / "out").string()));
   ASSERT_EQ(again.exit_code, 0) << again.output;
   EXPECT_NE(again.output.find("modelled again"), std::string::npos) << again.output;
-  EXPECT_TRUE(fs::exists(dir_ / "out" / "stall.v13.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "stall.v14.json"));
   const auto after = stall_json();
   EXPECT_EQ(after["reanalysis"]["schema_version"], 14);
   EXPECT_EQ(after["split"], before["split"]);
