@@ -1,5 +1,6 @@
 #include "pipeline/remedies/peer_protocol.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -118,19 +119,48 @@ PeerProof peer_proof(const std::string& secret, PeerRole who, const PeerTranscri
   return bound(secret, who == PeerRole::kClient ? "client proof" : "server proof", t);
 }
 
+void PeerFrameMac::CipherFree::operator()(evp_cipher_ctx_st* ctx) const {
+  EVP_CIPHER_CTX_free(ctx);
+}
+
+namespace {
+
+// A GMAC context keyed with `key` (AES-256-GCM; the nonce is set per frame).
+evp_cipher_ctx_st* gmac_context(const std::array<std::uint8_t, 32>& key) {
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  if (!ctx || EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nullptr, key.data(), nullptr) != 1) {
+    EVP_CIPHER_CTX_free(ctx);
+    crypto_failed("AES-256-GCM");
+  }
+  return ctx;
+}
+
+}  // namespace
+
+PeerFrameMac::PeerFrameMac() : gmac_(gmac_context({})) {}
+
 PeerFrameMac::PeerFrameMac(const std::string& secret, PeerRole sender, const PeerTranscript& t)
-    : key_(bound(secret, sender == PeerRole::kClient ? "client key" : "server key", t)) {}
+    : gmac_(gmac_context(bound(secret, sender == PeerRole::kClient ? "client key" : "server key", t))) {}
 
 PeerTag PeerFrameMac::tag(const std::uint8_t* header, const std::uint8_t* bytes, std::size_t size) {
-  std::uint8_t sequence[8];
-  put_be64(sequence, sequence_++);
-  const auto full = Hmac(key_.data(), key_.size())
-                        .update(sequence, sizeof sequence)
-                        .update(header, kPeerFrameHeaderBytes)
-                        .update(bytes, size)
-                        .final();
+  std::uint8_t nonce[12] = {};
+  put_be64(nonce + 4, sequence_++);
+  EVP_CIPHER_CTX* ctx = gmac_.get();
+  int len = 0;
+  bool ok = EVP_EncryptInit_ex(ctx, nullptr, nullptr, nullptr, nonce) == 1 &&
+            EVP_EncryptUpdate(ctx, nullptr, &len, header, static_cast<int>(kPeerFrameHeaderBytes)) == 1;
+  // Additional data only (no plaintext): in pieces an int can count.
+  for (std::size_t done = 0; ok && done < size;) {
+    const std::size_t piece = std::min<std::size_t>(size - done, std::size_t{1} << 30);
+    ok = EVP_EncryptUpdate(ctx, nullptr, &len, bytes + done, static_cast<int>(piece)) == 1;
+    done += piece;
+  }
+  std::uint8_t none[16];
   PeerTag out{};
-  std::memcpy(out.data(), full.data(), out.size());
+  if (!ok || EVP_EncryptFinal_ex(ctx, none, &len) != 1 ||
+      EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, static_cast<int>(out.size()), out.data()) != 1) {
+    crypto_failed("GMAC");
+  }
   return out;
 }
 
