@@ -65,6 +65,15 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
                  "--exec: seconds a run may go without the probe's first report before it fails")
       ->check(core::integer_at_least(1))
       ->capture_default_str();
+  app.add_option("--exec-workdir", o.exec.workdir,
+                 "--exec: run the command in this scratch folder (its relative paths resolve there) instead of "
+                 "where mlbench-stall was started, behind an overlay that keeps its writes from your files")
+      ->check(CLI::ExistingDirectory);
+  app.add_flag("--exec-writes-ok", o.exec.writes_ok,
+               "--exec: run the command where mlbench-stall was started, without an overlay: what it writes "
+               "there (checkpoints, logs) is harmless. Without this flag or --exec-workdir, an analysis that cannot "
+               "mount an overlay refuses to start")
+      ->excludes("--exec-workdir");
   app.add_option("--cache-batches", o.exec.cache_batches, "--exec: batches the compute-only run loads and then replays")
       ->check(core::integer_in(1, 1 << 16))
       ->capture_default_str();
@@ -162,6 +171,11 @@ int check_exec(StallOptions& o) {
   }
   o.config.cache_fracs.clear();
   o.config.page_fracs.clear();
+  if (!o.exec.workdir.empty()) {
+    // The command runs in that folder: a relative path to its program would no longer resolve.
+    const std::string& program = o.exec.command.front();
+    if (program.find('/') != std::string::npos) o.exec.command.front() = fs::absolute(program).string();
+  }
   const std::string found = find_executable(o.exec.command.front(), core::getenv_or("PATH", "/usr/bin:/bin"));
   const std::string problem = found.empty() ? "not found on PATH" : executable_problem(found);
   if (!problem.empty()) {
@@ -183,6 +197,10 @@ int check_exec(StallOptions& o) {
 }  // namespace
 
 int check_options(StallOptions& o) {
+  if (!o.exec_mode && (!o.exec.workdir.empty() || o.exec.writes_ok)) {
+    std::cerr << "mlbench-stall: error: --exec-workdir and --exec-writes-ok are for --exec (the command after --)\n";
+    return 2;
+  }
   if (o.config.peer_nodes == 1) {
     std::cerr << "mlbench-stall: error: --peer-nodes 1: peers need two nodes or more (0 turns the peer runs off)\n";
     return 2;

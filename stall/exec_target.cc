@@ -38,7 +38,7 @@ std::vector<RunSpec> plan_exec_runs(const StallConfig& c, const ExecConfig& exec
   g->env["MLBENCH_PROBE_MODE"] = "compute-only";
   g->env["MLBENCH_PROBE_CACHE_BATCHES"] = std::to_string(exec.cache_batches);
   add("cached", "cached", CacheState::Warm, depth_warmup);
-  add("cold", "cold", CacheState::Cold, depth_warmup)->env["MLBENCH_PROBE_COLD_DIR"] = c.data;
+  add("cold", "cold", CacheState::Cold, depth_warmup)->env["MLBENCH_PROBE_COLD_DIR"] = fs::absolute(c.data).string();
   for (int n : c.cpus) add(fmt::format("cpus-{}", n), "cpus", CacheState::Warm, depth_warmup)->cpus = n;
   return runs;
 }
@@ -64,7 +64,8 @@ RunSpec plan_exec_loader_run(const StallConfig& c, int workers, int batch_size) 
 core::Environment exec_environment(const RunSpec& spec, const ExecConfig& exec, const fs::path& report_dir,
                                    core::Environment env) {
   for (const auto& [k, v] : spec.env) env[k] = v;
-  env["MLBENCH_PROBE_REPORT"] = report_dir.string();
+  // Absolute: the command may run in another folder (--exec-workdir).
+  env["MLBENCH_PROBE_REPORT"] = fs::absolute(report_dir).string();
   if (!env.count("MLBENCH_PROBE_NAME")) env["MLBENCH_PROBE_NAME"] = "exec";
   const std::string own = (exec.probe_dir / "autoprobe").string() + ":" + exec.probe_dir.string();
   const auto old = env.find("PYTHONPATH");

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <numeric>
@@ -242,6 +243,10 @@ void ProcessExecutor::run_commands(const ExecConfig& exec) {
   exec_ = std::make_shared<const ExecConfig>(exec);
 }
 
+void ProcessExecutor::isolate(std::shared_ptr<const IsolationPlan> plan) {
+  isolation_ = std::move(plan);
+}
+
 RunOutcome ProcessExecutor::command_outcome(const RunSpec& spec, const core::ExitStatus& status,
                                             const fs::path& report_dir, const fs::path& log) {
   const fs::path probe_log = report_dir / "probe.log";
@@ -439,11 +444,30 @@ RunOutcome ProcessExecutor::run_one(const RunSpec& spec) {
   // While the benchmark runs, SIGINT/SIGTERM/SIGHUP are caught and forwarded to its process
   // group (which the terminal's Ctrl-C does not reach); EINTR ends the short waits at once.
   const core::StopSignals forwarded(core::StopSignals::Calls::kInterrupt);
-  std::optional<core::Process> child;
   const bool command = exec_ && !spec.command.empty();
+  // The command's writes kept from the user's files (stall/exec_isolation.h), and listed once the
+  // run is over, however it ended: `listed` is destroyed after `child`, whose end kills its group.
+  std::optional<RunIsolation> isolation;
+  if (command && isolation_) isolation.emplace(isolation_, out_ / "runs" / (spec.label + ".writes"));
+  struct AtEnd {
+    std::function<void()> f;
+    ~AtEnd() { f(); }
+  } listed{[&] {
+    try {
+      if (isolation) writes_.add(spec.label, isolation->writes());
+    } catch (const std::exception& e) {
+      std::cerr << "mlbench-stall: warning: run " << spec.label << ": cannot list what it wrote: " << e.what() << "\n";
+    }
+  }};
+  std::optional<core::Process> child;
   try {
-    child.emplace(command ? command_process(*exec_, spec, report_dir, log)
-                          : bench_process(bench_, spec, report_dir, log));
+    if (command) {
+      core::ProcessSpec process = command_process(*exec_, spec, report_dir, log);
+      if (isolation) isolation->apply(process);
+      child.emplace(process);
+    } else {
+      child.emplace(bench_process(bench_, spec, report_dir, log));
+    }
   } catch (const core::ProcessError& e) {
     throw RunFailed(fmt::format("cannot execute {}", e.what()));
   }

@@ -14,6 +14,7 @@
 
 #include "core/instance_report.h"
 #include "core/process.h"
+#include "exec_isolation.h"
 #include "page_cache.h"
 #include "plan.h"
 
@@ -77,6 +78,10 @@ class ProcessExecutor : public Executor {
   // --exec: runs with a `command` start it with the probe's environment, and a run with no
   // report after exec.probe_timeout_s fails (the command iterates no loader).
   void run_commands(const ExecConfig& exec);
+  // --exec: each run of the command isolated as `plan` says (stall/exec_isolation.h), and what
+  // each wrote kept in writes().
+  void isolate(std::shared_ptr<const IsolationPlan> plan);
+  const WriteLog& writes() const { return writes_; }
 
  private:
   void prepare_cache(const RunSpec& spec);
@@ -86,6 +91,8 @@ class ProcessExecutor : public Executor {
   RunOutcome command_outcome(const RunSpec& spec, const core::ExitStatus& status,
                              const std::filesystem::path& report_dir, const std::filesystem::path& log);
   std::shared_ptr<const ExecConfig> exec_;
+  std::shared_ptr<const IsolationPlan> isolation_;
+  WriteLog writes_;
   std::filesystem::path bench_;
   std::filesystem::path out_;
   std::vector<std::filesystem::path> dataset_;

@@ -42,6 +42,11 @@ struct ExecConfig {
   std::filesystem::path probe_dir;   // the repo's probe/ (mlbench_probe.py, autoprobe/)
   int cache_batches = 8;             // compute-only run: batches cached, then replayed
   int probe_timeout_s = 120;         // no report by then: the command iterates no loader
+  // Where the command's writes go (stall/exec_isolation.h): by default an overlay over the
+  // working directory; --exec-workdir: the command runs in this scratch folder instead;
+  // --exec-writes-ok: in place, its writes declared harmless.
+  std::string workdir;
+  bool writes_ok = false;
 };
 
 struct RunSpec {

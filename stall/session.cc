@@ -18,6 +18,7 @@
 #include "core/stall_record.h"
 #include "core/statistics.h"
 #include "core/sysinfo.h"
+#include "exec_isolation.h"
 #include "exec_target.h"
 #include "pipeline/http_source.h"
 #include "pipeline/loader.h"
@@ -109,6 +110,9 @@ class Session {
   void run_peer_pairs();
   void run_exec_loader();
   void write_analysis();
+  // --exec: how its runs are isolated (before measure_storage), and the files they wrote, on the console.
+  void isolate(std::shared_ptr<const IsolationPlan> plan) { isolation_ = std::move(plan); }
+  void print_writes();
 
  private:
   void record_done(const std::string& label, const RunOutcome& r);
@@ -128,6 +132,8 @@ class Session {
   std::map<std::string, std::vector<RunOutcome>> by_round_;  // every round's outcome per label
   nlohmann::json done_ = nlohmann::json::object();
   int depth_ = 0;  // batches the pipeline has ready before the timed loop (prefetch + workers)
+  std::shared_ptr<const IsolationPlan> isolation_;  // --exec
+  bool writes_printed_ = false;
 };
 
 // The dataset's read rates, and the network rate between nodes for the partitioned-cache
@@ -163,7 +169,16 @@ void Session::measure_storage() {
   }
   executor_ = std::make_unique<ProcessExecutor>(fs::path(o_.bench_dir) / o_.config.bench, out_, files_,
                                                 o_.use_drop_caches, o_.timeout_s);
-  if (o_.exec_mode) executor_->run_commands(o_.exec);
+  if (o_.exec_mode) {
+    executor_->run_commands(o_.exec);
+    executor_->isolate(isolation_);
+  }
+}
+
+void Session::print_writes() {
+  if (!isolation_ || !executor_ || writes_printed_) return;
+  writes_printed_ = true;
+  std::cout << "\n" << executor_->writes().summary(*isolation_);
 }
 
 // Each run into runs.json as it ends: what is measured survives a later failure.
@@ -382,6 +397,7 @@ void Session::write_analysis() {
                       {"probe", (o_.exec.probe_dir / "mlbench_probe.py").string()},
                       {"cache_batches", o_.exec.cache_batches},
                       {"fetch_rates", "S and C from direct reads of the dataset's files (storage.S_raw, C_raw)"}};
+    if (isolation_) result["exec"]["writes"] = executor_->writes().to_json(*isolation_);
   }
   core::write_json_atomic(out_ / "stall.json", result);
   const core::StallRecord record = core::parse_stall_record(result);
@@ -395,7 +411,9 @@ void Session::write_analysis() {
   const core::StallRates rates = record.rates.value_or(core::StallRates{});
   core::write_file_atomic(out_ / "whatif.svg",
                           whatif_svg(o_.config.bench, curve, rates.P.value_or(0), rates.G.value_or(0), measured));
-  std::cout << "\n" << console_summary(result) << "\nWrote " << (out_ / "stall.json").string() << "\n";
+  std::cout << "\n" << console_summary(result);
+  print_writes();
+  std::cout << "\nWrote " << (out_ / "stall.json").string() << "\n";
 }
 
 // The dataset's files (or its server's listing) and OUT, or 2 after the error line.
@@ -437,7 +455,25 @@ int run_session(const StallOptions& o) {
   std::vector<fs::path> files;
   std::shared_ptr<const pipeline::HttpSource> remote;
   if (const int rc = prepare(o, files, remote)) return rc;
+  std::shared_ptr<const IsolationPlan> isolation;
+  if (o.exec_mode) {
+    // Before any measurement: an analysis that would let the command overwrite the user's files
+    // does not start (stall/exec_isolation.h).
+    PlannedIsolation planned = plan_isolation(o.exec.workdir, o.exec.writes_ok, o.out_dir);
+    if (!planned.refusal.empty()) {
+      std::cerr << "mlbench-stall: error: " << planned.refusal << "\n";
+      return 2;
+    }
+    isolation = std::move(planned.plan);
+    if (isolation->mode == Isolation::Overlay) {
+      std::cout << fmt::format("the command runs in {} behind an overlay: what it writes there goes to {}\n",
+                               isolation->cwd.string(), (isolation->out / "runs" / "<run>.writes" / "upper").string());
+    } else if (isolation->mode == Isolation::Workdir) {
+      std::cout << fmt::format("the command runs in {} (--exec-workdir)\n", isolation->cwd.string());
+    }
+  }
   Session session(o, std::move(files), std::move(remote));
+  session.isolate(isolation);
   const fs::path runs_json = session.out() / "runs.json";
   try {
     session.measure_storage();
@@ -457,9 +493,11 @@ int run_session(const StallOptions& o) {
       }
     }
   } catch (const Interrupted& e) {
+    session.print_writes();
     std::cerr << "mlbench-stall: " << e.what() << " (runs done so far: " << runs_json.string() << ")\n";
     return 128 + e.signal();
   } catch (const std::exception& e) {
+    session.print_writes();
     std::cerr << "mlbench-stall: error: " << e.what() << " (runs done so far: " << runs_json.string() << ")\n";
     return 1;
   }

@@ -5,9 +5,12 @@
 // one-line wrap; and the errors a user hits: a script that iterates no loader (at its end, and
 // after --probe-timeout), a script that crashes, a script with several loaders.
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -206,6 +209,107 @@ TEST_F(StallExec, SeveralLoadersProbeTheMostIteratedOrTheOneNamed) {
   EXPECT_EQ(val["pipeline"]["loader"], "val");
   EXPECT_EQ(val["iterations"], 10);
   EXPECT_EQ(val["batch_size"], 2);
+}
+
+// The user's project folder: their checkpoint (bytes a text file would not hold) and notes, and a
+// training script that, as pytorch/examples' ImageNet script does at each epoch's end, saves
+// checkpoint.pth.tar and model_best.pth.tar into its working directory; it also deletes the notes.
+class StallExecWrites : public StallExec {
+ protected:
+  void SetUp() override {
+    StallExec::SetUp();
+    project_ = dir_ / "project";
+    fs::create_directories(project_);
+    std::ofstream(project_ / "checkpoint.pth.tar", std::ios::binary) << kCheckpoint;
+    std::ofstream(project_ / "notes.txt") << "lr 0.1 was best\n";
+    std::ofstream(project_ / "train.py")
+        << "import mlbench_probe, os, time\n"
+           "loader = mlbench_probe.wrap([[1, 2]] * 2)\n"
+           "for epoch in range(1000):\n"
+           "    for b in loader: time.sleep(0.002)\n"
+           "    with open('checkpoint.pth.tar', 'wb') as f: f.write(b'epoch %d' % epoch)\n"
+           "    open('model_best.pth.tar', 'wb').write(b'best')\n"
+           "    if os.path.exists('notes.txt'): os.remove('notes.txt')\n";
+  }
+  // mlbench-stall --exec started in the project folder, OUT there too (mlbench-stall's default).
+  mlbench::testing_support::CommandResult analyse(const std::string& env, const std::string& flags,
+                                                  const std::string& script = "train.py") const {
+    return run_command(fmt::format("cd {} && {} {} --exec --data {} --iterations 10 --cpus 1 {} -- {} {} 2>&1",
+                                   project_.string(), env, MLBENCH_STALL_BIN, (dir_ / "data").string(), flags, kPython,
+                                   script));
+  }
+  std::string read(const fs::path& file) const {
+    std::ifstream in(file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string kCheckpoint = std::string("PK\x03\x04 the user's real weights \x00\xff", 28);
+  fs::path project_;
+};
+
+// Where no overlay can be had here, the default refuses (the next test checks that path): the
+// overlay test is skipped only when this machine offers neither a mount namespace nor overlay.
+bool overlay_possible() {
+  std::ifstream in("/proc/filesystems");
+  const std::string all((std::istreambuf_iterator<char>(in)), {});
+  if (all.find("overlay") == std::string::npos) return false;
+  return run_command(::geteuid() == 0 ? "unshare -m true 2>/dev/null" : "unshare -m -r true 2>/dev/null").exit_code ==
+         0;
+}
+
+// pytorch/examples' ImageNet script analysed from the folder it was started in overwrote the
+// user's checkpoint.pth.tar and model_best.pth.tar at each run's epoch end. Every run now writes
+// into an overlay's upper directory: the user's files are byte-identical, and the listing names
+// what the runs changed, created and deleted.
+TEST_F(StallExecWrites, TheCommandsWritesNeverOverwriteTheUsersFiles) {
+  if (!overlay_possible()) GTEST_SKIP() << "no overlay or mount namespace on this machine";
+  const auto r = analyse("", "");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read(project_ / "checkpoint.pth.tar"), kCheckpoint) << "the user's checkpoint was overwritten";
+  EXPECT_TRUE(fs::exists(project_ / "notes.txt")) << "the user's notes were deleted";
+  EXPECT_FALSE(fs::exists(project_ / "model_best.pth.tar"));
+  // Each run's writes are kept in OUT/runs/<label>.writes/upper.
+  EXPECT_EQ(read(project_ / "stall-exec" / "runs" / "cached.writes" / "upper" / "model_best.pth.tar"), "best");
+  const auto result = read_json(project_ / "stall-exec" / "stall.json");
+  const auto& writes = result["exec"]["writes"];
+  EXPECT_EQ(writes["isolation"], "overlay") << writes.dump(1);
+  std::map<std::string, std::string> changes;
+  for (const auto& f : writes["files"]) changes[f["path"].get<std::string>()] = f["change"].get<std::string>();
+  const std::string at = fs::canonical(project_).string() + "/";
+  EXPECT_EQ(changes[at + "checkpoint.pth.tar"], "changed") << writes.dump(1);
+  EXPECT_EQ(changes[at + "model_best.pth.tar"], "created") << writes.dump(1);
+  EXPECT_EQ(changes[at + "notes.txt"], "deleted") << writes.dump(1);
+  EXPECT_EQ(changes.size(), 3u) << writes.dump(1);
+  EXPECT_NE(r.output.find("changed  " + at + "checkpoint.pth.tar"), std::string::npos) << r.output;
+}
+
+// Without an overlay (as where there is no privilege for a mount namespace), the analysis does not
+// start until the user names a scratch folder or says the writes are harmless; in the folder
+// named, the command's writes are listed.
+TEST_F(StallExecWrites, WithoutAnOverlayItRefusesUntilTheUserPicksAFolder) {
+  const auto refused = analyse("MLBENCH_STALL_NO_OVERLAY=1", "");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  const std::string line = error_line(refused.output);
+  EXPECT_NE(line.find("--exec-workdir DIR"), std::string::npos) << refused.output;
+  EXPECT_NE(line.find("--exec-writes-ok"), std::string::npos) << refused.output;
+  EXPECT_FALSE(fs::exists(project_ / "stall-exec" / "runs" / "synthetic")) << "a run was made";
+  EXPECT_EQ(read(project_ / "checkpoint.pth.tar"), kCheckpoint);
+  const auto both = analyse("", "--exec-workdir . --exec-writes-ok");
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+
+  const fs::path scratch = dir_ / "scratch";
+  fs::create_directories(scratch);
+  // The command runs in the scratch folder: its relative paths resolve there, so the script is named by its path.
+  const auto r =
+      analyse("MLBENCH_STALL_NO_OVERLAY=1", "--exec-workdir " + scratch.string() + " --out " + (dir_ / "out").string(),
+              (project_ / "train.py").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read(project_ / "checkpoint.pth.tar"), kCheckpoint);
+  EXPECT_TRUE(fs::exists(project_ / "notes.txt"));
+  EXPECT_EQ(read(scratch / "model_best.pth.tar"), "best");
+  const auto writes = read_json(dir_ / "out" / "stall.json")["exec"]["writes"];
+  EXPECT_EQ(writes["isolation"], "workdir") << writes.dump(1);
+  EXPECT_NE(writes.dump().find((fs::canonical(scratch) / "checkpoint.pth.tar").string()), std::string::npos)
+      << writes.dump(1);
 }
 
 // The PyTorch script over mlbench-datagen's fake ImageNet: unmodified, then with the one line.
