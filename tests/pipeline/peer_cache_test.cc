@@ -272,12 +272,28 @@ TEST(PeerCache, AFloodOfIdleConnectionsDoesNotKillTheNode) {
   ::waitpid(child, &status, 0);
 }
 
+// An environment variable, put back as it was when the test ends.
+class SavedEnv {
+ public:
+  explicit SavedEnv(const char* name) : name_(name) {
+    const char* v = std::getenv(name);
+    if (v) value_ = v;
+  }
+  ~SavedEnv() {
+    if (value_)
+      ::setenv(name_, value_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> value_;
+};
+
 TEST(PeerCache, TheUsersSecretFileIsMadePrivateOnceAndRefusedWhenOthersCanReadIt) {
   TempDir tmp("secret");
-  const char* saved_secret = std::getenv("MLBENCH_PEER_SECRET");
-  const std::string keep_secret = saved_secret ? saved_secret : "";
-  const char* saved_xdg = std::getenv("XDG_CONFIG_HOME");
-  const std::string keep_xdg = saved_xdg ? saved_xdg : "";
+  const SavedEnv secret("MLBENCH_PEER_SECRET"), xdg("XDG_CONFIG_HOME");
   ::unsetenv("MLBENCH_PEER_SECRET");
   ::setenv("XDG_CONFIG_HOME", tmp.path().c_str(), 1);
   const std::string first = load_peer_secret();
@@ -289,14 +305,6 @@ TEST(PeerCache, TheUsersSecretFileIsMadePrivateOnceAndRefusedWhenOthersCanReadIt
   EXPECT_THROW(load_peer_secret(), std::invalid_argument);
   ::setenv("MLBENCH_PEER_SECRET", "given", 1);
   EXPECT_EQ(load_peer_secret(), "given");  // the variable wins
-  if (saved_secret)
-    ::setenv("MLBENCH_PEER_SECRET", keep_secret.c_str(), 1);
-  else
-    ::unsetenv("MLBENCH_PEER_SECRET");
-  if (saved_xdg)
-    ::setenv("XDG_CONFIG_HOME", keep_xdg.c_str(), 1);
-  else
-    ::unsetenv("XDG_CONFIG_HOME");
 }
 
 // An attacker on the network (docs/reliability.md, "Trust boundaries"): listens on a loopback
@@ -574,12 +582,7 @@ TEST(PeerCache, ANodeOfAnotherRunIsRefusedUnderTheSameSecret) {
 // A secret path that is a directory was told to `chmod 600 it`, which would not have helped.
 TEST(PeerCache, ASecretPathThatIsADirectoryIsSaidToBeOne) {
   TempDir tmp("secret_dir");
-  const char* saved_secret = std::getenv("MLBENCH_PEER_SECRET");
-  const std::string keep_secret = saved_secret ? saved_secret : "";
-  const char* saved_file = std::getenv("MLBENCH_PEER_SECRET_FILE");
-  const std::string keep_file = saved_file ? saved_file : "";
-  const char* saved_xdg = std::getenv("XDG_CONFIG_HOME");
-  const std::string keep_xdg = saved_xdg ? saved_xdg : "";
+  const SavedEnv secret("MLBENCH_PEER_SECRET"), file("MLBENCH_PEER_SECRET_FILE"), xdg("XDG_CONFIG_HOME");
   ::unsetenv("MLBENCH_PEER_SECRET");
   auto expect_directory = [](const fs::path& dir) {
     try {
@@ -601,15 +604,6 @@ TEST(PeerCache, ASecretPathThatIsADirectoryIsSaidToBeOne) {
   ::setenv("XDG_CONFIG_HOME", tmp.path().c_str(), 1);
   fs::create_directories(tmp.path() / "mlbench" / "peer-secret");
   expect_directory(tmp.path() / "mlbench" / "peer-secret");
-  auto restore = [](const char* name, const char* saved, const std::string& keep) {
-    if (saved)
-      ::setenv(name, keep.c_str(), 1);
-    else
-      ::unsetenv(name);
-  };
-  restore("MLBENCH_PEER_SECRET", saved_secret, keep_secret);
-  restore("MLBENCH_PEER_SECRET_FILE", saved_file, keep_file);
-  restore("XDG_CONFIG_HOME", saved_xdg, keep_xdg);
 }
 
 TEST(PeerCache, ServesItsPartitionByIdAndKeepsTheConnection) {
