@@ -77,7 +77,7 @@ struct OverlaySetup {
   bool user_namespace = false;
   std::string uid_map, gid_map;
   std::string cwd;
-  std::string options;
+  std::string options, userns_options;  // the overlay's, without and with a user namespace
   struct Bind {
     std::string path;
     bool read_only = false;
@@ -122,7 +122,12 @@ int overlay_setup(const OverlaySetup& s) {
     if (s.step) *s.step = step;
     return err != 0 ? err : EIO;
   };
-  if (s.user_namespace) {
+  bool user_namespace = s.user_namespace;
+  if (!user_namespace && ::unshare(CLONE_NEWNS) != 0) {
+    if (errno != EPERM) return fail(kUnshare);
+    user_namespace = true;  // root without CAP_SYS_ADMIN (a container): a user namespace gives it one
+  }
+  if (user_namespace) {
     if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return fail(kUnshare);
     const int e = write_proc("/proc/self/setgroups", "deny");
     if (e != 0 && e != ENOENT) {
@@ -137,8 +142,6 @@ int overlay_setup(const OverlaySetup& s) {
       errno = err;
       return fail(kUserMap);
     }
-  } else if (::unshare(CLONE_NEWNS) != 0) {
-    return fail(kUnshare);
   }
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return fail(kPrivate);
   auto& fds = const_cast<std::vector<int>&>(s.fds);
@@ -146,7 +149,8 @@ int overlay_setup(const OverlaySetup& s) {
     fds[i] = ::open(s.binds[i].path.c_str(), O_PATH | O_CLOEXEC);
     if (fds[i] < 0) return fail(kHold);
   }
-  if (::mount("overlay", s.cwd.c_str(), "overlay", 0, s.options.c_str()) != 0) return fail(kMount);
+  const std::string& options = user_namespace ? s.userns_options : s.options;
+  if (::mount("overlay", s.cwd.c_str(), "overlay", 0, options.c_str()) != 0) return fail(kMount);
   auto& proc = const_cast<std::vector<char>&>(s.proc);
   for (std::size_t i = 0; i < s.binds.size(); ++i) {
     fd_path(fds[i], proc);
@@ -303,7 +307,7 @@ PlannedIsolation plan_isolation(const std::string& workdir, bool writes_ok, cons
     // The trial: a child that sets up as a run will, then runs `true`.
     std::shared_ptr<const IsolationPlan> shared(plan.release());
     const fs::path trial = shared->out / "runs" / ".isolation-trial.writes";
-    {
+    try {
       RunIsolation iso(shared, trial);
       core::ProcessSpec spec;
       spec.executable = find_executable("true", core::getenv_or("PATH", "/usr/bin:/bin"));
@@ -324,6 +328,8 @@ PlannedIsolation plan_isolation(const std::string& workdir, bool writes_ok, cons
                           at == std::string::npos ? what : what.substr(at + 2));
       }
       (void)iso.writes();
+    } catch (const std::exception& e) {  // its folders could not be made
+      why = e.what();
     }
     fs::remove_all(trial, ec);
     plan = std::make_unique<IsolationPlan>(*shared);
@@ -359,8 +365,8 @@ RunIsolation::RunIsolation(std::shared_ptr<const IsolationPlan> plan, fs::path w
   s->uid_map = fmt::format("{} {} 1\n", ::geteuid(), ::geteuid());
   s->gid_map = fmt::format("{} {} 1\n", ::getegid(), ::getegid());
   s->cwd = plan_->cwd.string();
-  s->options = fmt::format("lowerdir={},upperdir={},workdir={}{}", s->cwd, upper_.string(), work_.string(),
-                           plan_->user_namespace ? ",userxattr" : "");
+  s->options = fmt::format("lowerdir={},upperdir={},workdir={}", s->cwd, upper_.string(), work_.string());
+  s->userns_options = s->options + ",userxattr";
   for (const auto& m : plan_->submounts) s->binds.push_back({m.string(), true});
   if (below(plan_->out, plan_->cwd)) s->binds.push_back({plan_->out.string(), false});
   s->fds.assign(s->binds.size(), -1);
