@@ -3,10 +3,11 @@
 // overwrite the user's own files of the same names (docs/stall.md, "Your files"). So each run of
 // the command is isolated:
 //  - overlay (the default): the run starts in a mount namespace of its own (a user namespace too
-//    when mlbench-stall is not root) with an overlay mounted over the working directory: the
-//    command reads everything that is there, and every write lands in the run's upper directory,
-//    OUT/runs/<label>.writes/upper/. The analysis's own folder (OUT) and mounts below the working
-//    directory are bound again over the overlay: OUT as it is, the mounts read-only.
+//    when mlbench-stall is not root, or root without CAP_SYS_ADMIN) with an overlay mounted over
+//    the working directory: the command reads everything that is there, and every write lands in
+//    the run's upper directory, OUT/runs/<label>.writes/upper/. The analysis's own folder (OUT)
+//    and mounts below the working directory are bound again over the overlay: OUT as it is, the
+//    mounts read-only.
 //  - workdir (--exec-workdir DIR): the command runs in DIR, a scratch folder the user named.
 //  - writes-ok (--exec-writes-ok): the command runs where it was started; the user said its
 //    writes are harmless.
