@@ -44,6 +44,26 @@ void add_model_and_run_options(CLI::App& app, StallOptions& o) {
       "128 + signal when interrupted (Ctrl-C: the running benchmark is stopped with it).");
 }
 
+// How long each run measures (docs/stall.md, "How runs are sized"); --target-noise is read in percent
+// and kept as a fraction (parse_command_line).
+void add_sizing_options(CLI::App& app, StallOptions& o) {
+  app.add_option("--target-noise", o.sizing.target,
+                 "Measure each run until its rate's 95% interval is within +-PCT% (0: fixed sizing, every run as "
+                 "--iterations says)")
+      ->check(core::number_in(0.0, 100.0))
+      ->default_val(2.0)
+      ->capture_default_str();
+  app.add_option("--max-run-time", o.sizing.max_run_s,
+                 "Seconds one run may measure in all, extensions included, before its noise is stated as reached "
+                 "(default 0: the analysis's runs share half their first parts' time, at most 1.5x in all)")
+      ->check(core::number_in(0.0, 86400.0))
+      ->capture_default_str();
+  app.add_option("--max-rounds", o.max_rounds,
+                 "Rounds at most when the rounds drift more than the split's effect (default: --rounds + 2 from "
+                 "--rounds 2; --rounds is the floor)")
+      ->check(core::integer_in(0, 100));
+}
+
 }  // namespace
 
 ParsedCommandLine parse_command_line(int argc, char** argv) {
@@ -107,6 +127,7 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
                  "over minutes: docs/stall.md)")
       ->check(core::integer_in(1, 100))
       ->capture_default_str();
+  add_sizing_options(app, o);
   app.add_option("--out", o.out_dir, "Output directory (default: stall-<bench>)");
   app.add_option("--store", o.store,
                  "Also record the analysis in a results store (a SQLite file or a postgresql:// URL; docs/report.md)");
@@ -138,6 +159,8 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
     }
     return parsed;
   }
+  o.sizing.target /= 100;  // --target-noise is in percent
+  if (o.max_rounds == 0) o.max_rounds = o.rounds >= 2 ? std::min(100, o.rounds + 2) : o.rounds;
   o.cache_fracs_given = cache_fracs->count() > 0;
   o.page_fracs_given = page_fracs->count() > 0;
   o.io_depths_given = io_depths->count() > 0;

@@ -7,6 +7,7 @@
 
 #include "exec_target.h"
 #include "plan.h"
+#include "run_sizing.h"
 
 namespace mlbench::stall {
 
@@ -22,6 +23,11 @@ struct StallOptions {
   bool use_drop_caches = false;
   int timeout_s = 600;
   int rounds = 1;
+  // Runs sized by their noise (stall/run_sizing.h): --target-noise (as a fraction here),
+  // --max-run-time; rounds added on drift up to --max-rounds (0 on the command line: --rounds + 2
+  // from 2 rounds, else --rounds).
+  SizingRule sizing;
+  int max_rounds = 0;
   bool cache_fracs_given = false, page_fracs_given = false, io_depths_given = false;
 };
 

@@ -118,6 +118,17 @@ nlohmann::json reanalyze(const fs::path& dir) {
         throw std::runtime_error(fmt::format("{}: run {}: {}", file.string(), label, e.what()));
       }
     }
+    // A run measured in parts (docs/stall.md, "How runs are sized"): its report is the first part's;
+    // the rate and noise the model read are the parts' pooled ones, as written.
+    const nlohmann::json* sized =
+        old.raw.contains("runs") && old.raw["runs"].contains(label) ? &old.raw["runs"][label] : nullptr;
+    if (sized && sized->contains("sizing") && (*sized)["sizing"].is_object() &&
+        (*sized)["sizing"].value("pooled", nlohmann::json()).is_object()) {
+      const nlohmann::json& pooled = (*sized)["sizing"]["pooled"];
+      r.rate = pooled.value("rate", r.rate);
+      r.cv = pooled.value("cv", r.cv);
+      r.observations = pooled.value("observations", r.observations);
+    }
     r.before = residency_of(v.residency_before);
     r.after = residency_of(v.residency_after);
     r.held = v.held_in_memory;
@@ -126,6 +137,13 @@ nlohmann::json reanalyze(const fs::path& dir) {
   }
   nlohmann::json result = analyze(ctx, runs, raw);
   if (!old.rounds.is_null()) result["rounds"] = old.rounds;
+  // How the runs were sized is of their measuring: kept as it was.
+  if (old.raw.contains("sizing")) result["sizing"] = old.raw["sizing"];
+  for (const auto& [label, run] : old.raw.value("runs", nlohmann::json::object()).items()) {
+    if (run.is_object() && run.contains("sizing") && result["runs"].contains(label)) {
+      result["runs"][label]["sizing"] = run["sizing"];
+    }
+  }
   if (!old.exec.is_null()) result["exec"] = old.exec;
   result["reanalysis"] = {{"of", file.string()}, {"schema_version", old.schema_version}, {"left_out", left_out}};
   return result;

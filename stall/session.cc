@@ -23,6 +23,7 @@
 #include "pipeline/http_source.h"
 #include "pipeline/loader.h"
 #include "pipeline/remedies/peer_rate.h"
+#include "sized_run.h"
 #include "store/results_store.h"
 
 namespace mlbench::stall {
@@ -117,6 +118,7 @@ class Session {
  private:
   void record_done(const std::string& label, const RunOutcome& r);
   void run_round(const RunSpec& spec, int round);
+  DriftCheck drift() const;
   void run_shared(const std::vector<int>& ks, bool show_cpu, const char* without);
   void peer_pairs();
 
@@ -130,6 +132,9 @@ class Session {
   std::unique_ptr<ProcessExecutor> executor_;
   std::map<std::string, RunOutcome> runs_;                   // the run the model reads, per label
   std::map<std::string, std::vector<RunOutcome>> by_round_;  // every round's outcome per label
+  std::map<std::string, std::vector<RunSizing>> sizing_;     // how each round's run was sized, per label
+  RoundsSizing rounds_;                                      // the rounds: --rounds, --max-rounds, made
+  SizingBudget budget_;  // the plan's runs' extensions under the auto time limit (stall/run_sizing.h)
   nlohmann::json done_ = nlohmann::json::object();
   int depth_ = 0;  // batches the pipeline has ready before the timed loop (prefetch + workers)
   std::shared_ptr<const IsolationPlan> isolation_;  // --exec
@@ -187,18 +192,38 @@ void Session::record_done(const std::string& label, const RunOutcome& r) {
   core::write_json_atomic(out_ / "runs.json", done_);
 }
 
-// Round k > 1 of a run writes into OUT/runs/<label>-r<k>/.
+// Round k > 1 of a run writes into OUT/runs/<label>-r<k>/, its extensions (a run measured until its
+// noise is within --target-noise: stall/sized_run.h) into <label>[-r<k>]-ext<n>/.
 void Session::run_round(const RunSpec& spec, int round) {
   RunSpec s = spec;
   if (round > 1) s.label = fmt::format("{}-r{}", spec.label, round);
-  RunOutcome r = executor_->run(s);
-  std::cout << fmt::format("  {:<14} {:>10.1f} samples/s  (±{:.1f}%, {} cache {:.0f}% resident{}){}\n", s.label, r.rate,
-                           100 * r.cv, to_string(spec.cache), 100 * r.before.fraction(), r.held ? ", held" : "",
-                           r.rate_from.empty() ? "" : "; the " + r.rate_from);
-  record_done(s.label, r);
+  SizedOutcome sized = measure_sized(
+      *executor_, s, o_.sizing,
+      [&](const RunSpec& part, const RunOutcome& r) {
+        std::cout << fmt::format("  {:<14} {:>10.1f} samples/s  (±{:.1f}%, {} cache {:.0f}% resident{}){}\n",
+                                 part.label, r.rate, 100 * r.cv, to_string(spec.cache), 100 * r.before.fraction(),
+                                 r.held ? ", held" : "", r.rate_from.empty() ? "" : "; the " + r.rate_from);
+        record_done(part.label, r);
+      },
+      &budget_);
+  std::cout << sizing_line(s.label, sized.sizing);
+  sizing_[spec.label].push_back(sized.sizing);
   auto& all = by_round_[spec.label];
-  all.push_back(std::move(r));
+  all.push_back(std::move(sized.outcome));
   runs_[spec.label] = median_run(all);
+}
+
+// Whether the rounds so far drifted more than the effect the split measures (stall/run_sizing.h).
+DriftCheck Session::drift() const {
+  std::map<std::string, std::vector<double>> rates;
+  for (const char* label : {"synthetic", "cached", "cold"}) {
+    if (!by_round_.count(label)) continue;
+    for (const RunOutcome& r : by_round_.at(label)) rates[label].push_back(r.rate);
+  }
+  const auto rate = [&](const char* label) { return runs_.count(label) ? runs_.at(label).rate : 0.0; };
+  const auto effect = split_effect(rate("synthetic"), rate("cached"), rate("cold"), o_.sizing.target);
+  if (!effect) return {};
+  return check_drift(rates, *effect);
 }
 
 // The synthetic run first (its report gives the batch size and pipeline depth the plan needs),
@@ -206,6 +231,8 @@ void Session::run_round(const RunSpec& spec, int round) {
 void Session::run_plan() {
   const StallConfig& config = o_.config;
   const auto first = o_.exec_mode ? plan_exec_runs(config, o_.exec).front() : plan_runs(config, ctx_.items, 1).front();
+  rounds_.floor = o_.rounds;
+  rounds_.most = std::max(o_.rounds, o_.max_rounds);
   if (o_.rounds > 1) std::cout << fmt::format("round 1 of {}\n", o_.rounds);
   run_round(first, 1);
   const core::InstanceReport first_report = runs_.at("synthetic").record();
@@ -221,8 +248,17 @@ void Session::run_plan() {
                                  "mlbench-stall");
   progress.update(1, std::nullopt, true);
   int made = 1;
-  for (int round = 1; round <= o_.rounds; ++round) {
-    if (round > 1) std::cout << fmt::format("round {} of {}\n", round, o_.rounds);
+  const int total = static_cast<int>(plan.size()) * o_.rounds;
+  DriftCheck drifted;
+  for (int round = 1; another_round(round - 1, rounds_.floor, rounds_.most, drifted); ++round) {
+    if (round > o_.rounds) {
+      // Beyond --rounds: the rounds drifted more than the split's effect (stall/run_sizing.h).
+      rounds_.added.push_back(drifted);
+      std::cout << fmt::format("round {} (added: {}'s rounds spread {:.1f}%, more than the {:.1f}% effect measured)\n",
+                               round, drifted.label, 100 * drifted.spread, 100 * drifted.effect);
+    } else if (round > 1) {
+      std::cout << fmt::format("round {} of {}\n", round, o_.rounds);
+    }
     for (std::size_t i = round == 1 ? 1 : 0; i < plan.size(); ++i) {
       if (plan[i].kind != "page") {
         run_round(plan[i], round);
@@ -237,8 +273,10 @@ void Session::run_plan() {
           std::cerr << "mlbench-stall: warning: " << e.what() << "; the page-cache what-if is not self-checked\n";
         }
       }
-      progress.update(++made, std::nullopt, true);
+      progress.update(std::min(++made, total), std::nullopt, true);
     }
+    rounds_.made = round;
+    drifted = o_.sizing.target > 0 ? drift() : DriftCheck{};
   }
   progress.finish();
 }
@@ -385,13 +423,28 @@ void Session::run_exec_loader() {
 
 // The analysis of the runs: OUT/stall.json, split.svg, whatif.svg and the console summary.
 void Session::write_analysis() {
-  if (o_.rounds > 1) {
+  if (rounds_.made > 1) {
     for (const auto& [label, made] : by_round_) {
       for (const RunOutcome& r : made) ctx_.round_rates[label].push_back(r.rate);
     }
   }
   nlohmann::json result = analyze(ctx_, runs_, raw_);
-  if (o_.rounds > 1) result["rounds"] = rounds_json(by_round_, o_.rounds);
+  if (rounds_.made > 1) result["rounds"] = rounds_json(by_round_, rounds_.made);
+  // How each run was sized (stall/sized_run.h): runs.<label>.sizing, and the analysis's in `sizing`.
+  std::map<std::string, std::size_t> chosen;
+  for (const auto& [label, made] : by_round_) {
+    const RunOutcome* median = &median_run(made);
+    chosen[label] = static_cast<std::size_t>(median - made.data());
+    if (!result["runs"].contains(label)) continue;
+    nlohmann::json& sizing = result["runs"][label]["sizing"] = label_sizing_json(sizing_[label], chosen[label]);
+    // The rate and noise the model read, pooled over the chosen round's parts: --reanalyze reads them
+    // here, its report being the first part's.
+    const RunOutcome& r = runs_.at(label);
+    if (sizing_[label].at(chosen[label]).parts > 1) {
+      sizing["pooled"] = {{"rate", r.rate}, {"cv", r.cv}, {"observations", r.observations}};
+    }
+  }
+  result["sizing"] = sizing_json(o_.sizing, rounds_, sizing_, chosen);
   if (o_.exec_mode) {
     result["exec"] = {{"command", o_.exec.command},
                       {"probe", (o_.exec.probe_dir / "mlbench_probe.py").string()},
@@ -411,7 +464,7 @@ void Session::write_analysis() {
   const core::StallRates rates = record.rates.value_or(core::StallRates{});
   core::write_file_atomic(out_ / "whatif.svg",
                           whatif_svg(o_.config.bench, curve, rates.P.value_or(0), rates.G.value_or(0), measured));
-  std::cout << "\n" << console_summary(result);
+  std::cout << "\n" << console_summary(result) << sizing_summary(result["sizing"]);
   print_writes();
   std::cout << "\nWrote " << (out_ / "stall.json").string() << "\n";
 }

@@ -158,8 +158,8 @@ TEST_F(StallCli, WarmRunsHoldTheDatasetWhileSomethingElseEvictsIt) {
 // --rounds 2: every run made twice (the second into runs/<label>-r2), each rate the lower of the
 // two (the lower middle of an even count), and stall.json's rounds says so.
 TEST_F(StallCli, RoundsMakeEveryRunNTimesAndTheModelReadsTheMedianRound) {
-  const auto r =
-      run_command(stallsim("--iterations 4 --rounds 2", "--batch-size 2 --workers 1 --compute-ms 0.1 --prep-ms 0.1"));
+  const auto r = run_command(
+      stallsim("--iterations 4 --rounds 2 --max-rounds 2", "--batch-size 2 --workers 1 --compute-ms 0.1 --prep-ms 0.1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("round 2 of 2"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rounds: 2 (each rate from the median of its run's rounds; P's runs spread"),
@@ -288,6 +288,46 @@ TEST_F(StallCli, OnADeviceKSyntheticJobsAtOnceGiveTheCoordinatedDeviceCeiling) {
   ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
   EXPECT_EQ(cpu.output.find("device sharing"), std::string::npos) << cpu.output;
   EXPECT_FALSE(fs::exists(dir_ / "out" / "runs" / "synthetic-x2"));
+}
+
+// Runs sized by their noise (docs/stall.md, "How runs are sized"): a target no run of a few
+// iterations meets makes the runs extend until their --max-run-time and say so; stall.json has
+// each run's sizing, the model reads the pooled rate, and --reanalyze reads it again. With
+// --target-noise 0 every run is made once, as --iterations says.
+TEST_F(StallCli, ARunWiderThanTheTargetIsExtendedUntilItsLimitAndSaysSo) {
+  const std::string bench = "--batch-size 2 --workers 1 --compute-ms 0.1 --prep-ms 0.1";
+  const auto r = run_command(stallsim("--iterations 4 --target-noise 0.1 --max-run-time 5", bench));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = stall_json();
+  ASSERT_FALSE(j.is_null()) << r.output;
+  const auto& s = j["sizing"];
+  EXPECT_EQ(s["rule"], "noise");
+  EXPECT_DOUBLE_EQ(s["target_pct"].get<double>(), 0.1);
+  EXPECT_DOUBLE_EQ(s["max_run_s"].get<double>(), 5.0);
+  EXPECT_TRUE(s["not_within"].contains("cached")) << s.dump(1);
+  EXPECT_NE(r.output.find("sized: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("not within ±0.1%"), std::string::npos) << r.output;
+  const auto& cached = j["runs"]["cached"]["sizing"];
+  EXPECT_FALSE(cached["within"].get<bool>()) << cached.dump();
+  EXPECT_TRUE(cached["limit_hit"].get<bool>()) << cached.dump();
+  EXPECT_GT(cached["half_width_pct"].get<double>(), 0.1);
+  ASSERT_GT(cached["extensions"].get<int>(), 0) << cached.dump() << "\n" << r.output;
+  EXPECT_TRUE(fs::is_directory(dir_ / "out" / "runs" / "cached-ext2"));
+  EXPECT_LE(cached["duration_s"].get<double>(), 5.0 + 1e-6);
+  EXPECT_DOUBLE_EQ(j["rates"]["P"].get<double>(), cached["pooled"]["rate"].get<double>());
+  const auto again = run_command(fmt::format("{} --reanalyze {} 2>&1", MLBENCH_STALL_BIN, (dir_ / "out").string()));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(stall_json()["rates"], j["rates"]);
+  EXPECT_EQ(stall_json()["sizing"], j["sizing"]);
+
+  fs::remove_all(dir_ / "out");
+  const auto fixed = run_command(stallsim("--iterations 4 --target-noise 0", bench));
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.output;
+  j = stall_json();
+  EXPECT_EQ(j["sizing"]["rule"], "fixed");
+  EXPECT_EQ(j["sizing"]["extended"], 0);
+  EXPECT_EQ(j["runs"]["cached"]["sizing"]["extensions"], 0);
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "runs" / "cached-ext2"));
 }
 
 }  // namespace
