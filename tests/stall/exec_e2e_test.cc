@@ -366,8 +366,8 @@ class StallExecTorch : public StallExec {
 // on such a script, an mlbench flag the script does not have.)
 TEST_F(StallExecTorch, AScriptOverLocalFilesIsToldNoFetchStallAndNoCacheRemedy) {
   const auto r =
-      run_command(fmt::format("{} --exec --data {} --out {} --iterations 10 --rounds 2 --cpus 1 {} -- {} {} "
-                              "--workers 2 --size 224 2>&1",
+      run_command(fmt::format("{} --exec --data {} --out {} --iterations 10 --rounds 2 --max-rounds 2 --cpus 1 {} -- "
+                              "{} {} --workers 2 --size 224 2>&1",
                               MLBENCH_STALL_BIN, (dir_ / "fi" / "train").string(), (dir_ / "out").string(),
                               isolation_flag(), script("train_imagefolder.py"), (dir_ / "fi" / "train").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
