@@ -313,7 +313,9 @@ TEST_F(StallCli, ARunWiderThanTheTargetIsExtendedUntilItsLimitAndSaysSo) {
   EXPECT_GT(cached["half_width_pct"].get<double>(), 0.1);
   ASSERT_GT(cached["extensions"].get<int>(), 0) << cached.dump() << "\n" << r.output;
   EXPECT_TRUE(fs::is_directory(dir_ / "out" / "runs" / "cached-ext2"));
-  EXPECT_LE(cached["duration_s"].get<double>(), 5.0 + 1e-6);
+  // An extension starts only when it is predicted to fit; a loaded host may still make it run over.
+  EXPECT_LE(cached["duration_s"].get<double>(), 2 * 5.0);
+  EXPECT_DOUBLE_EQ(cached["limit_s"].get<double>(), 5.0);
   EXPECT_DOUBLE_EQ(j["rates"]["P"].get<double>(), cached["pooled"]["rate"].get<double>());
   const auto again = run_command(fmt::format("{} --reanalyze {} 2>&1", MLBENCH_STALL_BIN, (dir_ / "out").string()));
   ASSERT_EQ(again.exit_code, 0) << again.output;
