@@ -10,15 +10,15 @@ usage: check_coordinated.py LOADER DATA_DIR WORK_DIR
    dropped from it by pid, finishes with every batch, and removes the segment.
 4. Bad input: --coordinated without --group fails with one line, exit 2.
 """
-import atexit
 import glob
 import json
 import os
 import signal
-import struct
 import subprocess
 import sys
 import time
+
+from coordinated_group import launch, segment, started_and_joined
 
 loader, data, work = sys.argv[1:4]
 # -b 16 (> 8): the benchmark's memory probe runs one step in a forked child first,
@@ -26,10 +26,6 @@ loader, data, work = sys.argv[1:4]
 base = [loader, "--data", data, "-b", "16", "--workers", "1", "--no-cuda", "--seed", "3", "--io-depth", "0",
         "--number", "2"]  # 32 images: 2 batches an epoch, one observation each
 group_prefix = f"e2e-{os.getpid()}"
-
-
-def segment(group):
-    return f"/dev/shm/mlbench-coord-{os.geteuid()}-{group}"
 
 
 def report(directory):
@@ -42,37 +38,7 @@ def epochs(r):
     return [(e["epoch"], e["batches"], e["images"]) for e in r["pipeline"]["epochs"]]
 
 
-started = []
 
-
-def launch(args, **kw):
-    p = subprocess.Popen(args, **kw)
-    started.append(p)
-    return p
-
-
-def cleanup():
-    # A failed check (or a hang ended by a timeout) leaves no loader behind.
-    for p in started:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-
-
-atexit.register(cleanup)
-
-
-def started_and_joined(group):
-    # The segment's header (pipeline/remedies/coordinated.cc, Shared): u64 magic, u32 version,
-    # i32 members, i32 slots, i32 started, i32 joined.
-    try:
-        with open(segment(group), "rb") as f:
-            head = f.read(28)
-    except FileNotFoundError:
-        return 0, 0
-    if len(head) < 28:
-        return 0, 0
-    return struct.unpack_from("<ii", head, 20)
 
 
 # 1. Alone.

@@ -9,54 +9,25 @@ Two loaders with --coordinated 2 on one group; once both are in it, this process
    then `terminate called`, exit 134).
 Each time, every member must exit 1 with a FAIL report whose reason names the segment.
 """
-import atexit
 import glob
 import json
 import os
-import struct
 import subprocess
 import sys
 import time
+
+from coordinated_group import launch, segment, started_and_joined
 
 loader, data, work = sys.argv[1:4]
 base = [loader, "--data", data, "-b", "16", "--workers", "1", "--no-cuda", "--seed", "3", "--io-depth", "0",
         "--number", "2", "--epochs", "100000"]
 group_prefix = f"damage-{os.getpid()}"
-started = []
-
-
-def segment(group):
-    return f"/dev/shm/mlbench-coord-{os.geteuid()}-{group}"
-
-
-def cleanup():
-    for p in started:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-
-
-atexit.register(cleanup)
-
-
-def started_and_joined(group):
-    # The segment's header (pipeline/remedies/coordinated.cc, Shared): u64 magic, u32 version,
-    # i32 members, i32 slots, i32 started, i32 joined.
-    try:
-        with open(segment(group), "rb") as f:
-            head = f.read(28)
-    except FileNotFoundError:
-        return 0, 0
-    if len(head) < 28:
-        return 0, 0
-    return struct.unpack_from("<ii", head, 20)
 
 
 def damaged_group(name, damage, what):
     group = f"{group_prefix}-{name}"
-    procs = [subprocess.Popen(base + ["--coordinated", "2", "--group", group, "--report", f"{work}/{name}{m}"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for m in range(2)]
-    started.extend(procs)
+    procs = [launch(base + ["--coordinated", "2", "--group", group, "--report", f"{work}/{name}{m}"],
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for m in range(2)]
     deadline = time.monotonic() + 120  # a hang guard, not a speed
     while started_and_joined(group) != (1, 2):
         assert time.monotonic() < deadline, "the two members never formed the group"
