@@ -14,6 +14,9 @@ fail() { echo "install_test: FAIL: $*" >&2; exit 1; }
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 || fail "cmake --install: $(tail -3 "$tmp/install.log")"
 # A clean environment and a working directory that is neither tree.
 run() { (cd / && env -i PATH=/usr/bin:/bin HOME="$tmp/home" "$@"); }
+# The same from a folder of the user's (mlbench-stall --exec refuses to run a script in /: what it
+# writes there could not be kept from the user's files by an overlay).
+run_in() { (cd "$1" && shift && env -i PATH=/usr/bin:/bin HOME="$tmp/home" "$@"); }
 mkdir -p "$tmp/home"
 for c in mlbench-run mlbench-report mlbench-stall mlbench-datagen; do
   [[ -x "$prefix/bin/$c" ]] || fail "$c not installed"
@@ -45,13 +48,13 @@ run env DATA_DIRECTORY="$tmp/data" "$prefix/bin/mlbench-run" --jobs fast --name 
 grep -q "toy_reg *1/1" "$tmp/run.log" || fail "mlbench-run's table: $(tail -8 "$tmp/run.log")"
 grep -q "$prefix/share/mlbench/configs/targets/cpu.json" "$tmp/run.log" || fail "targets not from the prefix: $(grep 'vs target' "$tmp/run.log")"
 run "$prefix/bin/mlbench-report" --reports "$tmp/out" >"$tmp/report.log" 2>&1 || fail "mlbench-report: $(tail -3 "$tmp/report.log")"
-# mlbench-stall --exec: the probe from the prefix, on a script of the user's.
-mkdir -p "$tmp/sd/c0" "$tmp/sd/c1"
+# mlbench-stall --exec: the probe from the prefix, on a script of the user's, from their project folder.
+mkdir -p "$tmp/sd/c0" "$tmp/sd/c1" "$tmp/project"
 for i in $(seq 1 20); do
   head -c 8192 /dev/urandom >"$tmp/sd/c0/f$i.bin"
   head -c 8192 /dev/urandom >"$tmp/sd/c1/f$i.bin"
 done
-run "$prefix/bin/mlbench-stall" --exec --data "$tmp/sd" --out "$tmp/stall" --iterations 10 --cpus 1 -- \
+run_in "$tmp/project" "$prefix/bin/mlbench-stall" --exec --data "$tmp/sd" --out "$tmp/stall" --iterations 10 --cpus 1 -- \
   /usr/bin/python3 "$src/tests/stall/exec/sleepy_train.py" "$tmp/sd" --batch 2 --prep-ms 1 --fetch-ms 1 --compute-ms 3 \
   >"$tmp/stall.log" 2>&1 || fail "mlbench-stall --exec: $(tail -3 "$tmp/stall.log")"
 [[ -s "$tmp/stall/stall.json" ]] || fail "no stall.json"
