@@ -78,7 +78,9 @@ void refuse_newer(Database& db, int version, int target) {
 
 }  // namespace
 
-int read_schema_version(Database& db) {
+namespace {
+
+int read_schema_version_once(Database& db) {
   if (!has_table(db, "mlbench_schema")) {
     if (has_store_tables(db)) refuse_damaged(db, "its mlbench_schema table is missing");
     return 0;
@@ -100,6 +102,19 @@ int read_schema_version(Database& db) {
     refuse_damaged(db, fmt::format("its mlbench_schema table says version {}", version));
   }
   return version;
+}
+
+}  // namespace
+
+// Each check is a statement of its own: one that ran before another writer committed the store's
+// creation (its tables and its schema table at once) and one that ran after see a store with
+// tables and no schema table. Damage is what a second reading still sees.
+int read_schema_version(Database& db) {
+  try {
+    return read_schema_version_once(db);
+  } catch (const StoreError&) {
+    return read_schema_version_once(db);
+  }
 }
 
 void migrate(Database& db, int target, Access access) {

@@ -14,7 +14,9 @@ const std::vector<std::string>& migrations();
 
 // The store's version: 0 for an empty database (no mlbench_schema table). A schema table
 // that is missing, empty or says version 0 beside mlbench's tables, or says a version below
-// 0 or no number, throws StoreError: one line saying what is wrong and what to do.
+// 0 or no number, throws StoreError: one line saying what is wrong and what to do; only when a
+// second reading sees it too, since one that raced with another writer creating the store can
+// see its tables without its schema table (its checks are statements of their own).
 int read_schema_version(Database& db);
 
 // Brings the store to `target` (kStoreSchemaVersion) in one write transaction. A store
