@@ -15,6 +15,7 @@
 #include "pipeline/http_source.h"
 #include "pipeline/loader.h"
 #include "pipeline/relative_path.h"
+#include "tests/support/delay_proxy.h"
 #include "tests/support/http_fixtures.h"
 #include "tests/support/jpeg_folder.h"
 #include "tests/support/temp_dir.h"
@@ -103,7 +104,10 @@ TEST(HttpSource, ALoaderReadsEveryObjectWithRequestsInFlight) {
   const fs::path root = served_folder(tmp, 2, 10);
   auto nginx = start_nginx(root.parent_path());
   ASSERT_TRUE(nginx);
-  auto http = std::make_shared<HttpSource>(nginx->url("/set"));  // no trailing slash: one is added
+  // 20 ms a request: the 6 threads' requests overlap however loaded the machine (straight to nginx
+  // on loopback, one could end before the next began, and max_in_flight stay 1).
+  mt::DelayProxy proxy("127.0.0.1", nginx->port(), std::chrono::milliseconds(20));
+  auto http = std::make_shared<HttpSource>(proxy.url("/set"));  // no trailing slash: one is added
   Loader loader(http, one_epoch(2, 6));
   std::map<std::int64_t, int> labels;
   while (auto b = loader.next()) {
