@@ -93,12 +93,10 @@ TEST_P(GroundTruth, SplitAndWhatIfMatchTheInjectedCosts) {
   // to 1.5 times as long (serial_fetch_slower took 90 s of its 120).
   const std::string cmd = fmt::format(
       "{} --bench stallsim --bench-dir {} --data {} --cpus {} --cache-fracs 0.25,0.5,0.75 --iterations 60 "
-      "--target-noise 0 --out {} -- --batch-size {} --workers {} --prefetch 16 --cpu-cores {} --compute-ms {} "
-      "--prep-ms {} "
+      "--target-noise 0 --out {} -- --batch-size {} --workers {} --prefetch 16 --cpu-cores {} --compute-ms {} --prep-ms {} "
       "--storage-mbps {}{}",
       MLBENCH_STALL_BIN, MLBENCH_BENCH_DIR, (dir_ / "data").string(), kCpus, out.string(), kBatch, c.workers, kCpus,
-      compute_ms, prep_ms, storage_mbps,
-      fmt::format(" --io-depth {}", c.io_depth));  // explicit: the loader's default is read-ahead
+      compute_ms, prep_ms, storage_mbps, fmt::format(" --io-depth {}", c.io_depth));  // explicit: the loader's default is read-ahead
   const auto r = testing_support::run_command(cmd);
   ASSERT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
   std::ifstream in(out / "stall.json");
@@ -115,51 +113,54 @@ TEST_P(GroundTruth, SplitAndWhatIfMatchTheInjectedCosts) {
   const auto& measured = result["whatif"]["measured"];
   ASSERT_EQ(measured.size(), 3u);
   for (const auto& m : measured) {
-    EXPECT_LT(m["error_pct"].get<double>(), 5.0)
-        << "cache " << m["x"] << ": predicted " << m["predicted"] << ", measured " << m["measured"] << "\n"
-        << r.output;
+    EXPECT_LT(m["error_pct"].get<double>(), 5.0) << "cache " << m["x"] << ": predicted " << m["predicted"]
+                                                  << ", measured " << m["measured"] << "\n" << r.output;
   }
   // The page-cache what-if at 50% resident, held there (--hold-page-cache).
   const auto& page = result["whatif"]["page_cache"]["measured"];
   ASSERT_EQ(page.size(), 1u) << r.output;
-  EXPECT_LT(page[0]["error_pct"].get<double>(), 5.0)
-      << "page cache 50%: predicted " << page[0]["predicted"] << ", measured " << page[0]["measured"] << "\n"
-      << r.output;
-  std::cout << fmt::format(
-      "[{}] split measured {:.1f}/{:.1f}/{:.1f} truth {:.1f}/{:.1f}/{:.1f}; what-if max error {:.1f}%, "
-      "mean {:.1f}%; page cache 50%: {:.1f}%\n",
-      c.name, s["compute_pct"].get<double>(), s["prep_pct"].get<double>(), s["fetch_pct"].get<double>(), t.compute_pct,
-      t.prep_pct, t.fetch_pct, result["whatif"]["max_error_pct"].get<double>(),
-      result["whatif"]["mean_error_pct"].get<double>(), page[0]["error_pct"].get<double>());
+  EXPECT_LT(page[0]["error_pct"].get<double>(), 5.0) << "page cache 50%: predicted " << page[0]["predicted"]
+                                                      << ", measured " << page[0]["measured"] << "\n" << r.output;
+  std::cout << fmt::format("[{}] split measured {:.1f}/{:.1f}/{:.1f} truth {:.1f}/{:.1f}/{:.1f}; what-if max error {:.1f}%, "
+                           "mean {:.1f}%; page cache 50%: {:.1f}%\n",
+                           c.name, s["compute_pct"].get<double>(), s["prep_pct"].get<double>(),
+                           s["fetch_pct"].get<double>(), t.compute_pct, t.prep_pct, t.fetch_pct,
+                           result["whatif"]["max_error_pct"].get<double>(),
+                           result["whatif"]["mean_error_pct"].get<double>(), page[0]["error_pct"].get<double>());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Grid, GroundTruth,
-    // Rates in samples/s: costs of milliseconds, so that scheduling
-    // delays of a loaded 2-core machine stay small beside them. The
-    // cached fetch rates F(x) at x = 0.25, 0.5, 0.75 stay >= 1.3x away
-    // from min(P, G) except in three_way and compute_fetch (ties that the
-    // min() model still predicts within 5%); docs/stall.md says why.
-    testing::Values(Config{"compute_bound", 250, 1000, 1000}, Config{"prep_bound", 1000, 250, 1000},
-                    Config{"fetch_bound", 1000, 1000, 150}, Config{"compute_prep", 500, 250, 1000},
-                    Config{"compute_fetch", 500, 1000, 250}, Config{"prep_fetch", 1000, 500, 180},
-                    Config{"three_way", 750, 375, 250}, Config{"prep_heavy", 1000, 200, 750},
-                    Config{"fetch_heavy", 750, 500, 90},
-                    // Fetch and prep comparable, two serial workers on the
-                    // two CPUs: fetch and prep add per worker. No
-                    // spare worker hides a late wake-up, so the costs are 4x
-                    // longer (8-16 ms) to keep that jitter small beside them.
-                    Config{"serial_even", 500, 125, 125, 2}, Config{"serial_fetch_slower", 500, 125, 90, 2},
-                    // Read-ahead (the loader's default): a worker's reads run
-                    // ahead of its decode, across its batches, so fetch and prep
-                    // overlap and the pipelined min() holds.
-                    Config{"readahead_prep_fetch", 1000, 500, 180, 4, 4}, Config{"readahead_even", 500, 125, 125, 2, 4},
-                    // At the knee, where the recommendation used to be: F(x) =
-                    // min(P, G) at x = 0.50 (S 250, P 500) and at x = 0.75 (S
-                    // 62.5, P 250), both measured there, with read-ahead.
-                    Config{"readahead_knee_50", 1000, 500, 250, 4, 4},
-                    Config{"readahead_knee_75", 500, 250, 62.5, 4, 4}),
-    [](const testing::TestParamInfo<Config>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Grid, GroundTruth,
+                         // Rates in samples/s: costs of milliseconds, so that scheduling
+                         // delays of a loaded 2-core machine stay small beside them. The
+                         // cached fetch rates F(x) at x = 0.25, 0.5, 0.75 stay >= 1.3x away
+                         // from min(P, G) except in three_way and compute_fetch (ties that the
+                         // min() model still predicts within 5%); docs/stall.md says why.
+                         testing::Values(Config{"compute_bound", 250, 1000, 1000},
+                                         Config{"prep_bound", 1000, 250, 1000},
+                                         Config{"fetch_bound", 1000, 1000, 150},
+                                         Config{"compute_prep", 500, 250, 1000},
+                                         Config{"compute_fetch", 500, 1000, 250},
+                                         Config{"prep_fetch", 1000, 500, 180},
+                                         Config{"three_way", 750, 375, 250},
+                                         Config{"prep_heavy", 1000, 200, 750},
+                                         Config{"fetch_heavy", 750, 500, 90},
+                                         // Fetch and prep comparable, two serial workers on the
+                                         // two CPUs: fetch and prep add per worker. No
+                                         // spare worker hides a late wake-up, so the costs are 4x
+                                         // longer (8-16 ms) to keep that jitter small beside them.
+                                         Config{"serial_even", 500, 125, 125, 2},
+                                         Config{"serial_fetch_slower", 500, 125, 90, 2},
+                                         // Read-ahead (the loader's default): a worker's reads run
+                                         // ahead of its decode, across its batches, so fetch and prep
+                                         // overlap and the pipelined min() holds.
+                                         Config{"readahead_prep_fetch", 1000, 500, 180, 4, 4},
+                                         Config{"readahead_even", 500, 125, 125, 2, 4},
+                                         // At the knee, where the recommendation used to be: F(x) =
+                                         // min(P, G) at x = 0.50 (S 250, P 500) and at x = 0.75 (S
+                                         // 62.5, P 250), both measured there, with read-ahead.
+                                         Config{"readahead_knee_50", 1000, 500, 250, 4, 4},
+                                         Config{"readahead_knee_75", 500, 250, 62.5, 4, 4}),
+                         [](const testing::TestParamInfo<Config>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace mlbench::stall
