@@ -1,6 +1,7 @@
 #include "report/reports_tree.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <regex>
@@ -14,16 +15,6 @@ namespace mlbench::report {
 namespace fs = std::filesystem;
 
 namespace {
-
-// "<suite>.<name>.R<run>.D<slot>[.FAIL].<ts>.json" -> name, when the file is one of `suite`'s.
-std::string bench_from_file_name(const std::string& file, const std::string& suite) {
-  const std::string prefix = suite + ".";
-  if (file.rfind(prefix, 0) != 0) return {};
-  static const std::regex rest(R"(^(.+)\.R\d+\.D\d+(\.FAIL)?\..*\.json$)");
-  std::smatch m;
-  const std::string tail = file.substr(prefix.size());
-  return std::regex_match(tail, m, rest) ? m[1].str() : std::string();
-}
 
 // A run's name in the report: the folder's own name ("R3", "output"), "." spelled out.
 std::string run_name(const fs::path& run_dir) {
@@ -60,6 +51,23 @@ ReportsInput reports_input_kind(const fs::path& path) {
     }
   }
   return reports ? ReportsInput::RunDirectory : ReportsInput::Tree;
+}
+
+std::optional<ReportFileName> parse_report_file_name(const std::string& file, const std::string& suite) {
+  std::size_t dot = suite.empty() ? file.find('.') : suite.size();
+  if (dot == std::string::npos || dot == 0 || (!suite.empty() && file.compare(0, dot + 1, suite + ".") != 0)) {
+    return std::nullopt;
+  }
+  static const std::regex rest(R"(^(.+)\.R(\d+)\.D\d+(\.FAIL)?\..*\.json$)");
+  std::smatch m;
+  const std::string tail = file.substr(dot + 1);
+  if (!std::regex_match(tail, m, rest)) return std::nullopt;
+  ReportFileName named{file.substr(0, dot), m[1].str(), std::nullopt};
+  int run = 0;
+  const std::string digits = m[2].str();
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), run);
+  if (ec == std::errc() && end == digits.data() + digits.size()) named.run = run;
+  return named;
 }
 
 int run_number(const std::string& dir_name) {
@@ -187,7 +195,9 @@ bool read_report_file(const fs::path& file, const std::string& run, const std::s
   const std::optional<core::ReportIdentity> id = j.is_discarded() ? std::nullopt : core::report_identity(j);
   // A file named as a report of this suite that cannot be read as one is a failed
   // instance, listed by name, not a silent gap (valid JSON that is no report object included).
-  if (const std::string bench = !id ? bench_from_file_name(fname, suite) : ""; !bench.empty()) {
+  const std::optional<ReportFileName> named = !id ? parse_report_file_name(fname, suite) : std::nullopt;
+  if (named) {
+    const std::string& bench = named->name;
     const char* what = j.is_discarded() ? "not valid JSON" : "not a report object";
     ++(j.is_discarded() ? tree.notes.unreadable : tree.notes.not_reports);
     tree.notes.warnings.push_back(fmt::format("{}/{}: {}, counted as a failure of {}", run, fname, what, bench));

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,16 @@ inline constexpr double kImplausibleItemsPerS = 1e12;
 
 // Run number of a run directory name: "R3" -> 3, "output7" -> 7, anything else -> -1.
 int run_number(const std::string& dir_name);
+
+// "<suite>.<name>.R<run>.D<slot>[.FAIL].<timestamp>.json" (core::report_file_name) -> its suite,
+// name and run; nullopt for a file not named as a report. With `suite`, the file must be one of
+// that suite's (a suite's name may hold dots); without, the suite is the part before the first
+// '.'. `run` is nullopt where its digits do not fit an int.
+struct ReportFileName {
+  std::string suite, name;
+  std::optional<int> run;
+};
+std::optional<ReportFileName> parse_report_file_name(const std::string& file, const std::string& suite = "");
 
 // One parsed report reduced to an Instance. Failed when the file name holds
 // ".FAIL.", `completed` is not true, `batch_loss` holds null or a non-finite

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <map>
 #include <optional>
-#include <regex>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -37,29 +36,16 @@ nlohmann::json read_json(const fs::path& file) {
   return nlohmann::json::parse(read_text(file), nullptr, /*allow_exceptions=*/false);
 }
 
-// "<suite>.<name>.R<run>.D<slot>[.FAIL].<timestamp>.json" -> suite, name, run; nullopt for a
-// file not named as a report. The suite is the part before the first '.' (suite names have none).
-struct ReportFileName {
-  std::string suite, name;
-  int run = 0;
-};
-std::optional<ReportFileName> parse_report_file_name(const std::string& file) {
-  static const std::regex pattern(R"(^([^.]+)\.(.+)\.R(\d{1,9})\.D\d+(\.FAIL)?\..*\.json$)");
-  std::smatch m;
-  if (!std::regex_match(file, m, pattern)) return std::nullopt;
-  return ReportFileName{m[1].str(), m[2].str(), std::stoi(m[3].str())};
-}
-
 // A file named as a report that cannot be read as one (truncated, empty, valid JSON that is
 // no report object): a failed instance of the benchmark its name says, with the reason
 // mlbench-report --reports gives it. nullopt for a file not named as a report.
 std::optional<core::InstanceReport> unreadable_report(const fs::path& file, const nlohmann::json& j) {
   const auto named = parse_report_file_name(file.filename().string());
-  if (!named) return std::nullopt;
+  if (!named || !named->run) return std::nullopt;
   core::InstanceReport r;
   r.name = named->name;
   r.suite = named->suite;
-  r.run_id = named->run;
+  r.run_id = *named->run;
   r.completed = false;
   r.reason = std::string("unreadable report (") + (j.is_discarded() ? "not valid JSON" : "not a report object") + ")";
   return r;
