@@ -19,11 +19,11 @@ std::unique_ptr<ItemCache> make_cache(const CacheCapacity& capacity, std::size_t
 }  // namespace
 
 ImageDataset::ImageDataset(std::shared_ptr<const ItemSource> source, StageConfig stages, CacheCapacity cache,
-                           HostAllocator allocator, bool stats, int io_depth,
-                           IoEngine io_engine)
+                           HostAllocator allocator, bool stats, int io_depth, IoEngine io_engine,
+                           std::optional<DepthControllerConfig> adaptive_depth)
     : source_(std::move(source)), cache_(make_cache(cache, source_->size())),
       stages_(source_, std::move(stages), cache_.get()), pool_(std::move(allocator)), stats_(stats),
-      io_depth_(io_depth), io_engine_(io_engine) {
+      io_depth_(io_depth), io_engine_(io_engine), adaptive_depth_(adaptive_depth) {
   if (io_depth_ < 0) throw std::invalid_argument("the I/O depth must be >= 0");
 }
 
@@ -40,12 +40,17 @@ void ImageDataset::prepare(const BuildSetup& setup) {
     workers_.push_back(std::move(w));
   }
   if (io_depth_ > 0) {
-    // io_depth reads in flight over the loader: each worker keeps its share ahead (at least one).
-    read_window_ = static_cast<std::size_t>(std::max(1, io_depth_ / n));
     read_ahead_ = std::make_unique<ReadAhead>(source_, cache_.get(), io_depth_, stats_, setup.stats, setup.trace,
-                                             io_engine_);
+                                              io_engine_, adaptive_depth_);
     next_reads_.resize(static_cast<std::size_t>(n));
   }
+}
+
+std::size_t ImageDataset::read_window() const {
+  if (!read_ahead_) return 0;
+  // io_depth reads in flight over the loader: each worker keeps its share ahead (at least one).
+  const int workers = std::max<int>(1, static_cast<int>(workers_.size()));
+  return static_cast<std::size_t>(std::max(1, read_ahead_->io_depth() / workers));
 }
 
 void ImageDataset::stop() {
@@ -86,15 +91,15 @@ Batch ImageDataset::get_batch(const BatchRequest& r) {
     // stream for another batch is replaced, which withdraws its reads).
     std::unique_ptr<ReadStream>& next = next_reads_.at(static_cast<std::size_t>(r.worker));
     std::unique_ptr<ReadStream> reads = std::move(next);  // leaves `next` empty
+    const auto window = [this] { return read_window(); };
     if (!reads || reads->batch() != r.sequence) {
-      reads = std::make_unique<ReadStream>(*read_ahead_, r.indices(), read_window_, r.sequence);
+      reads = std::make_unique<ReadStream>(*read_ahead_, r.indices(), window, r.sequence);
     }
     if (r.claim_next) {
       reads->set_overflow([&](std::size_t room) {
         if (next) return next->issue_ahead(room);
         if (const BatchRequest* following = r.claim_next()) {
-          next = std::make_unique<ReadStream>(*read_ahead_, following->indices(), read_window_, following->sequence,
-                                              room);
+          next = std::make_unique<ReadStream>(*read_ahead_, following->indices(), window, following->sequence, room);
         }
       });
     }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "pipeline/batch.h"
@@ -23,9 +24,11 @@ class ImageDataset : public Dataset<Batch> {
   // `cache`: the item cache's capacity (disabled: none). `stats`: false
   // (--no-stats) reads no clock unless a trace asks for it. `io_depth`: reads
   // in flight ahead of decoding (0: each worker reads, then decodes, serially).
+  // `adaptive_depth`: the depth adapts from `io_depth` up to its bound (datasets over
+  // HTTP without --io-depth; pipeline/depth_controller.h); nullopt: `io_depth` throughout.
   ImageDataset(std::shared_ptr<const ItemSource> source, StageConfig stages, CacheCapacity cache,
-               HostAllocator allocator, bool stats, int io_depth = 0,
-               IoEngine io_engine = IoEngine::Threads);
+               HostAllocator allocator, bool stats, int io_depth = 0, IoEngine io_engine = IoEngine::Threads,
+               std::optional<DepthControllerConfig> adaptive_depth = std::nullopt);
 
   std::size_t size() const override { return source_->size(); }
   void prepare(const BuildSetup& setup) override;
@@ -40,9 +43,11 @@ class ImageDataset : public Dataset<Batch> {
   const ItemCache* cache() const { return cache_.get(); }
   ItemCache* cache() { return cache_.get(); }
   int channels() const { return stages_.channels(); }
-  int io_depth() const { return io_depth_; }
-  // Reads issued ahead of decoding each worker keeps (0: no read-ahead).
-  std::size_t read_window() const { return read_window_; }
+  // The read-ahead depth now (adaptive: as the controller says; before prepare(): the start).
+  int io_depth() const { return read_ahead_ ? read_ahead_->io_depth() : io_depth_; }
+  // Reads issued ahead of decoding each worker keeps: the depth's share, at least 1 (0: no
+  // read-ahead). Read by each stream at each take, so it follows an adaptive depth.
+  std::size_t read_window() const;
   const ReadAhead* read_ahead() const { return read_ahead_.get(); }
 
  private:
@@ -55,7 +60,7 @@ class ImageDataset : public Dataset<Batch> {
   std::vector<std::unique_ptr<SampleWorker>> workers_;
   int io_depth_ = 0;
   IoEngine io_engine_ = IoEngine::Threads;
-  std::size_t read_window_ = 0;
+  std::optional<DepthControllerConfig> adaptive_depth_;
   std::unique_ptr<ReadAhead> read_ahead_;
   // Per worker: the reads of its next batch, started while it built the previous one
   // (after read_ahead_: destroyed first, withdrawing what they issued).

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/stop_signals.h"
+#include "pipeline/http_source.h"
 #include "pipeline/loader_report.h"
 
 namespace mlbench::pipeline {
@@ -64,8 +65,14 @@ Loader::Loader(std::shared_ptr<const ItemSource> source, LoaderConfig config)
     partitioned_->set_warnings(config_.warnings);
     fetched = partitioned_;
   }
+  // Over HTTP the requests in flight set the fetch rate, and the right number depends on the
+  // server's latency: measured, unless the user gave one.
+  std::optional<DepthControllerConfig> adaptive;
+  if (config_.adapt_io_depth && config_.io_depth > 0 && dynamic_cast<const HttpSource*>(source_.get())) {
+    adaptive = DepthControllerConfig{.start = config_.io_depth, .bound = kAdaptiveIoDepthBound};
+  }
   dataset_ = std::make_shared<ImageDataset>(fetched, stage_config(config_), config_.cache, config_.allocator,
-                                            config_.stats, config_.io_depth, config_.io_engine);
+                                            config_.stats, config_.io_depth, config_.io_engine, adaptive);
   if (partitioned_) start_peer_server();
   const Sampler shard(source_->size(), false, 0, config_.num_shards, config_.shard_id);
   const std::size_t n = shard.shard_size(), bs = static_cast<std::size_t>(config_.batch_size);
@@ -159,9 +166,12 @@ nlohmann::json Loader::to_json() const {
   facts.items_per_epoch = items_per_epoch();
   facts.batches_per_epoch = batches_per_epoch();
   facts.prefetch = effective_prefetch(config_.prefetch, config_.workers);
+  facts.io_depth = config_.synthetic ? 0 : config_.io_depth;
   if (dataset_) {
     facts.read_window = dataset_->read_window();
     if (const ReadAhead* ra = dataset_->read_ahead()) {
+      facts.io_depth = ra->io_depth();
+      if (const auto controller = ra->depth_controller()) facts.adaptive = controller->to_json();
       facts.reads_issued = ra->reads_issued();
       facts.inline_reads = ra->inline_reads();
       facts.max_outstanding = ra->max_outstanding();

@@ -41,6 +41,10 @@ struct LoaderConfig {
   // Reads in flight ahead of decoding, over the loader, on as many I/O threads
   // (pipeline/read_ahead.h); 0: each worker reads a sample, then decodes it.
   int io_depth = kDefaultIoDepth;
+  // --io-depth not given: over HTTP the requests in flight adapt from io_depth up to
+  // kAdaptiveIoDepthBound by the measured rate of reads (pipeline/depth_controller.h, NOTE
+  // [Adaptive depth]); other sources keep io_depth. false: io_depth throughout.
+  bool adapt_io_depth = false;
   // How those reads are issued (--io-engine; pipeline/read_ahead.h): io_uring where it
   // can serve the source, else I/O threads.
   IoEngine io_engine = IoEngine::Auto;

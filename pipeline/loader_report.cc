@@ -38,8 +38,9 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
   j["batch_size"] = config.batch_size;
   j["workers"] = config.workers;
   j["prefetch"] = facts.prefetch;
-  // 0: serial (a worker reads a sample, then decodes it); absent in older reports means 0.
-  j["io_depth"] = config.synthetic ? 0 : config.io_depth;
+  // 0: serial (a worker reads a sample, then decodes it); absent in older reports means 0. An
+  // adaptive depth's as run: the settled one (the analyzer's model reads it as the run's depth).
+  j["io_depth"] = config.synthetic ? 0 : facts.io_depth;
   if (!config.synthetic && config.io_depth > 0) {
     const double read_s = static_cast<double>(stats.io_read_ns()) * 1e-9;
     const auto reads = stats.io_reads();
@@ -50,6 +51,8 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
         {"reads", facts.reads_issued},
         {"inline_reads", facts.inline_reads},
         {"max_outstanding", facts.max_outstanding},
+        // Absent in older reports: read it as null (a fixed depth).
+        {"adaptive", facts.adaptive},
         {"read_busy_s", read_s},
         {"per_read_ms", reads > 0 ? nlohmann::json(read_s * 1e3 / static_cast<double>(reads)) : nlohmann::json()}};
   } else {

@@ -23,12 +23,14 @@ struct ImageLoaderFacts {
   std::size_t items_per_epoch = 0;
   std::size_t batches_per_epoch = 0;
   int prefetch = 0;                    // as run
+  int io_depth = 0;                    // read-ahead's depth as run (adaptive: at the end, the settled one once settled)
   std::string io_engine = "threads";    // read-ahead's engine as run
   int io_threads = 0;                  // read-ahead's I/O threads (0 with io_uring)
   std::size_t read_window = 0;         // read-ahead: reads each worker keeps ahead (0: none)
   long reads_issued = 0;               // read-ahead: reads handed to the I/O threads
   long inline_reads = 0;               // read-ahead: page-cache hits read by the worker when issued
   int max_outstanding = 0;             // read-ahead: most reads issued and not yet taken at once
+  nlohmann::json adaptive;             // read-ahead: DepthController::to_json when the depth adapted; null: fixed
   nlohmann::json coordinated;          // --coordinated: the group's block (pipeline/remedies/coordinated.h); null: off
   nlohmann::json partitioned;          // --peers: partitioned_cache_report (pipeline/remedies/peer_cache.h); null: off
 };

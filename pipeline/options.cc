@@ -15,10 +15,13 @@ namespace mlbench::pipeline {
 void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
   add_prefetch_flag(cli, o.prefetch, "-1: 2 x workers, at least workers");
   cli.add_option("--io-depth", o.io_depth,
-                 "Reads in flight ahead of decoding, over the loader, on as many I/O threads "
-                 "(0: each worker reads a sample, then decodes it)",
+                 fmt::format("Reads in flight ahead of decoding, over the loader, on as many I/O threads (0: each "
+                             "worker reads a sample, then decodes it). Default {0}; over HTTP, when not given: "
+                             "adaptive from {0} up to {1}, doubled while the measured read rate rises",
+                             kDefaultIoDepth, kAdaptiveIoDepthBound),
                  core::ArgKind::Runtime)
       ->check(core::integer_in(0, 256))
+      ->each([&o](const std::string&) { o.io_depth_given = true; })
       ->capture_default_str();
   cli.add_option("--io-engine", o.io_engine,
                  "How reads ahead are issued: threads (a pool of --io-depth I/O threads), io_uring (each worker's "
@@ -147,6 +150,7 @@ LoaderConfig make_loader_config(const core::BenchOptions& bench, const PipelineO
   c.workers = bench.workers;
   c.prefetch = o.prefetch;
   c.io_depth = o.io_depth;
+  c.adapt_io_depth = !o.io_depth_given;
   c.io_engine = parse_io_engine(o.io_engine);
   c.drop_last = !o.keep_last;
   c.shuffle = !o.no_shuffle;

@@ -13,6 +13,7 @@ namespace mlbench::pipeline {
 struct PipelineOptions {
   int prefetch = -1;                // --prefetch (-1: 2 x workers; 0: built on the consumer's thread)
   int io_depth = kDefaultIoDepth;   // --io-depth (0: serial fetch then decode)
+  bool io_depth_given = false;      // --io-depth was given (else over HTTP the depth adapts)
   std::string io_engine = "auto";    // --io-engine auto|threads|io_uring
   std::string cache_size = "0";     // --cache-size
   bool strict_data = false;         // --strict-data

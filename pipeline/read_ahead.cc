@@ -18,8 +18,6 @@
 namespace mlbench::pipeline {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-
 #ifdef MLBENCH_HAVE_LIBURING
 // Default flags. A read's completion (the copy into its buffer) runs as task work of the
 // worker that submitted it; IORING_SETUP_COOP_TASKRUN would defer it to that worker's
@@ -98,10 +96,12 @@ struct ReadAhead::Ring {
 };
 
 ReadAhead::ReadAhead(std::shared_ptr<const ItemSource> source, ItemCache* cache, int io_depth, bool timed,
-                     PipelineStats* stats, TraceRecorder* trace, IoEngine engine)
+                     PipelineStats* stats, TraceRecorder* trace, IoEngine engine,
+                     std::optional<DepthControllerConfig> adaptive)
     : source_(std::move(source)), cache_(cache), timed_(timed), stats_(stats),
-      // Enough free buffers for every read in flight and the ones being decoded.
-      buffers_(static_cast<std::size_t>(std::max(1, io_depth)) * 2 + 8), trace_(trace), io_depth_(io_depth) {
+      // Enough free buffers for every read in flight (at the adaptive bound) and the ones being decoded.
+      buffers_(static_cast<std::size_t>(std::max({1, io_depth, adaptive ? adaptive->bound : 0})) * 2 + 8),
+      trace_(trace), io_depth_(io_depth) {
   if (io_depth < 1) throw std::invalid_argument("read-ahead needs an I/O depth of at least 1");
   if (engine != IoEngine::Threads) {
     std::string why = "the data source is not a folder of files";
@@ -111,8 +111,23 @@ ReadAhead::ReadAhead(std::shared_ptr<const ItemSource> source, ItemCache* cache,
     }
   }
   if (uring_) return;
-  for (int i = 0; i < io_depth; ++i) tracks_.push_back(trace ? &trace->add_track(fmt::format("io {}", i)) : nullptr);
-  for (int i = 0; i < io_depth; ++i) threads_.emplace_back([this, i] { run(i); });
+  int threads = io_depth;
+  if (adaptive) {
+    adaptive->start = io_depth;
+    adaptive->bound = std::max(adaptive->bound, io_depth);
+    controller_.emplace(*adaptive);
+    adaptive_ = true;
+    started_ = Clock::now();
+    // Idle threads cost nothing: every depth the controller may ask for has its threads from the start.
+    threads = adaptive->bound;
+  }
+  for (int i = 0; i < threads; ++i) tracks_.push_back(trace ? &trace->add_track(fmt::format("io {}", i)) : nullptr);
+  for (int i = 0; i < threads; ++i) threads_.emplace_back([this, i] { run(i); });
+}
+
+std::optional<DepthController> ReadAhead::depth_controller() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return controller_;
 }
 
 ReadAhead::~ReadAhead() {
@@ -258,9 +273,15 @@ void ReadAhead::run(int thread) {
       const char* name = this_thread_fetch_origin() == FetchOrigin::kPeer ? "read peer" : "read";
       if (track) track->span(name, t0, t1, r->batch, static_cast<std::int64_t>(r->index));
     }
+    const auto done = adaptive_ ? Clock::now() : Clock::time_point{};
     {
       std::lock_guard<std::mutex> lock(mu_);
       r->state = State::Done;
+      ++reads_done_;
+      if (controller_) {
+        const double now_s = std::chrono::duration<double>(done - started_).count();
+        io_depth_.store(controller_->update(now_s, reads_done_), std::memory_order_relaxed);
+      }
     }
     done_cv_.notify_all();
   }
@@ -275,7 +296,7 @@ ReadAhead::Ring* ReadAhead::this_thread_ring() {
   }
   auto g = std::make_unique<Ring>();
   unsigned entries = 8;
-  while (entries < static_cast<unsigned>(io_depth_)) entries *= 2;
+  while (entries < static_cast<unsigned>(io_depth())) entries *= 2;
   if (init_ring(entries, &g->ring) != 0) return nullptr;
   g->owner = me;
   g->number = static_cast<int>(rings_.size());
@@ -382,9 +403,13 @@ void ReadAhead::wait_on_ring(Request& r) {
 
 ReadStream::ReadStream(ReadAhead& read_ahead, std::vector<std::size_t> items, std::size_t window, std::int64_t batch,
                        std::size_t initial)
-    : read_ahead_(read_ahead), items_(std::move(items)), window_(std::max<std::size_t>(1, window)), batch_(batch) {
+    : ReadStream(read_ahead, std::move(items), [window] { return window; }, batch, initial) {}
+
+ReadStream::ReadStream(ReadAhead& read_ahead, std::vector<std::size_t> items, std::function<std::size_t()> window,
+                       std::int64_t batch, std::size_t initial)
+    : read_ahead_(read_ahead), items_(std::move(items)), window_(std::move(window)), batch_(batch) {
   read_ahead_.source_->will_fetch(items_);  // a partitioned cache asks each peer for its items at once
-  issue_up_to(std::min(initial, window_));
+  issue_up_to(std::min(initial, this->window()));
 }
 
 ReadStream::~ReadStream() {
@@ -396,7 +421,7 @@ void ReadStream::issue_up_to(std::size_t end) {
   while (issued_.size() < end) issued_.push_back(read_ahead_.issue(items_[issued_.size()], batch_));
 }
 
-void ReadStream::issue_ahead(std::size_t count) { issue_up_to(taken_ + std::min(count, window_)); }
+void ReadStream::issue_ahead(std::size_t count) { issue_up_to(taken_ + std::min(count, window())); }
 
 void ReadStream::set_overflow(std::function<void(std::size_t room)> overflow) {
   overflow_ = std::move(overflow);
@@ -404,15 +429,16 @@ void ReadStream::set_overflow(std::function<void(std::size_t room)> overflow) {
 }
 
 void ReadStream::refill() {
-  issue_up_to(taken_ + window_);
+  issue_up_to(taken_ + window());
   spill();
 }
 
 void ReadStream::spill() {
   const std::size_t outstanding = issued_.size() - taken_;
-  if (!overflow_ || issued_.size() < items_.size() || outstanding >= window_) return;
+  const std::size_t window = this->window();  // read once: an adaptive depth may change meanwhile
+  if (!overflow_ || issued_.size() < items_.size() || outstanding >= window) return;
   try {
-    overflow_(window_ - outstanding);
+    overflow_(window - outstanding);
   } catch (...) {
     overflow_ = nullptr;  // only an early start: the next batch then reads for itself
   }

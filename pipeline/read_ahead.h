@@ -13,8 +13,13 @@
 // per read. An item the source can
 // serve without waiting (ItemSource::fetch_if_cached: in the page cache) is read
 // by the worker when it is issued: a hand-off to a thread would cost more than it saves.
+// Over HTTP without --io-depth the depth adapts (pipeline/depth_controller.h): the I/O threads
+// for its bound are started up front, the depth in flight follows the controller, and the
+// workers' windows follow the depth.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -24,12 +29,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "pipeline/buffer_pool.h"
+#include "pipeline/depth_controller.h"
 #include "pipeline/item_cache.h"
 #include "pipeline/source.h"
 #include "pipeline/stats.h"
@@ -64,13 +71,20 @@ class ReadAhead {
   // `io_depth` (>= 1) reads in flight: as many I/O threads, or that many per ring.
   // `cache`: null for none. `timed`: read the clock (stats on, or a trace). `stats`,
   // `trace`: null for none. `engine`: IoUring where it cannot serve falls back to threads.
+  // `adaptive`: the depth adapts from `io_depth` (its start) up to its bound, on as many I/O
+  // threads (NOTE [Adaptive depth]); threads only (ignored where io_uring serves).
   ReadAhead(std::shared_ptr<const ItemSource> source, ItemCache* cache, int io_depth, bool timed, PipelineStats* stats,
-            TraceRecorder* trace, IoEngine engine = IoEngine::Threads);
+            TraceRecorder* trace, IoEngine engine = IoEngine::Threads,
+            std::optional<DepthControllerConfig> adaptive = std::nullopt);
   ~ReadAhead();
   ReadAhead(const ReadAhead&) = delete;
   ReadAhead& operator=(const ReadAhead&) = delete;
 
-  int io_depth() const { return io_depth_; }
+  // The reads to keep in flight now (adaptive: the controller's depth, settled or still measured).
+  int io_depth() const { return io_depth_.load(std::memory_order_relaxed); }
+  bool adaptive() const { return adaptive_; }
+  // The controller as it stands (a copy); nullopt when the depth is fixed.
+  std::optional<DepthController> depth_controller() const;
   // The engine as run: Threads or IoUring.
   IoEngine engine() const { return uring_ ? IoEngine::IoUring : IoEngine::Threads; }
   int io_threads() const { return static_cast<int>(threads_.size()); }
@@ -87,6 +101,7 @@ class ReadAhead {
 
  private:
   friend class ReadStream;
+  using Clock = std::chrono::steady_clock;
   enum class State { Queued, Running, Done, Dropped };
   struct Ring;
   struct Request {
@@ -101,7 +116,7 @@ class ReadAhead {
     std::size_t lane = 0;  // the ring's trace lane it is drawn on
     FileRead file;
     std::shared_ptr<Bytes> buffer;
-    std::chrono::steady_clock::time_point submitted;
+    Clock::time_point submitted;
   };
 
   std::shared_ptr<Request> issue(std::size_t index, std::int64_t batch);
@@ -131,15 +146,20 @@ class ReadAhead {
   bool stopping_ = false;
   int outstanding_ = 0, max_outstanding_ = 0;
   std::int64_t reads_issued_ = 0, inline_reads_ = 0;
+  std::int64_t reads_done_ = 0;  // reads the I/O threads finished (adaptive: the controller's count)
   std::vector<std::thread> threads_;
-  int io_depth_ = 0;
+  std::atomic<int> io_depth_{0};
+  bool adaptive_ = false;
+  std::optional<DepthController> controller_;  // adaptive; guarded by mu_
+  Clock::time_point started_;
   bool uring_ = false;
   std::mutex rings_mu_;
   std::vector<std::unique_ptr<Ring>> rings_;
 };
 
 // One worker's reads over one batch: items[0], items[1], ... taken in order,
-// at most `window` issued and not yet taken. The destructor withdraws what was
+// at most `window` issued and not yet taken (a window that follows an adaptive depth is read
+// again at each take). The destructor withdraws what was
 // issued and not taken (a batch that ended early, e.g. on an error).
 //
 // Across batches: once every item of this batch is issued, the window's room
@@ -151,6 +171,9 @@ class ReadStream {
   // Issues the first `initial` items (default: `window`).
   ReadStream(ReadAhead& read_ahead, std::vector<std::size_t> items, std::size_t window, std::int64_t batch,
              std::size_t initial = SIZE_MAX);
+  // The window as `window()` says at each take (at least 1).
+  ReadStream(ReadAhead& read_ahead, std::vector<std::size_t> items, std::function<std::size_t()> window,
+             std::int64_t batch, std::size_t initial = SIZE_MAX);
   ~ReadStream();
   ReadStream(const ReadStream&) = delete;
   ReadStream& operator=(const ReadStream&) = delete;
@@ -169,10 +192,11 @@ class ReadStream {
   void issue_up_to(std::size_t end);
   void refill();
   void spill();
+  std::size_t window() const { return std::max<std::size_t>(1, window_()); }
 
   ReadAhead& read_ahead_;
   std::vector<std::size_t> items_;
-  std::size_t window_;
+  std::function<std::size_t()> window_;
   std::int64_t batch_;
   std::vector<std::shared_ptr<ReadAhead::Request>> issued_;
   std::size_t taken_ = 0;

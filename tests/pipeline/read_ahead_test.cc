@@ -423,6 +423,63 @@ TEST(ReadAhead, AStreamLendsTheRoomOfItsWindowToTheNextBatch) {
   EXPECT_EQ(ra.max_outstanding(), 3);
 }
 
+TEST(ReadAhead, AStreamsWindowFollowsAnAdaptiveDepthAtEachTake) {
+  auto source = std::make_shared<RecordingSource>(10);
+  ReadAhead ra(source, nullptr, 8, true, nullptr, nullptr);
+  std::atomic<std::size_t> window{2};
+  ReadStream s(
+      ra, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, [&] { return window.load(); }, 0);
+  EXPECT_EQ(s.issued(), 2u);
+  window = 5;  // the depth grew: the next take fills the larger window
+  EXPECT_EQ(text(s.take()), "item 0");
+  EXPECT_EQ(s.issued(), 6u);
+  window = 1;  // it shrank: nothing more is issued until fewer than 1 is outstanding
+  EXPECT_EQ(text(s.take()), "item 1");
+  EXPECT_EQ(text(s.take()), "item 2");
+  EXPECT_EQ(s.issued(), 6u);
+  window = 0;  // read as 1: never less than one read ahead
+  for (int k = 3; k <= 5; ++k) EXPECT_EQ(text(s.take()), "item " + std::to_string(k));
+  EXPECT_EQ(s.issued(), 7u);
+}
+
+TEST(ReadAhead, AnAdaptiveDepthHasItsBoundsThreadsAndStartsAtItsStart) {
+  auto source = std::make_shared<RecordingSource>(4);
+  DepthControllerConfig adaptive;
+  adaptive.bound = 32;
+  ReadAhead ra(source, nullptr, 8, false, nullptr, nullptr, IoEngine::Threads, adaptive);
+  EXPECT_TRUE(ra.adaptive());
+  EXPECT_EQ(ra.io_threads(), 32);  // idle until the depth asks for them
+  EXPECT_EQ(ra.io_depth(), 8);
+  ASSERT_TRUE(ra.depth_controller());
+  EXPECT_EQ(ra.depth_controller()->config().start, 8);
+  EXPECT_FALSE(ra.depth_controller()->settled());
+  ReadAhead fixed(source, nullptr, 8, false, nullptr, nullptr);
+  EXPECT_FALSE(fixed.adaptive());
+  EXPECT_FALSE(fixed.depth_controller());
+  EXPECT_EQ(fixed.io_threads(), 8);
+}
+
+TEST(ReadAhead, OnlyADatasetOverHttpAdaptsItsDepth) {
+  // --io-depth not given (adapt_io_depth) over local files: the fixed default, as before.
+  const TempDir tmp("read_ahead_not_adaptive");
+  const fs::path root = mlbench::testing_support::make_jpeg_folder(tmp.path(), 2, 6);
+  LoaderConfig c;
+  c.batch_size = 4;
+  c.workers = 2;
+  c.transform.image_size = 16;
+  c.max_epochs = 1;
+  c.io_engine = IoEngine::Threads;
+  c.adapt_io_depth = true;
+  Loader loader(std::make_shared<ImageFolderReader>(root), c);
+  while (loader.next()) {
+  }
+  const auto report = loader.to_json();
+  EXPECT_EQ(report.at("io_depth"), kDefaultIoDepth);
+  EXPECT_EQ(report.at("read_ahead").at("io_threads"), kDefaultIoDepth);
+  EXPECT_EQ(report.at("read_ahead").at("window_per_worker"), kDefaultIoDepth / 2);
+  EXPECT_TRUE(report.at("read_ahead").at("adaptive").is_null());
+}
+
 TEST(ReadAhead, TheLoaderReadsAWorkersNextBatchWhileItsBatchIsStillReading) {
   const TempDir tmp("read_ahead_next_batch");
   const fs::path root = mlbench::testing_support::make_jpeg_folder(tmp.path(), 1, 6);
