@@ -87,7 +87,8 @@ void fill_report(InstanceReport& report, const LoopResult& result, const Workloa
   const auto kept = result.kept_observations();
   report.process_cpu =
       process_cpu(result.kept_cpu.user_s, result.kept_cpu.sys_s, std::accumulate(kept.begin(), kept.end(), 0.0),
-                  work.items_per_iteration * used_number * static_cast<double>(kept.size()));
+                  work.items_per_iteration * used_number * static_cast<double>(kept.size()),
+                  result.kept_cpu.host_busy_s);
   report.iterations = result.iterations;
   // The benchmark's own blocks (metrics, pipeline) in its own shape; read back into the record,
   // so that a benchmark cannot write a report that the readers refuse.

@@ -38,7 +38,8 @@ constexpr std::pair<const char*, std::optional<double> ProcessCpuBlock::*> kProc
     {"sys_s", &ProcessCpuBlock::sys_s},
     {"wall_s", &ProcessCpuBlock::wall_s},
     {"busy_cpus", &ProcessCpuBlock::busy_cpus},
-    {"per_item_us", &ProcessCpuBlock::per_item_us}};
+    {"per_item_us", &ProcessCpuBlock::per_item_us},
+    {"host_busy_cpus", &ProcessCpuBlock::host_busy_cpus}};
 
 // stability's figures, likewise.
 constexpr std::pair<const char*, std::optional<double> StabilityInfo::*> kStabilityFigures[] = {

@@ -72,6 +72,7 @@ struct MachineInfo {
 // process_cpu: the process's CPU time over the kept observations.
 struct ProcessCpuBlock {
   std::optional<double> user_s, sys_s, wall_s, busy_cpus, per_item_us;
+  std::optional<double> host_busy_cpus;  // the machine's busy CPUs meanwhile; absent in older reports
 };
 
 // stability: the spread of the kept train observations (docs/report-format.md, "Stability").

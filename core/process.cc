@@ -114,7 +114,7 @@ pid_t spawn(const ProcessSpec& spec, Io&&... io) {
 // The user and system CPU seconds of a resource usage.
 ProcessCpu cpu_of(const rusage& u) {
   const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
-  return {s(u.ru_utime), s(u.ru_stime)};
+  return {s(u.ru_utime), s(u.ru_stime), std::nullopt};
 }
 
 }  // namespace
@@ -123,10 +123,30 @@ double cpu_seconds(const rusage& usage) {
   return cpu_of(usage).total();
 }
 
+std::optional<double> host_busy_seconds(const std::string& proc_stat, double ticks_per_second) {
+  // "cpu  user nice system idle iowait irq softirq steal guest guest_nice": the first line.
+  if (proc_stat.rfind("cpu ", 0) != 0 || !(ticks_per_second > 0)) return std::nullopt;
+  unsigned long long v[7] = {};
+  if (std::sscanf(proc_stat.c_str(), "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                  &v[6]) != 7) {
+    return std::nullopt;
+  }
+  return static_cast<double>(v[0] + v[1] + v[2] + v[5] + v[6]) / ticks_per_second;
+}
+
 ProcessCpu process_cpu_now() {
   rusage u{};
   ::getrusage(RUSAGE_SELF, &u);
-  return cpu_of(u);
+  ProcessCpu c = cpu_of(u);
+  // The first line is all that is needed.
+  if (FILE* f = std::fopen("/proc/stat", "re")) {
+    char line[256] = {};
+    if (std::fgets(line, sizeof line, f)) {
+      c.host_busy_s = host_busy_seconds(line, static_cast<double>(::sysconf(_SC_CLK_TCK)));
+    }
+    std::fclose(f);
+  }
+  return c;
 }
 
 Process::Process(const ProcessSpec& spec) {

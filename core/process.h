@@ -55,13 +55,21 @@ struct ProcessSpec {
 // User + system CPU seconds of a resource usage (a child's from wait4, or this process's).
 double cpu_seconds(const rusage& usage);
 
-// This process's CPU time so far, every thread's (getrusage(RUSAGE_SELF)), in seconds.
+// This process's CPU time so far, every thread's (getrusage(RUSAGE_SELF)), in seconds; and,
+// where /proc/stat can be read, the whole machine's busy CPU seconds so far (every process's and
+// the kernel's: the aggregate "cpu" line's user + nice + system + irq + softirq, in USER_HZ
+// ticks), so that a window's other CPU (the machine's less this process's) can be told: a
+// server on the same machine answering this process's requests.
 struct ProcessCpu {
   double user_s = 0;
   double sys_s = 0;
+  std::optional<double> host_busy_s;
   double total() const { return user_s + sys_s; }
 };
 ProcessCpu process_cpu_now();
+// The machine's busy CPU seconds from /proc/stat's text (its aggregate "cpu" line); nullopt when
+// the line is missing or malformed.
+std::optional<double> host_busy_seconds(const std::string& proc_stat, double ticks_per_second);
 
 // How a child ended.
 struct ExitStatus {

@@ -23,11 +23,18 @@ TrainItem train_item(const StatAccumulator& train, double items_per_observation)
   return t;
 }
 
-ProcessCpuBlock process_cpu(double user_s, double sys_s, double wall_s, double items) {
+ProcessCpuBlock process_cpu(double user_s, double sys_s, double wall_s, double items,
+                            std::optional<double> host_busy_s) {
   if (!(wall_s > 0.0) || !(items > 0.0)) return {};
   const double cpu = user_s + sys_s;
-  return {
-      .user_s = user_s, .sys_s = sys_s, .wall_s = wall_s, .busy_cpus = cpu / wall_s, .per_item_us = 1e6 * cpu / items};
+  ProcessCpuBlock b{.user_s = user_s,
+                    .sys_s = sys_s,
+                    .wall_s = wall_s,
+                    .busy_cpus = cpu / wall_s,
+                    .per_item_us = 1e6 * cpu / items,
+                    .host_busy_cpus = std::nullopt};
+  if (host_busy_s && *host_busy_s >= 0) b.host_busy_cpus = *host_busy_s / wall_s;
+  return b;
 }
 
 Stats stats_of(const StatAccumulator& s, const char* unit) {

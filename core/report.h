@@ -17,8 +17,11 @@ TrainItem train_item(const StatAccumulator& train, double items_per_observation)
 
 // process_cpu = the process's CPU time (every thread) during the kept observations:
 // {user_s, sys_s, wall_s (their seconds), busy_cpus = (user + sys) / wall,
-// per_item_us = (user + sys) / items}; unset figures when nothing was kept.
-ProcessCpuBlock process_cpu(double user_s, double sys_s, double wall_s, double items);
+// per_item_us = (user + sys) / items, host_busy_cpus = host_busy_s / wall: the whole machine's
+// busy CPUs over the same seconds, this process's included}; unset figures when nothing was kept
+// (host_busy_cpus also when the machine's CPU time was not read).
+ProcessCpuBlock process_cpu(double user_s, double sys_s, double wall_s, double items,
+                            std::optional<double> host_busy_s = std::nullopt);
 
 // A timer's {avg, min, max, sd, count, unit}: unset figures when it has none.
 Stats stats_of(const StatAccumulator& s, const char* unit = "s");

@@ -121,6 +121,7 @@ void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& res
   result.compute = StatAccumulator();
   result.iteration = StatAccumulator();
   result.kept_cpu = {};
+  bool host_busy_known = true;  // every kept observation's edges read the machine's CPU time
   result.phase_clock = config_.device_timeline ? "device" : "host";
   std::unique_ptr<ProgressPrinter> progress;
   if (config_.progress)
@@ -148,6 +149,11 @@ void TrainLoop::run(const std::function<void(Iteration&)>& step, LoopResult& res
         const ProcessCpu cpu1 = config_.cpu_now();
         result.kept_cpu.user_s += cpu1.user_s - cpu0.user_s;
         result.kept_cpu.sys_s += cpu1.sys_s - cpu0.sys_s;
+        host_busy_known = host_busy_known && cpu0.host_busy_s && cpu1.host_busy_s;
+        result.kept_cpu.host_busy_s =
+            host_busy_known
+                ? std::optional(result.kept_cpu.host_busy_s.value_or(0) + *cpu1.host_busy_s - *cpu0.host_busy_s)
+                : std::nullopt;
       }
     }
     if (warm) {

@@ -164,6 +164,7 @@ struct LoopResult {
   int warmup = 0;                                 // observations dropped
   long warmup_iterations = 0;                     // iterations of the dropped observations
   ProcessCpu kept_cpu;                            // the process's CPU time during the kept observations
+                                                  // (host_busy_s: the machine's, when every edge read it)
 
   // The observations after the warm-up.
   std::span<const double> kept_observations() const;

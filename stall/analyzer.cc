@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "core/sysinfo.h"
 #include "analysis.h"
 #include "cache_whatif.h"
 #include "coordinated_model.h"
@@ -1021,7 +1022,11 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
       }
     }
     const RemoteRates rates = with_loader_latency(raw.remote, depth_now, in.S, in.u_S);
-    remote = remote_whatif(rates, in.P, in.u_P, depth_now, points);
+    const int prep_cpus = in.loader.known ? in.loader.shape.cpus : std::max(1, ctx.cores_now);
+    const RequestCpu cpu = request_cpu_of(runs, prep_cpus, core::logical_cores());
+    std::optional<RemoteLoader> loader;
+    if (in.loader.known && in.G > 0 && in.P > 0) loader = calibrate_remote_loader(in.loader.shape, in.G, in.P);
+    remote = remote_whatif(rates, in.P, in.u_P, depth_now, points, cpu, loader);
     if (remote->passed) {
       if (auto r = io_depth_remedy(*remote)) candidates.remedies.push_back(*r);
     }

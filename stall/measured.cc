@@ -151,6 +151,48 @@ ReadCpu read_cpu_of(const std::map<std::string, RunOutcome>& runs, int lanes) {
   return {std::max(0.0, *sys_cold - *sys_cached), saved, static_cast<double>(lanes)};
 }
 
+RequestCpu request_cpu_of(const std::map<std::string, RunOutcome>& runs, int prep_cpus, int machine_cpus) {
+  RequestCpu c;
+  if (prep_cpus < 1) return c;
+  c.cpus = prep_cpus;
+  c.share = machine_cpus > 0 ? std::min(1.0, static_cast<double>(prep_cpus) / machine_cpus) : 1.0;
+  const auto run = [&](const char* label) -> const RunOutcome* {
+    const auto it = runs.find(label);
+    return it == runs.end() ? nullptr : &it->second;
+  };
+  // Others' CPU per sample of a run: (machine busy - own busy) / own busy x own CPU per sample.
+  const auto others_of = [](const RunOutcome& r) -> std::optional<double> {
+    const auto pc = r.record().process_cpu;
+    if (!pc || !pc->host_busy_cpus || !pc->busy_cpus || !(*pc->busy_cpus > 0) || !pc->per_item_us) return std::nullopt;
+    return std::max(0.0, *pc->host_busy_cpus - *pc->busy_cpus) / *pc->busy_cpus * (*pc->per_item_us / 1e6);
+  };
+  const RunOutcome* cold = run("cold");
+  const RunOutcome* cached = run("cached");
+  const RunOutcome* fetching = run("fetch-cold");
+  const RunOutcome* fetch_cached = run("fetch-cached");
+  // As the loader pays it with prep beside it: the cold run's CPU per sample less the cached
+  // run's (a request costs more CPU with the CPUs busy: more context switches, colder caches);
+  // else the fetch-alone runs'.
+  if (const auto k_cold = cold ? cpu_per_item_s(*cold) : std::nullopt,
+      k_cached = cached ? cpu_per_item_s(*cached) : std::nullopt;
+      k_cold && k_cached) {
+    c.client_s = std::max(0.0, *k_cold - *k_cached);
+    c.client_from = "cold - cached";
+  } else if (const auto k_fetch = fetching ? cpu_per_item_s(*fetching) : std::nullopt) {
+    const auto k_none = fetch_cached ? cpu_per_item_s(*fetch_cached) : std::nullopt;
+    c.client_s = std::max(0.0, *k_fetch - k_none.value_or(0.0));
+    c.client_from = "fetch-cold - fetch-cached";
+  }
+  if (const auto o = cold ? others_of(*cold) : std::nullopt) {
+    c.others_s = *o;
+    c.others_from = "cold";
+  } else if (const auto f = fetching ? others_of(*fetching) : std::nullopt) {
+    c.others_s = *f;
+    c.others_from = "fetch-cold";
+  }
+  return c;
+}
+
 namespace {
 
 // The noise of a run's rate, relative: that of the mean over its observations (sd / sqrt(n)), or with

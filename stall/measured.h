@@ -84,6 +84,14 @@ MeasuredLoader measured_loader(const RunOutcome& cached, int batch_size, int cor
 // The CPU a read takes from prep (docs/stall.md, "Analysis", "A read's CPU").
 ReadCpu read_cpu_of(const std::map<std::string, RunOutcome>& runs, int lanes);
 
+// Over HTTP: the CPU a request takes (docs/stall.md, "Datasets over HTTP", "A request's CPU"):
+// the loader's own, the cold run's process CPU per sample less the cached run's (every sample in
+// the item cache: no request), as it pays it with prep beside it (else the fetch-alone runs'); and
+// the rest of the machine's meanwhile, the cold run's machine busy CPUs less its own, per sample
+// (else the fetch-alone run's): a server or proxy on this machine. Charged over `prep_cpus`, the
+// others' share being prep_cpus / `machine_cpus`. Zeros where the reports lack them.
+RequestCpu request_cpu_of(const std::map<std::string, RunOutcome>& runs, int prep_cpus, int machine_cpus);
+
 // Everything the models take from the runs.
 struct Measured {
   const RunOutcome* synthetic = nullptr;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <queue>
 #include <random>
 #include <set>
@@ -23,7 +24,7 @@ void require_positive(double v, const char* name) {
 
 // Events: a worker takes its next item (it may wait for the read), a worker's prep ends, the
 // consumer looks for the next batch. Ordered by time, then creation.
-enum class Event { Take, Done, Consume };
+enum class Event { Take, Done, Consume, RequestCpu };
 
 class Simulation {
  public:
@@ -37,6 +38,7 @@ class Simulation {
         burst_(std::max(0.0, burst)),
         rng_(seed),
         cpu_free_(static_cast<std::size_t>(s.cpus), 0.0),
+        channel_free_(static_cast<std::size_t>(std::max(0, c.channels)), 0.0),
         workers_(static_cast<std::size_t>(s.workers)) {}
 
   double run(int samples) {
@@ -59,6 +61,9 @@ class Simulation {
         case Event::Consume:
           if (const double end = take_batch(t); end >= 0) return end;
           break;
+        case Event::RequestCpu:
+          request_cpu(i, t);
+          break;
       }
     }
     throw std::logic_error("read-ahead model: the simulation ran out of events");
@@ -70,6 +75,7 @@ class Simulation {
     long batch;
     double ready;  // when its bytes are there
     bool hit;
+    int request = -1;  // a request whose CPU is still to run: its ready time is request_ready_'s
   };
   struct Worker {
     std::deque<long> batches;  // claimed, in order; the front is the one being built
@@ -102,7 +108,26 @@ class Simulation {
       }
       const bool hit = uniform_(rng_) < x_;
       double ready = t + costs_.hit_s;
-      if (!hit) {
+      if (!hit && costs_.channels > 0) {
+        // The first free of `channels` requests in flight answers in latency_s, no sooner than
+        // the bandwidth allows (storage_s apart).
+        std::pop_heap(channel_free_.begin(), channel_free_.end(), std::greater<>());
+        const double start = std::max(t, channel_free_.back());
+        storage_free_ = std::max(start, storage_free_) + costs_.storage_s;
+        ready = std::max(start + costs_.latency_s, storage_free_);
+        channel_free_.back() = ready + costs_.request_cpu_s;
+        std::push_heap(channel_free_.begin(), channel_free_.end(), std::greater<>());
+        if (costs_.request_cpu_s > 0) {
+          // Its answer's CPU runs on the prep CPUs when it arrives: the item is ready after it.
+          const int id = static_cast<int>(request_ready_.size());
+          request_ready_.push_back(kUnknown);
+          request_waiter_.push_back(-1);
+          push(ready, Event::RequestCpu, id);
+          w.issued.push_back({w.batches.back(), kUnknown, hit, id});
+          ++w.issued_of_last;
+          continue;
+        }
+      } else if (!hit) {
         // S in aggregate; after an idle spell up to `burst` requests go ahead of the rate.
         storage_free_ = std::max(t - burst_ * costs_.storage_s, storage_free_) + costs_.storage_s;
         ready = std::max(t, storage_free_);
@@ -128,7 +153,14 @@ class Simulation {
       w.waiting = true;  // nothing it may read until the consumer takes a batch
       return;
     }
-    const Item item = w.issued.front();
+    Item item = w.issued.front();
+    if (item.request >= 0) {
+      item.ready = request_ready_[static_cast<std::size_t>(item.request)];
+      if (item.ready == kUnknown) {
+        request_waiter_[static_cast<std::size_t>(item.request)] = i;  // woken when its CPU has run
+        return;
+      }
+    }
     if (item.ready > t) {
       push(item.ready, Event::Take, i);
       return;
@@ -138,6 +170,14 @@ class Simulation {
     auto cpu = std::min_element(cpu_free_.begin(), cpu_free_.end());
     *cpu = std::max(t, *cpu) + std::max(0.5 * costs_.prep_s, costs_.prep_s + (item.hit ? hit_cpu_s_ : costs_.miss_s));
     push(*cpu, Event::Done, i);
+  }
+
+  // A request's answer arrived: its CPU runs on the first free CPU; its worker, if waiting, takes it then.
+  void request_cpu(int id, double t) {
+    auto cpu = std::min_element(cpu_free_.begin(), cpu_free_.end());
+    *cpu = std::max(t, *cpu) + costs_.request_cpu_s;
+    request_ready_[static_cast<std::size_t>(id)] = *cpu;
+    if (const int i = request_waiter_[static_cast<std::size_t>(id)]; i >= 0) push(*cpu, Event::Take, i);
   }
 
   double finish_item(int i, double t) {
@@ -183,6 +223,10 @@ class Simulation {
   long order_ = 0;
   double storage_free_ = 0;
   std::vector<double> cpu_free_;
+  std::vector<double> channel_free_;  // a min-heap: when each request in flight ends
+  static constexpr double kUnknown = std::numeric_limits<double>::infinity();
+  std::vector<double> request_ready_;  // by request: when its CPU has run (kUnknown: not yet)
+  std::vector<int> request_waiter_;    // by request: the worker waiting for it (-1: none)
   std::vector<Worker> workers_;
   long next_batch_ = 0;
   std::optional<InOrderConsumer> consumer_;

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "readahead_model.h"
 
 namespace mlbench::stall {
 
@@ -23,16 +26,83 @@ double remote_speed(const RemoteRates& r, int depth, double P, double x) {
   return std::min(P, f);
 }
 
+double latency_at(const RemoteRates& r, int depth, int depth_now) {
+  const double L1 = r.probe_latency_s > 0 ? r.probe_latency_s : r.latency_s;
+  if (depth_now <= 1 || depth < 1) return r.latency_s;
+  // A request waits behind the others in flight at the stages they share one at a time (the
+  // client's transfer thread, the server's and a proxy's): with D in flight the chance that one
+  // is ahead grows as 1 - 1/D. L1 at D = 1, the runs' L at their depth.
+  const auto busy = [](int d) { return 1.0 - 1.0 / d; };
+  return L1 + (r.latency_s - L1) * busy(depth) / busy(depth_now);
+}
+
+RemoteLoader calibrate_remote_loader(const LoaderShape& shape, double G, double P, int samples) {
+  if (!(G > 0) || !(P > 0)) throw std::invalid_argument("remote model: G and P must be positive");
+  RemoteLoader l;
+  l.shape = shape;
+  l.G = G;
+  l.samples = samples;
+  const double batch_s = shape.batch_size / G;
+  // Every sample in the item cache: no request, prep alone (and the consumer).
+  const auto cached = [&](double prep_s) {
+    SampleCosts c;
+    c.prep_s = prep_s;
+    c.batch_s = batch_s;
+    return simulate_readahead(shape, 1, c, 1.0, 0, 0, 1, std::min(8000, samples));
+  };
+  double lo = 0, hi = shape.cpus / P;
+  while (cached(hi) > P && hi < 1e3) hi *= 2;
+  for (int i = 0; i < 24; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (cached(mid) >= P ? lo : hi) = mid;
+  }
+  l.prep_s = lo;
+  return l;
+}
+
+double remote_speed(const RemoteWhatIf& w, const RemoteRates& rates, double P, int depth, double x) {
+  if (!rates.known() || depth < 1 || !(P > 0)) return 0;
+  RemoteRates r = rates;
+  r.latency_s = latency_at(rates, depth, w.depth_now);
+  if (!w.loader) {
+    // The closed form: prep slowed by the misses' requests' CPU over the prep CPUs.
+    const double misses = std::clamp(1.0 - x, 0.0, 1.0);
+    const double P_x = w.cpu.cpus > 0 ? 1.0 / (1.0 / P + misses * w.cpu.charged_s() / w.cpu.cpus) : P;
+    return remote_speed(r, depth, P_x, x);
+  }
+  const RemoteLoader& l = *w.loader;
+  SampleCosts c;
+  c.storage_s = r.mean_bytes / r.bandwidth_Bps;
+  c.request_cpu_s = w.cpu.charged_s();
+  c.prep_s = l.prep_s * (w.P > 0 ? w.P / P : 1.0);
+  c.batch_s = l.shape.batch_size / l.G;
+  c.latency_s = r.latency_s;
+  c.channels = depth;
+  const int window = std::max(1, depth / std::max(1, l.shape.workers));
+  return simulate_readahead(l.shape, window, c, std::clamp(x, 0.0, 1.0), 0, 0, 1, l.samples);
+}
+
+double remote_speed(const RemoteWhatIf& w, int depth, double x) {
+  return remote_speed(w, w.rates, w.P, depth, x);
+}
+
 namespace {
 
 constexpr int kMaxDepth = 256;
 
 // The smallest power-of-two depth (and the depth now) whose speed reaches kPlateauShare of the best.
-std::optional<int> recommend_depth(const RemoteRates& r, double P) {
-  const double best = remote_speed(r, kMaxDepth, P);
-  if (!(best > 0)) return std::nullopt;
+// The best is the curve's highest point: simulated, a window of several batches a worker can lose
+// speed (a worker claims its next batches before the others claim theirs).
+std::optional<int> recommend_depth(const RemoteWhatIf& w) {
+  std::vector<std::pair<int, double>> curve;
+  double best = 0;
   for (int d = 1; d <= kMaxDepth; d *= 2) {
-    if (remote_speed(r, d, P) >= kPlateauShare * best) return d;
+    curve.emplace_back(d, remote_speed(w, d));
+    best = std::max(best, curve.back().second);
+  }
+  if (!(best > 0)) return std::nullopt;
+  for (const auto& [d, speed] : curve) {
+    if (speed >= kPlateauShare * best) return d;
   }
   return kMaxDepth;
 }
@@ -49,9 +119,12 @@ RemoteRates with_loader_latency(RemoteRates r, int depth_now, double S, double u
 }
 
 RemoteWhatIf remote_whatif(const RemoteRates& rates, double P, double u_P, int depth_now,
-                           const std::vector<DepthPoint>& measured) {
+                           const std::vector<DepthPoint>& measured, const RequestCpu& cpu,
+                           std::optional<RemoteLoader> loader) {
   RemoteWhatIf w;
   w.rates = rates;
+  w.cpu = cpu;
+  w.loader = std::move(loader);
   w.P = P;
   w.u_P = u_P;
   w.depth_now = std::max(1, depth_now);
@@ -62,12 +135,12 @@ RemoteWhatIf remote_whatif(const RemoteRates& rates, double P, double u_P, int d
   }
   for (DepthPoint p : measured) {
     if (!(p.measured > 0) || p.depth < 1) continue;
-    p.predicted = remote_speed(rates, p.depth, P, p.cache);
+    p.predicted = remote_speed(w, p.depth, p.cache);
     w.max_error_pct = std::max(w.max_error_pct, std::abs(p.error_pct()));
     w.checks.push_back(p);
   }
   w.passed = w.max_error_pct <= kSelfCheckThresholdPct;
-  w.depth_rec = recommend_depth(rates, P);
+  w.depth_rec = recommend_depth(w);
   return w;
 }
 
@@ -77,8 +150,8 @@ std::optional<Remedy> io_depth_remedy(const RemoteWhatIf& w) {
   Remedy r;
   r.name = "io depth";
   r.stall = Bound::Fetch;
-  r.from = remote_speed(w.rates, w.depth_now, w.P);
-  r.to = remote_speed(w.rates, d, w.P);
+  r.from = remote_speed(w, w.depth_now);
+  r.to = remote_speed(w, d);
   const double f = remote_fetch_rate(w.rates, d);
   const char* then = f >= w.P ? "then prep-bound" : "then the server's bandwidth bounds it";
   r.detail = fmt::format("raise --io-depth from {} to {} (requests in flight); {}", w.depth_now, d, then);
@@ -92,8 +165,8 @@ std::optional<Remedy> io_depth_remedy(const RemoteWhatIf& w) {
         c.latency_s *= 1 + sl * w.rates.u_latency;
         c.bandwidth_Bps *= 1 + sb * w.rates.u_bandwidth;
         const double P = w.P * (1 + sp * w.u_P);
-        const double from = remote_speed(c, w.depth_now, P);
-        const double g = from > 0 ? remote_speed(c, d, P) / from : 0;
+        const double from = remote_speed(w, c, P, w.depth_now);
+        const double g = from > 0 ? remote_speed(w, c, P, d) / from : 0;
         lo = first ? g : std::min(lo, g);
         hi = first ? g : std::max(hi, g);
         first = false;
@@ -113,10 +186,14 @@ std::optional<Remedy> io_depth_remedy(const RemoteWhatIf& w) {
 }
 
 nlohmann::json remote_whatif_json(const RemoteWhatIf& w) {
+  const auto at_depth = [&](int d) {
+    RemoteRates r = w.rates;
+    r.latency_s = latency_at(w.rates, d, w.depth_now);
+    return r;
+  };
   nlohmann::json curve = nlohmann::json::array();
   for (int d : w.depths) {
-    curve.push_back(
-        {{"io_depth", d}, {"fetch", remote_fetch_rate(w.rates, d)}, {"predicted", remote_speed(w.rates, d, w.P)}});
+    curve.push_back({{"io_depth", d}, {"fetch", remote_fetch_rate(at_depth(d), d)}, {"predicted", remote_speed(w, d)}});
   }
   nlohmann::json checks = nlohmann::json::array();
   for (const DepthPoint& p : w.checks) {
@@ -127,7 +204,21 @@ nlohmann::json remote_whatif_json(const RemoteWhatIf& w) {
                       {"predicted", p.predicted},
                       {"error_pct", p.error_pct()}});
   }
-  return {{"model", "F(D, x) = min(D / L, B / (size (1 - x))); speed = min(P, F(D, x))"},
+  const RequestCpu& cpu = w.cpu;
+  return {{"model", w.loader ? "simulated: the loader's workers and windows, D requests in flight each taking L(D), "
+                               "B / size at most; each request's CPU on the prep CPUs; prep calibrated to P"
+                             : "F(D, x) = min(D / L(D), B / (size (1 - x))); speed = min(P(x), F(D, x)), "
+                               "P(x) = 1 / (1/P + (1 - x) r / c)"},
+          {"simulated", w.loader.has_value()},
+          {"request_cpu",
+           {{"client_us", 1e6 * cpu.client_s},
+            {"others_us", 1e6 * cpu.others_s},
+            {"others_share", cpu.share},
+            {"charged_us", 1e6 * cpu.charged_s()},
+            {"client_from", cpu.client_from},
+            {"others_from", cpu.others_from},
+            {"prep_cpus", cpu.cpus},
+            {"server_on_this_machine", cpu.server_here()}}},
           {"latency_ms", 1e3 * w.rates.latency_s},
           {"latency_u", w.rates.u_latency},
           {"latency_from", w.rates.latency_from},

@@ -3,9 +3,15 @@
 // D requests in flight fetch F(D) = min(B / size, D / L) samples/s. With a share x of the dataset
 // in the item cache only misses cross the network, but read-ahead's window is D samples in the
 // sampler's order, hits included: hits do not free request slots, so the latency bound stays D / L
-// and only the bandwidth bound rises: F(D, x) = min(D / L, B / (size (1 - x))). The loader runs at
-// T(D, x) = min(P, F(D, x)), P its speed with every sample cached (the cached run). The what-if
-// over --io-depth, its check against runs it did not use, and the remedy it names. Pure.
+// and only the bandwidth bound rises: F(D, x) = min(D / L, B / (size (1 - x))).
+// A request also takes CPU that prep needs: the client's own (its process CPU per request at the
+// fetch-alone run) and, where the server (or a proxy before it) runs on this machine, the
+// server's (the machine's other CPU per request meanwhile). With the loader's shape known the
+// speed is simulated (stall/readahead_model.h: workers, windows, D requests in flight each taking
+// L(D), the requests' CPU on the prep CPUs, prep calibrated so every sample cached runs at P);
+// else T(D, x) = min(P(x), F(D, x)), P(x) = 1 / (1/P + (1 - x) r / c), r the requests' CPU, c
+// the prep CPUs. The what-if over --io-depth, its check against runs it did not use, and the
+// remedy it names. Pure.
 #pragma once
 
 #include <optional>
@@ -15,20 +21,34 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis.h"
+#include "serial_model.h"  // LoaderShape
 
 namespace mlbench::stall {
 
 // What the probe of the server measured.
 struct RemoteRates {
-  double latency_s = 0;      // seconds a request takes (L): the model's
-  double u_latency = 0;      // its relative uncertainty
+  double latency_s = 0;                // seconds a request takes (L): the model's
+  double u_latency = 0;                // its relative uncertainty
   double probe_latency_s = 0;          // one request at a time, as the probe measured it
   std::string latency_from = "probe";  // "probe", or the run L was taken from
-  double bandwidth_Bps = 0;  // probe_depth requests at once: bytes/s (B)
+  double bandwidth_Bps = 0;            // probe_depth requests at once: bytes/s (B)
   double u_bandwidth = 0;
   int probe_depth = 0;
   double mean_bytes = 0;  // the objects' mean size
   bool known() const { return latency_s > 0 && bandwidth_Bps > 0 && mean_bytes > 0; }
+};
+
+// The CPU a request takes, on this machine (seconds per request; 0: not measured).
+struct RequestCpu {
+  double client_s = 0;                   // the loader's own CPU per request (stall/measured.h, request_cpu_of)
+  double others_s = 0;                   // the rest of the machine's meanwhile (/proc/stat): a server, a proxy
+  std::string client_from, others_from;  // the runs each was taken from ("": not measured)
+  double share = 1;                      // the share of others_s on the prep CPUs (those CPUs over the machine's)
+  double cpus = 0;                       // the prep CPUs the charge is spread over (0: no charge)
+  // The server shares this machine: others spent at least 10% of the client's CPU per request
+  // (and 20 us) while it fetched.
+  bool server_here() const { return others_s >= 20e-6 && others_s >= 0.1 * client_s; }
+  double charged_s() const { return client_s + share * others_s; }
 };
 
 // F(D, x): samples/s with `depth` samples in read-ahead's window, a share `x` of them cache hits.
@@ -46,9 +66,20 @@ struct DepthPoint {
   double error_pct() const { return predicted > 0 ? 100 * (measured - predicted) / predicted : 0; }
 };
 
+// The loader the runs used, for the simulated speed: its shape, the consumer's rate G and the
+// prep time per sample that makes the cached run simulate at P.
+struct RemoteLoader {
+  LoaderShape shape;
+  double G = 0;
+  double prep_s = 0;
+  int samples = 20000;  // simulated per prediction
+};
+
 struct RemoteWhatIf {
   RemoteRates rates;
-  double P = 0;  // the cached run's speed
+  RequestCpu cpu;
+  std::optional<RemoteLoader> loader;  // none: the closed form
+  double P = 0;                        // the cached run's speed
   double u_P = 0;
   int depth_now = 0;               // the analysis's runs' requests in flight
   std::vector<int> depths;         // the curve's points
@@ -63,9 +94,26 @@ struct RemoteWhatIf {
 // 90% of B / size); else the probe's L. `u_S`: S's relative uncertainty.
 RemoteRates with_loader_latency(RemoteRates rates, int depth_now, double S, double u_S);
 
-// The what-if from the rates, the cached run's speed and the checks' measured rates.
+// The latency a request takes with `depth` in flight: the probe's one-at-a-time L1 at 1, the runs'
+// L at their depth, and L1 + (L - L1) (1 - 1/D) / (1 - 1/D_now) at D: a request waits behind the
+// others in flight at the stages they share one at a time (the client's transfer thread, the
+// server's, a proxy's), as likely as one is ahead of it.
+double latency_at(const RemoteRates& r, int depth, int depth_now);
+
+// The prep time per sample that makes the loader, every sample in the item cache, run at P.
+RemoteLoader calibrate_remote_loader(const LoaderShape& shape, double G, double P, int samples = 20000);
+
+// The speed at `depth` requests in flight, cache share `x`: simulated when the loader is known,
+// else the closed form with the requests' CPU charged to prep. `rates`, `P` stand for w's (the
+// remedy's range moves them).
+double remote_speed(const RemoteWhatIf& w, int depth, double x = 0);
+double remote_speed(const RemoteWhatIf& w, const RemoteRates& rates, double P, int depth, double x = 0);
+
+// The what-if from the rates, the requests' CPU, the loader (nullopt: the closed form), the cached
+// run's speed and the checks' measured rates.
 RemoteWhatIf remote_whatif(const RemoteRates& rates, double P, double u_P, int depth_now,
-                           const std::vector<DepthPoint>& measured);
+                           const std::vector<DepthPoint>& measured, const RequestCpu& cpu = {},
+                           std::optional<RemoteLoader> loader = std::nullopt);
 // The io-depth remedy ("raise --io-depth from 8 to 32"), when the recommended depth is above the
 // one the runs used; its gain range over the rates' uncertainty.
 std::optional<Remedy> io_depth_remedy(const RemoteWhatIf& w);

@@ -33,6 +33,14 @@ struct SampleCosts {
   double hit_s = 0;      // a cache hit: time in its worker (no shared resource)
   double prep_s = 0;     // on the first free of `cpus` CPUs, first come, first served
   double batch_s = 0;    // the consumer's time per batch (compute), after it takes one
+  // The read-ahead model only: storage that answers `channels` requests at once (an HTTP server's
+  // requests in flight), each in `latency_s`, storage_s apart at most (its bandwidth). 0: one
+  // device, first come, first served (storage_s each).
+  double latency_s = 0;
+  int channels = 0;
+  // With channels: the CPU an answer takes when it arrives (the client's, a server's on this
+  // machine), run on the prep CPUs first come, first served; the item is ready after it.
+  double request_cpu_s = 0;
 };
 
 // The consumer both simulations share (this one and stall/readahead_model.h): it takes finished

@@ -280,10 +280,22 @@ std::string remote_text(const nlohmann::json& result) {
   const auto& w = result.value("whatif", nlohmann::json::object());
   const auto io = w.value("http", nlohmann::json());
   if (io.is_object()) {
-    out +=
-        fmt::format("\nover HTTP: {:.2f} ms a request alone (L), {:.1f} MB/s at {} in flight (B); --io-depth {} now\n",
-                    io.value("latency_ms", 0.0), io.value("bandwidth_MBps", 0.0), io.value("probe_depth", 0),
-                    io.value("io_depth_now", 0));
+    out += fmt::format(
+        "\nover HTTP: {:.2f} ms a request (L, from the {} run; {:.2f} alone), {:.1f} MB/s at {} in flight "
+        "(B); --io-depth {} now\n",
+        io.value("latency_ms", 0.0), io.value("latency_from", std::string("probe")),
+        io.value("probe_latency_ms", io.value("latency_ms", 0.0)), io.value("bandwidth_MBps", 0.0),
+        io.value("probe_depth", 0), io.value("io_depth_now", 0));
+    // What a request takes from prep (absent in older results).
+    if (const auto cpu = io.value("request_cpu", nlohmann::json());
+        cpu.is_object() && cpu.value("charged_us", 0.0) > 0) {
+      out += fmt::format("  a request's CPU, charged to prep: {:.0f} us (the loader's {:.0f} us",
+                         cpu.value("charged_us", 0.0), cpu.value("client_us", 0.0));
+      out += cpu.value("server_on_this_machine", false)
+                 ? fmt::format(", and {:.0f} us of the rest of this machine: the server shares its CPUs)\n",
+                               cpu.value("others_share", 1.0) * cpu.value("others_us", 0.0))
+                 : std::string(")\n");
+    }
     std::string curve;
     for (const auto& c : io.value("curve", nlohmann::json::array())) {
       curve +=

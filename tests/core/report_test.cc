@@ -1,4 +1,5 @@
 #include "core/report.h"
+#include "core/process.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -42,3 +43,19 @@ TEST(StatsOf, ATimerWithoutObservationsHasNoFigures) {
 
 }  // namespace
 }  // namespace mlbench::core
+
+namespace {
+// The machine's busy CPU time: the aggregate "cpu" line's user + nice + system + irq + softirq.
+TEST(Report, HostBusyCpusIsTheMachinesBusyTimeOverTheWindow) {
+  using namespace mlbench::core;
+  const auto busy = host_busy_seconds("cpu  100 20 30 1000 50 5 5 0 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n", 100);
+  ASSERT_TRUE(busy);
+  EXPECT_DOUBLE_EQ(*busy, 1.6);  // 160 ticks of user, nice, system, irq and softirq; idle and iowait not
+  EXPECT_FALSE(host_busy_seconds("intr 1 2 3\n", 100));
+  EXPECT_FALSE(host_busy_seconds("cpu  1 2\n", 100));
+  EXPECT_FALSE(host_busy_seconds("cpu  1 2 3 4 5 6 7\n", 0));
+  const ProcessCpuBlock c = process_cpu(1.0, 0.5, 2.0, 100.0, 3.0);
+  EXPECT_DOUBLE_EQ(c.host_busy_cpus.value_or(0), 1.5);
+  EXPECT_FALSE(process_cpu(1.0, 0.5, 2.0, 100.0).host_busy_cpus);  // not read
+}
+}  // namespace

@@ -62,7 +62,7 @@ TEST(TrainLoop, ProcessCpuCountsOnlyTheKeptObservations) {
   cfg.warmup = 1;
   cfg.now = &fake_now;
   cfg.cpu_now = &fake_cpu_now;
-  fake_cpu = {10.0, 5.0};
+  fake_cpu = {10.0, 5.0, std::nullopt};
   LoopResult r;
   int calls = 0;
   TrainLoop(cfg).run(

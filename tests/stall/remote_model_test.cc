@@ -2,6 +2,11 @@
 // the loader's speed min(P, F(D) / (1 - x)), its check against measured runs and its remedy.
 #include "stall/remote_model.h"
 
+#include <map>
+#include <string>
+
+#include "stall/measured.h"
+
 #include <gtest/gtest.h>
 
 namespace {
@@ -71,8 +76,8 @@ TEST(RemoteModel, NoRemedyWhenTheDepthIsAlreadyEnough) {
 
 TEST(RemoteModel, TheSelfCheckFailsWhenAMeasuredRunMissesAndTheJsonSaysSo) {
   const RemoteRates r = rates(20, 1000);
-  const RemoteWhatIf w =
-      remote_whatif(r, 300, 0.02, 8, {{"cold", 8, 300, 0, 0}, {"iodepth-1", 1, 40, 0, 0}, {"cache-0.50", 8, 300, 0, 0.5}});
+  const RemoteWhatIf w = remote_whatif(
+      r, 300, 0.02, 8, {{"cold", 8, 300, 0, 0}, {"iodepth-1", 1, 40, 0, 0}, {"cache-0.50", 8, 300, 0, 0.5}});
   EXPECT_NEAR(w.max_error_pct, 20.0, 1e-9);  // 40 measured against 50 predicted
   EXPECT_FALSE(w.passed);
   const auto j = remote_whatif_json(w);
@@ -114,6 +119,118 @@ TEST(RemoteModel, LIsTakenFromTheFetchAloneRunWhenItIsLatencyBound) {
   EXPECT_DOUBLE_EQ(near.latency_s, 0.020);
   EXPECT_EQ(near.latency_from, "probe");
   EXPECT_DOUBLE_EQ(with_loader_latency(r, 8, 0, 0).latency_s, 0.020);  // no fetch-alone run
+}
+
+}  // namespace
+
+// A request's CPU, and the loader's shape: the what-if where the CPU is shared (docs/stall.md,
+// "Datasets over HTTP", "A request's CPU").
+
+namespace {
+
+using namespace mlbench::stall;
+
+RemoteRates lan(double latency_ms, double probe_ms) {
+  RemoteRates r;
+  r.latency_s = latency_ms / 1e3;
+  r.probe_latency_s = probe_ms / 1e3;
+  r.bandwidth_Bps = 500e6;
+  r.mean_bytes = 100e3;  // 5000 samples/s of bandwidth
+  r.probe_depth = 32;
+  return r;
+}
+
+TEST(RemoteModel, LatencyRisesFromTheProbesToTheRunsAsAnotherRequestIsAhead) {
+  const RemoteRates r = lan(4, 2);
+  EXPECT_DOUBLE_EQ(latency_at(r, 1, 16), 0.002);
+  EXPECT_DOUBLE_EQ(latency_at(r, 16, 16), 0.004);
+  EXPECT_NEAR(latency_at(r, 2, 16), 0.002 + 0.002 * 0.5 / (15.0 / 16), 1e-12);
+  EXPECT_GT(latency_at(r, 4, 16), latency_at(r, 2, 16));
+  EXPECT_GT(latency_at(r, 64, 16), 0.004);  // beyond the runs' depth it keeps rising, less and less
+  EXPECT_LT(latency_at(r, 64, 16), 0.002 + 0.002 / (15.0 / 16));
+  EXPECT_DOUBLE_EQ(latency_at(r, 8, 1), 0.004);  // runs one at a time: their L throughout
+}
+
+TEST(RemoteModel, TheClosedFormChargesARequestsCpuToPrepOnTheMisses) {
+  RequestCpu cpu;
+  cpu.client_s = 200e-6;
+  cpu.others_s = 100e-6;
+  cpu.share = 0.5;
+  cpu.cpus = 2;
+  EXPECT_DOUBLE_EQ(cpu.charged_s(), 250e-6);
+  const RemoteWhatIf w = remote_whatif(lan(2, 2), 2000, 0.01, 32, {}, cpu);
+  // Prep-bound at 32 in flight: 1 / (1/2000 + 250 us / 2) = 1600.
+  EXPECT_NEAR(remote_speed(w, 32), 1600, 1e-9);
+  // Half the samples cached: half the requests.
+  EXPECT_NEAR(remote_speed(w, 32, 0.5), 1.0 / (1.0 / 2000 + 0.5 * 125e-6), 1e-9);
+  // Latency-bound at 1 in flight: D / L, the CPU not the bound.
+  EXPECT_NEAR(remote_speed(w, 1), 500, 1e-9);
+  // Without the charge, P.
+  EXPECT_NEAR(remote_speed(remote_whatif(lan(2, 2), 2000, 0.01, 32, {}), 32), 2000, 1e-9);
+}
+
+TEST(RemoteModel, TheServerSharesTheMachineWhenOthersSpentATenthOfTheClientsCpu) {
+  RequestCpu cpu;
+  cpu.client_s = 200e-6;
+  cpu.others_s = 15e-6;  // below 20 us: background
+  EXPECT_FALSE(cpu.server_here());
+  cpu.others_s = 19e-6;
+  cpu.client_s = 100e-6;  // a tenth of the client's, but below 20 us
+  EXPECT_FALSE(cpu.server_here());
+  cpu.client_s = 300e-6;
+  cpu.others_s = 25e-6;  // above 20 us, below a tenth of the client's
+  EXPECT_FALSE(cpu.server_here());
+  cpu.others_s = 150e-6;
+  EXPECT_TRUE(cpu.server_here());
+}
+
+TEST(RemoteModel, TheSimulatedLoaderRunsAtPCachedAndBelowItWhereRequestsTakeItsCpu) {
+  const LoaderShape shape{2, 2, 32, 4};
+  const RemoteLoader loader = calibrate_remote_loader(shape, 1e6, 2000);
+  EXPECT_GT(loader.prep_s, 0);
+  RequestCpu cpu;
+  cpu.client_s = 300e-6;
+  cpu.cpus = 2;
+  const RemoteWhatIf w = remote_whatif(lan(3, 2), 2000, 0.01, 16, {}, cpu, loader);
+  ASSERT_TRUE(w.loader);
+  EXPECT_NEAR(remote_speed(w, 16, 1.0), 2000, 2000 * 0.02);  // every sample cached: P
+  // Prep-bound at 32: the requests' CPU takes what 1 / (1/P + r/c) leaves, within the simulation's noise.
+  const double bound = 1.0 / (1.0 / 2000 + 300e-6 / 2);
+  EXPECT_NEAR(remote_speed(w, 32), bound, bound * 0.05);
+  EXPECT_LT(remote_speed(w, 32), 2000 * 0.9);
+  // Latency-bound at 1: no faster than 1 / L1, and slower once the answer waits for a busy CPU.
+  EXPECT_LE(remote_speed(w, 1), 1.0 / 0.002 * 1.001);
+  EXPECT_GT(remote_speed(w, 1), 1.0 / 0.002 * 0.8);
+  // The curve rises with the depth up to the prep bound, and the json says it is simulated.
+  EXPECT_LT(remote_speed(w, 2), remote_speed(w, 8));
+  const auto j = remote_whatif_json(w);
+  EXPECT_TRUE(j["simulated"].get<bool>());
+  EXPECT_NEAR(j["request_cpu"]["charged_us"].get<double>(), 300, 1e-9);
+}
+
+// The cold run's process CPU per sample less the cached run's; others from the cold run's
+// machine busy CPUs less its own.
+TEST(RemoteModel, ARequestsCpuComesFromTheColdRunAgainstTheCachedOne) {
+  std::map<std::string, RunOutcome> runs;
+  runs["cached"].report["process_cpu"] = {{"per_item_us", 900.0}, {"busy_cpus", 2.0}, {"host_busy_cpus", 2.0}};
+  runs["cold"].report["process_cpu"] = {{"per_item_us", 1200.0}, {"busy_cpus", 1.6}, {"host_busy_cpus", 2.0}};
+  runs["fetch-cold"].report["process_cpu"] = {{"per_item_us", 180.0}, {"busy_cpus", 0.7}, {"host_busy_cpus", 1.3}};
+  runs["fetch-cached"].report["process_cpu"] = {{"per_item_us", 1.0}, {"busy_cpus", 0.5}};
+  const RequestCpu c = request_cpu_of(runs, 2, 4);
+  EXPECT_NEAR(c.client_s, 300e-6, 1e-12);
+  EXPECT_EQ(c.client_from, "cold - cached");
+  EXPECT_NEAR(c.others_s, 0.4 / 1.6 * 1200e-6, 1e-12);
+  EXPECT_EQ(c.others_from, "cold");
+  EXPECT_DOUBLE_EQ(c.share, 0.5);
+  EXPECT_DOUBLE_EQ(c.cpus, 2);
+  // Older reports (no host_busy_cpus), and no cold run: the fetch-alone runs', no others.
+  runs.erase("cold");
+  runs["fetch-cold"].report["process_cpu"].erase("host_busy_cpus");
+  const RequestCpu f = request_cpu_of(runs, 2, 2);
+  EXPECT_NEAR(f.client_s, 179e-6, 1e-12);
+  EXPECT_EQ(f.client_from, "fetch-cold - fetch-cached");
+  EXPECT_DOUBLE_EQ(f.others_s, 0);
+  EXPECT_EQ(f.others_from, "");
 }
 
 }  // namespace
