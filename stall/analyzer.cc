@@ -1012,13 +1012,21 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   // so none of them is used).
   std::optional<RemoteWhatIf> remote;
   if (raw.remote.known()) {
-    const int depth_now = in.loader.io_depth > 0 ? in.loader.io_depth : std::max(1, in.loader.shape.workers);
-    std::vector<DepthPoint> points{{"cold", depth_now, in.F_obs, 0, 0}};
+    // Each run's requests in flight as it ran: without --io-depth the loader adapts them over HTTP,
+    // and runs may settle apart. L is the fetch-alone run's, at its depth.
+    const int loader_depth = in.loader.io_depth > 0 ? in.loader.io_depth : std::max(1, in.loader.shape.workers);
+    const auto depth_of = [&](const RunOutcome& r) {
+      const auto p = r.record().pipeline;
+      return p && p->io_depth > 0 ? static_cast<int>(p->io_depth) : loader_depth;
+    };
+    const int depth_now = in.fetch_cold ? depth_of(*in.fetch_cold) : loader_depth;
+    const int depth_cold = in.cold ? depth_of(*in.cold) : depth_now;
+    std::vector<DepthPoint> points{{"cold", depth_cold, in.F_obs, 0, 0}};
     for (const auto& [label, r] : runs) {
       const RunSpec spec = spec_of(label, r);
       if (spec.kind == "iodepth" && spec.io_depth > 0) points.push_back({label, spec.io_depth, r.rate, 0, 0});
       if (spec.kind == "cache" && spec.cache_frac > 0 && spec.cache_frac < 1) {
-        points.push_back({label, depth_now, r.rate, 0, spec.cache_frac});
+        points.push_back({label, depth_of(r), r.rate, 0, spec.cache_frac});
       }
     }
     const RemoteRates rates = with_loader_latency(raw.remote, depth_now, in.S, in.u_S);
@@ -1027,6 +1035,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     std::optional<RemoteLoader> loader;
     if (in.loader.known && in.G > 0 && in.P > 0) loader = calibrate_remote_loader(in.loader.shape, in.G, in.P);
     remote = remote_whatif(rates, in.P, in.u_P, depth_now, points, cpu, loader);
+    remote->depth_run = depth_cold;
     if (remote->passed) {
       if (auto r = io_depth_remedy(*remote)) candidates.remedies.push_back(*r);
     }

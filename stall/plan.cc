@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "pipeline/http_source.h"
+#include "pipeline/loader.h"
 
 namespace mlbench::stall {
 
@@ -101,7 +102,12 @@ std::vector<RunSpec> plan_remote_runs(const StallConfig& c, std::size_t items, i
   add("synthetic", "synthetic", {"--synthetic"}, false, extra);
   add("cached", "cached", {"--cache-size", "100%"}, true, extra);
   add("cold", "cold", {}, false, extra);
-  add("fetch-cold", "fetch-cold", {"--fetch-only"}, false, extra);
+  // The fetch-alone run measures the requests' latency at a known depth: without --io-depth the
+  // loader adapts it over HTTP, so this run holds its starting depth.
+  const bool depth_given = without_flags(extra, {"--io-depth"}).size() != extra.size();
+  std::vector<std::string> fetch_alone{"--fetch-only"};
+  if (!depth_given) fetch_alone.insert(fetch_alone.end(), {"--io-depth", std::to_string(pipeline::kDefaultIoDepth)});
+  add("fetch-cold", "fetch-cold", fetch_alone, false, extra);
   add("fetch-cached", "fetch-cached", {"--fetch-only", "--cache-size", "100%"}, true, extra);
   const auto sweep_extra = without_flags(extra, {"--workers", "-j", "--cpu-cores"});
   for (int n : c.cpus) {

@@ -145,16 +145,16 @@ RemoteWhatIf remote_whatif(const RemoteRates& rates, double P, double u_P, int d
 }
 
 std::optional<Remedy> io_depth_remedy(const RemoteWhatIf& w) {
-  if (!w.depth_rec || *w.depth_rec <= w.depth_now || !w.rates.known()) return std::nullopt;
+  if (!w.depth_rec || *w.depth_rec <= w.from_depth() || !w.rates.known()) return std::nullopt;
   const int d = *w.depth_rec;
   Remedy r;
   r.name = "io depth";
   r.stall = Bound::Fetch;
-  r.from = remote_speed(w, w.depth_now);
+  r.from = remote_speed(w, w.from_depth());
   r.to = remote_speed(w, d);
   const double f = remote_fetch_rate(w.rates, d);
   const char* then = f >= w.P ? "then prep-bound" : "then the server's bandwidth bounds it";
-  r.detail = fmt::format("raise --io-depth from {} to {} (requests in flight); {}", w.depth_now, d, then);
+  r.detail = fmt::format("raise --io-depth from {} to {} (requests in flight); {}", w.from_depth(), d, then);
   // The gain at the corners of L, B and P's uncertainty.
   double lo = 0, hi = 0;
   bool first = true;
@@ -165,7 +165,7 @@ std::optional<Remedy> io_depth_remedy(const RemoteWhatIf& w) {
         c.latency_s *= 1 + sl * w.rates.u_latency;
         c.bandwidth_Bps *= 1 + sb * w.rates.u_bandwidth;
         const double P = w.P * (1 + sp * w.u_P);
-        const double from = remote_speed(w, c, P, w.depth_now);
+        const double from = remote_speed(w, c, P, w.from_depth());
         const double g = from > 0 ? remote_speed(w, c, P, d) / from : 0;
         lo = first ? g : std::min(lo, g);
         hi = first ? g : std::max(hi, g);
@@ -228,7 +228,8 @@ nlohmann::json remote_whatif_json(const RemoteWhatIf& w) {
           {"probe_depth", w.rates.probe_depth},
           {"mean_object_bytes", w.rates.mean_bytes},
           {"P", w.P},
-          {"io_depth_now", w.depth_now},
+          {"io_depth_now", w.from_depth()},
+          {"latency_io_depth", w.depth_now},
           {"curve", curve},
           {"measured", checks},
           {"max_error_pct", w.checks.empty() ? nlohmann::json() : nlohmann::json(w.max_error_pct)},

@@ -81,7 +81,9 @@ struct RemoteWhatIf {
   std::optional<RemoteLoader> loader;  // none: the closed form
   double P = 0;                        // the cached run's speed
   double u_P = 0;
-  int depth_now = 0;               // the analysis's runs' requests in flight
+  int depth_now = 0;               // the requests in flight L was measured at (the fetch-alone run's)
+  int depth_run = 0;               // the cold run's, as the loader chose it (0: depth_now)
+  int from_depth() const { return depth_run > 0 ? depth_run : depth_now; }
   std::vector<int> depths;         // the curve's points
   std::vector<DepthPoint> checks;  // measured runs the model did not use (the cold run and --io-depths)
   double max_error_pct = 0;
