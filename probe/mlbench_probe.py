@@ -53,8 +53,8 @@ REPORT_SCHEMA_VERSION = 1
 _clock = time.perf_counter
 
 
-def _env_int(name, default):
-    v = os.environ.get(name, "")
+def _env_int(env, name, default):
+    v = env.get(name, "")
     if not v:
         return default
     try:
@@ -115,15 +115,18 @@ class _Log:
 class LoaderStats:
     """Timings of one loader over all its epochs."""
 
-    def __init__(self, index, name, workers):
+    def __init__(self, index, name, workers, persistent=None):
         self.index = index
         self.name = name
         self.workers = workers
+        self.persistent = persistent  # a DataLoader's persistent_workers; None: not a DataLoader
         self.wait = []
         self.compute = []
         self.items = []
         self.epochs = 0
         self.replayed = 0  # compute-only: iterations served from the cached batches
+        self.firsts = {}  # index of each epoch's first batch from the loader -> seconds its wait spent making the iterator
+        self.batches_per_epoch = None
 
 
 class Probe:
@@ -136,10 +139,10 @@ class Probe:
         self.mode = env.get("MLBENCH_PROBE_MODE", "normal") or "normal"
         if self.mode not in ("normal", "compute-only"):
             raise SystemExit(f"mlbench_probe: MLBENCH_PROBE_MODE={self.mode!r} is not normal or compute-only")
-        self.cache_batches = max(1, _env_int("MLBENCH_PROBE_CACHE_BATCHES", 8))
-        self.iterations = _env_int("MLBENCH_PROBE_ITERATIONS", 0)
-        self.number = max(1, _env_int("MLBENCH_PROBE_NUMBER", max(1, self.iterations // 10) if self.iterations else 10))
-        self.warmup = max(0, _env_int("MLBENCH_PROBE_WARMUP", 2))
+        self.cache_batches = max(1, _env_int(env, "MLBENCH_PROBE_CACHE_BATCHES", 8))
+        self.iterations = _env_int(env, "MLBENCH_PROBE_ITERATIONS", 0)
+        self.number = max(1, _env_int(env, "MLBENCH_PROBE_NUMBER", max(1, self.iterations // 10) if self.iterations else 10))
+        self.warmup = max(0, _env_int(env, "MLBENCH_PROBE_WARMUP", 2))
         self.pick = env.get("MLBENCH_PROBE_LOADER", "")
         self.interval = float(env.get("MLBENCH_PROBE_INTERVAL", "5") or 5)
         self.name = env.get("MLBENCH_PROBE_NAME") or os.path.splitext(os.path.basename(sys.argv[0] or "python"))[0] or "python"
@@ -157,7 +160,9 @@ class Probe:
     # ---- loaders -------------------------------------------------------------------
     def register(self, obj, name=None, workers=None):
         with self.lock:
-            st = LoaderStats(len(self.loaders), name or _loader_name(obj), workers if workers is not None else getattr(obj, "num_workers", 0))
+            persistent = getattr(obj, "persistent_workers", None)
+            st = LoaderStats(len(self.loaders), name or _loader_name(obj), workers if workers is not None else getattr(obj, "num_workers", 0),
+                             persistent if isinstance(persistent, bool) else None)
             self.loaders.append(st)
             self.log(f"loader #{st.index} ({st.name}, {st.workers} workers) first iterated")
             return st
@@ -174,8 +179,10 @@ class Probe:
     def target(self):
         return (self.warmup + math.ceil(self.iterations / self.number)) * self.number if self.iterations else 0
 
-    def record(self, st, wait, compute, items):
+    def record(self, st, wait, compute, items, first=False, iter_s=None):
         with self.lock:
+            if first:
+                st.firsts[len(st.wait)] = iter_s
             st.wait.append(wait)
             st.compute.append(compute)
             st.items.append(items)
@@ -236,6 +243,7 @@ class Probe:
             "probe": {"schema": SCHEMA, "mode": self.mode, "cache_batches": self.cache_batches if self.mode == "compute-only" else None,
                       "loader_index": st.index if st else None, "epochs": st.epochs if st else 0,
                       "replayed_iterations": st.replayed if st else 0,
+                      "epoch_start": _epoch_start(st, warm * self.number, obs_total * self.number) if st else None,
                       "loaders": [{"index": s.index, "name": s.name, "iterations": len(s.wait), "workers": s.workers} for s in self.loaders]},
             "completed": completed, "start_time": _iso(self.start), "end_time": _iso(time.time()),
         }
@@ -295,6 +303,23 @@ class Probe:
             self.log(f"report {path}" + (f" (not completed: {failure})" if failure else ""))
 
 
+def _epoch_start(st, lo, hi):
+    """Each epoch's first batch against the others, over the timed iterations [lo, hi) (those of
+    `stall`): a DataLoader without persistent_workers starts its workers at every epoch, and none
+    loads the next epoch's first batch during the last steps of the previous one, so that batch's
+    wait is seen here and nowhere within the epoch (the step times a script prints)."""
+    firsts = sorted(i for i in st.firsts if lo <= i < hi)
+    chosen = set(firsts)
+    others = [i for i in range(lo, min(hi, len(st.wait))) if i not in chosen]
+    return {"epochs": len(firsts), "batches_per_epoch": st.batches_per_epoch, "workers": st.workers,
+            "persistent_workers": st.persistent,
+            "wait": _stats([st.wait[i] for i in firsts]),
+            "iter": _stats([st.firsts[i] for i in firsts if st.firsts[i] is not None]),
+            "compute": _stats([st.compute[i] for i in firsts]),
+            "steady_wait": _stats([st.wait[i] for i in others]),
+            "steady_compute": _stats([st.compute[i] for i in others])}
+
+
 def _loader_name(obj):
     ds = getattr(obj, "dataset", None)
     return type(ds).__name__ if ds is not None else type(obj).__name__
@@ -308,40 +333,43 @@ class _ProbedIterator:
         self.probe, self.st, self.make_iter, self.epoch_len = probe, st, make_iter, epoch_len
         self.it = None
         self.served = 0
-        self.pending = None  # (wait, items, returned_at) of the batch the loop holds
+        self.pending = None  # (wait, items, returned_at, first, iter_s) of the batch the loop holds
         st.epochs += 1
+        st.batches_per_epoch = epoch_len
 
     def __iter__(self):
         return self
 
     def _close_pending(self, now):
         if self.pending is not None:
-            wait, items, returned = self.pending
+            wait, items, returned, first, iter_s = self.pending
             self.pending = None
-            self.probe.record(self.st, wait, now - returned, items)
+            self.probe.record(self.st, wait, now - returned, items, first, iter_s)
 
     def __next__(self):
         probe = self.probe
         t0 = probe.clock()
         self._close_pending(t0)
         cache = probe.cached.setdefault(self.st.index, []) if probe.mode == "compute-only" else None
-        try:
-            if cache is not None and len(cache) >= probe.cache_batches:
-                if self.epoch_len is not None and self.served >= self.epoch_len:
-                    raise StopIteration
-                batch = cache[(self.st.replayed) % len(cache)]
-                self.st.replayed += 1
-            else:
-                if self.it is None:
-                    self.it = self.make_iter()
-                batch = next(self.it)
-                if cache is not None:
-                    cache.append(batch)
-        except StopIteration:
-            raise
+        # The epoch's first batch from the loader: its wait is apart in the report (probe.epoch_start),
+        # with the part of it spent making the loader's iterator (a DataLoader starts its workers there).
+        first, iter_s = False, None
+        if cache is not None and len(cache) >= probe.cache_batches:
+            if self.epoch_len is not None and self.served >= self.epoch_len:
+                raise StopIteration
+            batch = cache[(self.st.replayed) % len(cache)]
+            self.st.replayed += 1
+        else:
+            if self.it is None:
+                first, made = True, probe.clock()
+                self.it = self.make_iter()
+                iter_s = probe.clock() - made
+            batch = next(self.it)
+            if cache is not None:
+                cache.append(batch)
         self.served += 1
         t1 = probe.clock()
-        self.pending = (t1 - t0, batch_items(batch), t1)
+        self.pending = (t1 - t0, batch_items(batch), t1, first, iter_s)
         return batch
 
     def __len__(self):

@@ -229,6 +229,59 @@ TEST_F(StallExec, SeveralLoadersProbeTheMostIteratedOrTheOneNamed) {
   EXPECT_EQ(val["batch_size"], 2);
 }
 
+// Each epoch's first batch is kept apart from the others in the probe's report
+// (probe.epoch_start), on a clock the test moves: a loader whose iterator takes 20 ms to make (a
+// DataLoader starts its workers there) and whose first batch comes 300 ms later, then one every
+// 1 ms; a step of 100 ms. 4 epochs of 5 batches, observations of 5, one dropped: 3 epoch starts
+// timed. In compute-only mode the replayed epochs have no epoch start of the loader's.
+TEST(StallExecProbe, EachEpochsFirstBatchIsReportedApartFromTheSteadyOnes) {
+  const fs::path dir = scratch_dir("stall_exec_probe");
+  const fs::path script = dir / "epochs.py";
+  std::ofstream(script) << "import json, sys, mlbench_probe\n"
+                           "t = [0.0]\n"
+                           "class Loader:\n"
+                           "    num_workers, persistent_workers = 1, False\n"
+                           "    def __len__(self): return 5\n"
+                           "    def __iter__(self):\n"
+                           "        t[0] += 0.020\n"
+                           "        return self.batches()\n"
+                           "    def batches(self):\n"
+                           "        for i in range(5):\n"
+                           "            t[0] += 0.300 if i == 0 else 0.001\n"
+                           "            yield [0] * 4\n"
+                           "out = {}\n"
+                           "for mode, warmup in (('normal', '1'), ('compute-only', '0')):\n"
+                           "    p = mlbench_probe.Probe(environ={'MLBENCH_PROBE_REPORT': sys.argv[1] + '/' + mode,\n"
+                           "        'MLBENCH_PROBE_MODE': mode, 'MLBENCH_PROBE_CACHE_BATCHES': '5',\n"
+                           "        'MLBENCH_PROBE_NUMBER': '5', 'MLBENCH_PROBE_WARMUP': warmup}, clock=lambda: t[0])\n"
+                           "    loader = mlbench_probe.Wrapped(p, Loader())\n"
+                           "    for epoch in range(4):\n"
+                           "        for b in loader: t[0] += 0.100\n"
+                           "    out[mode] = p.report(True)['probe']['epoch_start']\n"
+                           "print(json.dumps(out))\n";
+  const auto r = run_command(fmt::format("PYTHONPATH={} {} {} {} 2>/dev/null",
+                                         (fs::path(MLBENCH_SOURCE_DIR) / "probe").string(), kPython, script.string(),
+                                         dir.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto out = nlohmann::json::parse(r.output);
+  const auto& es = out["normal"];
+  EXPECT_EQ(es["epochs"], 3) << es.dump(1);
+  EXPECT_EQ(es["batches_per_epoch"], 5);
+  EXPECT_EQ(es["workers"], 1);
+  EXPECT_EQ(es["persistent_workers"], false);
+  EXPECT_NEAR(es["wait"]["avg"].get<double>(), 0.320, 1e-9) << es.dump(1);
+  EXPECT_NEAR(es["iter"]["avg"].get<double>(), 0.020, 1e-9) << es.dump(1);
+  EXPECT_NEAR(es["compute"]["avg"].get<double>(), 0.100, 1e-9) << es.dump(1);
+  EXPECT_EQ(es["steady_wait"]["count"], 12) << es.dump(1);
+  EXPECT_NEAR(es["steady_wait"]["avg"].get<double>(), 0.001, 1e-9) << es.dump(1);
+  EXPECT_NEAR(es["steady_compute"]["avg"].get<double>(), 0.100, 1e-9) << es.dump(1);
+  // Compute-only: the first epoch comes from the loader, the other three are replayed.
+  const auto& replay = out["compute-only"];
+  EXPECT_EQ(replay["epochs"], 1) << replay.dump(1);
+  EXPECT_EQ(replay["steady_wait"]["count"], 19) << replay.dump(1);
+  fs::remove_all(dir);
+}
+
 // The user's project folder: their checkpoint (bytes a text file would not hold) and notes, and a
 // training script that, as pytorch/examples' ImageNet script does at each epoch's end, saves
 // checkpoint.pth.tar and model_best.pth.tar into its working directory; it also deletes the notes.
@@ -351,6 +404,12 @@ class StallExecTorch : public StallExec {
     EXPECT_EQ(cached["workers"], 1);
     EXPECT_EQ(cached["machine"]["framework"], "pytorch");
     EXPECT_TRUE(cached["stall"]["stall_pct"].is_number());
+    // The epoch starts' block (docs/stall.md, "Each epoch's start"): the script's DataLoader keeps
+    // its one worker (persistent_workers=True), 128 images in batches of 8 an epoch.
+    const auto& es = cached["probe"]["epoch_start"];
+    EXPECT_EQ(es["persistent_workers"], true) << es.dump();
+    EXPECT_EQ(es["workers"], 1) << es.dump();
+    EXPECT_EQ(es["batches_per_epoch"], 16) << es.dump();
     EXPECT_TRUE(result["recommendation"]["verdict"].is_string());
     EXPECT_NE(r.output.find("verdict:"), std::string::npos) << r.output;
     EXPECT_TRUE(fs::exists(dir_ / "out" / "split.svg"));
