@@ -18,6 +18,7 @@
 #include "cache_whatif.h"
 #include "coordinated_model.h"
 #include "decision.h"
+#include "epoch_start.h"
 #include "measured.h"
 #include "partitioned_model.h"
 #include "readahead_model.h"
@@ -1067,6 +1068,10 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   out["whatif"]["http"] = remote ? remote_whatif_json(*remote) : nlohmann::json();
   out["whatif"]["shards"] = shards_json(raw, in);
   if (!out["whatif"]["shards"].is_null()) out["recommendation"]["shards"] = out["whatif"]["shards"]["advice"];
+  // Under --exec, each epoch's start (stall/epoch_start.h): a finding and, when claimed, its advice.
+  if (const auto cached = runs.find("cached"); ctx.exec && cached != runs.end()) {
+    add_epoch_start_finding(cached->second.report, out);
+  }
   out["warnings"] = analysis_warnings(runs, in);
   out["runs"] = runs_json(runs);
   return out;

@@ -37,6 +37,9 @@ struct RunOutcome {
   // nodes: their CPU seconds summed, per_item_us the mean of theirs).
   std::vector<RunOutcome> nodes;
   RunSpec spec;  // the run as planned (kind, cpus, cache_frac, nodes); its label is the runs map's key
+  // A run sized by its noise (stall/sized_run.h): its pooled rate's 95% half-width, relative, as
+  // reached; the analysis's ranges carry it (nullopt: not sized, or unknown).
+  std::optional<double> half_width;
 
   // The report as its typed record (core/instance_report.h).
   core::InstanceReport record() const { return core::parse_instance_report(report); }

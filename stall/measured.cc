@@ -197,10 +197,14 @@ namespace {
 
 // The noise of a run's rate, relative: that of the mean over its observations (sd / sqrt(n)), or with
 // --rounds the spread of its rounds where that is larger (docs/stall.md, "Answers you can act on").
+// A run sized by its noise carries the 95% half-width it reached where that is larger: it pools
+// the noise between its parts as well as within them, and a run stopped short of the target states
+// the wider noise it had (docs/stall.md, "How runs are sized").
 double rate_uncertainty(const AnalysisContext& ctx, const std::map<std::string, RunOutcome>& runs,
                         const std::string& label) {
   const RunOutcome& r = need(runs, label);
-  const double u = r.cv / std::sqrt(static_cast<double>(std::max(1, r.observations)));
+  const double u = std::max(r.cv / std::sqrt(static_cast<double>(std::max(1, r.observations))),
+                            r.half_width.value_or(0.0));
   const auto rounds = ctx.round_rates.find(label);
   if (rounds == ctx.round_rates.end() || rounds->second.size() < 2) return u;
   // The median of k rounds: one run's noise over sqrt(k), or the rounds' own spread if larger.

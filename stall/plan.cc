@@ -98,16 +98,17 @@ std::vector<RunSpec> plan_remote_runs(const StallConfig& c, std::size_t items, i
     runs.push_back(std::move(r));
     return &runs.back();
   };
-  const auto extra = without_flags(c.extra, {"--cache-size", "--drop-after-read", "--hold-page-cache"});
+  auto extra = without_flags(c.extra, {"--cache-size", "--drop-after-read", "--hold-page-cache"});
+  // Every run at a known depth: without --io-depth the loader adapts its requests in flight over
+  // HTTP, during the timed part too, so the runs would mix depths; they hold its starting depth,
+  // and the what-if says which depth the curve reaches its best at.
+  if (without_flags(extra, {"--io-depth"}).size() == extra.size()) {
+    extra.insert(extra.end(), {"--io-depth", std::to_string(pipeline::kDefaultIoDepth)});
+  }
   add("synthetic", "synthetic", {"--synthetic"}, false, extra);
   add("cached", "cached", {"--cache-size", "100%"}, true, extra);
   add("cold", "cold", {}, false, extra);
-  // The fetch-alone run measures the requests' latency at a known depth: without --io-depth the
-  // loader adapts it over HTTP, so this run holds its starting depth.
-  const bool depth_given = without_flags(extra, {"--io-depth"}).size() != extra.size();
-  std::vector<std::string> fetch_alone{"--fetch-only"};
-  if (!depth_given) fetch_alone.insert(fetch_alone.end(), {"--io-depth", std::to_string(pipeline::kDefaultIoDepth)});
-  add("fetch-cold", "fetch-cold", fetch_alone, false, extra);
+  add("fetch-cold", "fetch-cold", {"--fetch-only"}, false, extra);
   add("fetch-cached", "fetch-cached", {"--fetch-only", "--cache-size", "100%"}, true, extra);
   const auto sweep_extra = without_flags(extra, {"--workers", "-j", "--cpu-cores"});
   for (int n : c.cpus) {

@@ -129,6 +129,12 @@ nlohmann::json reanalyze(const fs::path& dir) {
       r.cv = pooled.value("cv", r.cv);
       r.observations = pooled.value("observations", r.observations);
     }
+    if (sized && sized->contains("sizing") && (*sized)["sizing"].is_object()) {
+      const nlohmann::json& z = (*sized)["sizing"];
+      if (z.value("target_pct", nlohmann::json()).is_number() && z.value("half_width_pct", nlohmann::json()).is_number()) {
+        r.half_width = z["half_width_pct"].get<double>() / 100;
+      }
+    }
     r.before = residency_of(v.residency_before);
     r.after = residency_of(v.residency_after);
     r.held = v.held_in_memory;

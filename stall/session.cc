@@ -208,6 +208,7 @@ void Session::run_round(const RunSpec& spec, int round) {
       &budget_);
   std::cout << sizing_line(s.label, sized.sizing);
   sizing_[spec.label].push_back(sized.sizing);
+  if (sized.sizing.target > 0) sized.outcome.half_width = sized.sizing.half_width;
   auto& all = by_round_[spec.label];
   all.push_back(std::move(sized.outcome));
   runs_[spec.label] = median_run(all);

@@ -94,6 +94,14 @@ std::string split_text(const StallRecord& r) {
   return out;
 }
 
+// Each epoch's start, where it costs the run beyond its noise (findings.epoch_start, --exec;
+// stall/epoch_start.h): the steps a script prints within an epoch miss it. Absent in older results.
+std::string epoch_start_line(const nlohmann::json& result) {
+  const auto f = result.value("findings", nlohmann::json::object()).value("epoch_start", nlohmann::json());
+  if (!f.is_object() || !f.value("claimed", false)) return "";
+  return "epoch start: " + f.value("text", std::string()) + "\n";
+}
+
 // A measured point against its prediction and the prediction's range over the rates' noise.
 std::string point_line(const core::StallCurvePoint& m, const char* cache) {
   const std::string range =
@@ -322,8 +330,8 @@ std::string remote_text(const nlohmann::json& result) {
 
 std::string console_summary(const nlohmann::json& result) {
   const StallRecord r = core::parse_stall_record(result);
-  return rates_text(r) + split_text(r) + whatif_text(r) + coordinated_text(r) + partitioned_text(r) +
-         remote_text(result) + recommendation_text(r, result);
+  return rates_text(r) + split_text(r) + epoch_start_line(result) + whatif_text(r) + coordinated_text(r) +
+         partitioned_text(r) + remote_text(result) + recommendation_text(r, result);
 }
 
 }  // namespace mlbench::stall

@@ -166,9 +166,9 @@ TEST(Plan, WithoutFlagsDropsFlagAndValue) {
 
 namespace mlbench::stall {
 namespace {
-// Over HTTP the loader adapts its requests in flight unless --io-depth is given: the fetch-alone
-// run, which measures the requests' latency at a known depth, holds the starting one.
-TEST(Plan, OverHttpTheFetchAloneRunHoldsADepthTheOthersMayAdapt) {
+// Over HTTP the loader adapts its requests in flight unless --io-depth is given: the runs hold the
+// starting depth, so that each is at a known one (the --io-depths runs at theirs).
+TEST(Plan, OverHttpEveryRunHoldsADepth) {
   StallConfig c;
   c.bench = "loader";
   c.data = "http://127.0.0.1:1/d/";
@@ -176,11 +176,9 @@ TEST(Plan, OverHttpTheFetchAloneRunHoldsADepthTheOthersMayAdapt) {
   c.extra = {"--workers", "2"};
   const auto runs = plan_runs(c, 1000, 50);
   for (const auto& r : runs) {
-    if (r.label == "fetch-cold") {
-      EXPECT_EQ(value_of(r.args, "--io-depth"), "8");
-    } else if (r.kind != "iodepth") {  // the --io-depths runs: their own
-      EXPECT_FALSE(has(r.args, "--io-depth")) << r.label;
-    }
+    if (r.kind == "iodepth") continue;  // the --io-depths runs: their own
+    EXPECT_EQ(std::count(r.args.begin(), r.args.end(), "--io-depth"), 1) << r.label;
+    EXPECT_EQ(value_of(r.args, "--io-depth"), "8") << r.label;
   }
   c.extra = {"--workers", "2", "--io-depth", "4"};
   for (const auto& r : plan_runs(c, 1000, 50)) {
