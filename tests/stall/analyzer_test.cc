@@ -991,3 +991,21 @@ TEST(ExecTarget, TheLoaderAlternativeRunsOnTheSameFilesWithTheCommandsBatch) {
 
 }  // namespace
 }  // namespace mlbench::stall
+
+namespace {
+// A run sized by its noise states the 95% half-width it reached where that is wider than its
+// observations' standard error: every range then spans it (docs/stall.md, "How runs are sized").
+TEST(Analyzer, ASizedRunsRangeCarriesTheHalfWidthItReached) {
+  using namespace mlbench::stall;
+  auto runs = issue14_runs(3700, 4200);
+  const auto fixed = analyze(context(), runs, RawRates{});
+  const double u_fixed = fixed["whatif"]["uncertainty"]["P"].get<double>();
+  runs.at("cached").half_width = 0.08;  // stopped short at ±8%
+  const auto sized = analyze(context(), runs, RawRates{});
+  EXPECT_NEAR(sized["whatif"]["uncertainty"]["P"].get<double>(), std::max(u_fixed, 0.08), 1e-12);
+  EXPECT_GT(0.08, u_fixed);
+  // A half-width below the standard error changes nothing.
+  runs.at("cached").half_width = u_fixed / 2;
+  EXPECT_NEAR(analyze(context(), runs, RawRates{})["whatif"]["uncertainty"]["P"].get<double>(), u_fixed, 1e-12);
+}
+}  // namespace
