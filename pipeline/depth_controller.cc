@@ -9,6 +9,7 @@ DepthController::DepthController(DepthControllerConfig config) : config_(config)
   if (config_.start < 1) throw std::invalid_argument("the adaptive depth must start at 1 or more");
   if (config_.bound < config_.start) throw std::invalid_argument("the adaptive depth's bound is below its start");
   if (!(config_.min_gain > 0)) throw std::invalid_argument("the adaptive depth's gain threshold must be > 0");
+  if (config_.patience < 0) throw std::invalid_argument("the adaptive depth's patience must be >= 0");
   if (!(config_.min_interval_s >= 0)) throw std::invalid_argument("the adaptive depth's interval must be >= 0");
   if (config_.reads_per_depth < 1) throw std::invalid_argument("the adaptive depth needs >= 1 read per depth");
 }
@@ -41,8 +42,13 @@ int DepthController::update(double now_s, std::int64_t completed) {
   steps_.push_back({depth_, static_cast<double>(reads) / seconds});
   const bool rose =
       kept_ < 0 || steps_.back().rate >= steps_[static_cast<std::size_t>(kept_)].rate * (1 + config_.min_gain);
-  if (rose) kept_ = static_cast<int>(steps_.size()) - 1;
-  if (rose && depth_ < config_.bound) {
+  if (rose) {
+    kept_ = static_cast<int>(steps_.size()) - 1;
+    not_kept_ = 0;
+  } else {
+    ++not_kept_;
+  }
+  if (depth_ < config_.bound && not_kept_ <= config_.patience) {
     change_to(std::min(2 * depth_, config_.bound), completed);
     return depth_;
   }
@@ -57,6 +63,7 @@ nlohmann::json DepthController::to_json() const {
   return {{"start", config_.start},
           {"bound", config_.bound},
           {"min_gain", config_.min_gain},
+          {"patience", config_.patience},
           {"settled", settled_ ? nlohmann::json(depth_) : nlohmann::json()},
           {"steps", std::move(steps)}};
 }

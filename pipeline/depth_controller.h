@@ -8,14 +8,17 @@
 // Over HTTP the depth sets the fetch rate (N requests in flight fetch about N / L objects/s for a
 // request time L) until something else bounds it: the server's bandwidth, the loader's CPUs, the
 // consumer. So the controller starts at `start` (8), measures the rate of completed reads at that
-// depth, doubles it, measures again, and keeps doubling while the rate rose by at least `min_gain`
-// (10%) over the last depth kept, up to `bound` (64). The first depth that did not rise that much
-// ends the search: the depth settles at the last one that did (the knee), and stays there for the
-// rest of the run. A measurement skips the first `depth` reads after each change (issued at the
-// old depth, or at start-up the connections being opened), then spans at least `min_interval_s`
-// and at least `reads_per_depth` x depth reads, so that one slow request or a scheduler hiccup
-// is a small part of it. A rate bounded elsewhere (prep-bound, a slow consumer) does not rise,
-// and the depth stays at `start` after one try of twice that.
+// depth, doubles it, measures again, and keeps the new depth when its rate beats the best kept so
+// far by at least `min_gain` (10%). It goes on doubling up to `bound` (128) while depths are kept,
+// and past `patience` (1) doubling that was not: near the knee the rate creeps up (the fetch
+// overlaps prep more evenly as more reads are in flight), and one doubling can gain 6% where the
+// next gains 12% (measured: docs/performance.md, "Datasets over HTTP"). The search ends at the
+// bound or after `patience` + 1 doublings in a row that were not kept; the depth then settles at
+// the last one kept (the knee) for the rest of the run. A measurement skips the first `depth`
+// reads after each change (issued at the old depth, or at start-up the connections being opened),
+// then spans at least `min_interval_s` and at least `reads_per_depth` x depth reads, so that one
+// slow request or a scheduler hiccup is a small part of it. A rate bounded elsewhere (prep-bound,
+// a slow consumer) does not rise, and the depth stays at `start` after tries of 2x and 4x.
 #pragma once
 
 #include <cstdint>
@@ -25,16 +28,19 @@
 
 namespace mlbench::pipeline {
 
-// The most requests in flight the adaptive depth tries (docs/pipeline.md, "Read-ahead": past 32 the
-// loader's own CPUs bounded every setting measured; twice that leaves room for a faster machine).
-inline constexpr int kAdaptiveIoDepthBound = 64;
+// The most requests in flight the adaptive depth tries (docs/pipeline.md, "Read-ahead"): at +20 ms
+// a request, 64 in flight were still latency-bound on real photographs (docs/performance.md,
+// "Datasets over HTTP"); 128 idle threads and kept connections cost little, and a bound ends the
+// search where every doubling still pays.
+inline constexpr int kAdaptiveIoDepthBound = 128;
 
 struct DepthControllerConfig {
   int start = 8;  // the first depth (--io-depth's default)
   int bound = kAdaptiveIoDepthBound;
-  double min_gain = 0.10;        // a doubling is kept when the rate rose by at least this share
-  double min_interval_s = 0.25;  // a measurement spans at least this long ...
-  int reads_per_depth = 4;       // ... and at least this many reads per request in flight
+  double min_gain = 0.10;       // a doubling is kept when the rate rose by at least this share
+  int patience = 1;             // doublings not kept that the search goes on past
+  double min_interval_s = 0.5;  // a measurement spans at least this long ...
+  int reads_per_depth = 4;      // ... and at least this many reads per request in flight
 };
 
 class DepthController {
@@ -45,8 +51,8 @@ class DepthController {
     double rate = 0;
   };
 
-  // Throws std::invalid_argument for a start < 1, a bound < start, a gain <= 0, an interval < 0
-  // or reads_per_depth < 1.
+  // Throws std::invalid_argument for a start < 1, a bound < start, a gain <= 0, a patience < 0,
+  // an interval < 0 or reads_per_depth < 1.
   explicit DepthController(DepthControllerConfig config);
 
   // `now_s`: seconds on a steady clock (any origin, never going back); `completed`: reads completed
@@ -59,8 +65,8 @@ class DepthController {
   const std::vector<Step>& steps() const { return steps_; }
   const DepthControllerConfig& config() const { return config_; }
 
-  // The report's read_ahead.adaptive (docs/pipeline.md): {"start", "bound", "min_gain", "settled"
-  // (the depth, or null while still measuring), "steps": [{"depth", "rate"}]}.
+  // The report's read_ahead.adaptive (docs/pipeline.md): {"start", "bound", "min_gain", "patience",
+  // "settled" (the depth, or null while still measuring), "steps": [{"depth", "rate"}]}.
   nlohmann::json to_json() const;
 
  private:
@@ -74,7 +80,8 @@ class DepthController {
   double t0_ = 0;                // the measurement's start
   std::int64_t c0_ = 0;
   std::vector<Step> steps_;
-  int kept_ = -1;  // index in steps_ of the last depth kept (the rate to beat); -1: none yet
+  int kept_ = -1;     // index in steps_ of the last depth kept (the rate to beat); -1: none yet
+  int not_kept_ = 0;  // doublings in a row since it that were not kept
 };
 
 }  // namespace mlbench::pipeline

@@ -77,33 +77,36 @@ TEST(RemoteE2E, TheLoaderReadsADatasetOverHttp) {
 }
 
 // Over HTTP without --io-depth the requests in flight adapt (docs/pipeline.md, "Read-ahead"): at
-// 20 ms a request and no decode (--fetch-only), 8 in flight fetch about 400 objects/s and 16 about
-// twice that, however loaded the machine, so the depth must have settled above 8. Given
-// explicitly, --io-depth 8 stays 8. Each run lasts about 3 s (--min-time), whatever the rate.
+// 40 ms a request and no decode (--fetch-only), 8 in flight fetch about 190 objects/s and 16 about
+// twice that, however loaded the machine, so the depth must have settled above 8. The search
+// takes at most 5 measurements of 0.5 s or more: about 1,900 reads here, at most about 2,500
+// (2 workers with batches of 16 keep at most 64 reads in flight, 1,600/s at 40 ms); the run reads
+// 3,200 objects, about 4 s. (--min-time would not do: it calibrates the batches per observation
+// at the first depth.) Given explicitly, --io-depth 8 stays 8.
 TEST(RemoteE2E, OverASlowServerTheDepthAdaptsUnlessGiven) {
   std::unique_ptr<mt::NginxServer> nginx;
   const TempDir tmp("remote_e2e_adaptive");
   served_set(tmp);
   MLBENCH_START_NGINX(nginx, serve(tmp.path()));
-  mt::DelayProxy proxy("127.0.0.1", nginx->port(), std::chrono::milliseconds(20));
-  const auto run = [&](const std::string& name, const std::string& more) {
+  mt::DelayProxy proxy("127.0.0.1", nginx->port(), std::chrono::milliseconds(40));
+  const auto run = [&](const std::string& name, int batches, const std::string& more) {
     const fs::path dir = tmp.path() / name;
     const auto r = run_command(fmt::format(
-        "{}/loader --data '{}' --workers 2 -b 16 --image-size 32 --fetch-only --repeat 5 --min-time 0.5 --warmup 1 "
+        "{}/loader --data '{}' --workers 2 -b 16 --image-size 32 --fetch-only --repeat {} --number 10 --warmup 0 "
         "--no-cuda --report {} {} 2>&1",
-        kBench, proxy.url("/set/"), dir.string(), more));
+        kBench, proxy.url("/set/"), batches / 10, dir.string(), more));
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return only_report(dir);
   };
 
-  const auto adaptive = run("adaptive", "");
+  const auto adaptive = run("adaptive", 200, "");
   ASSERT_TRUE(adaptive.is_object());
   const auto& p = adaptive.at("pipeline");
   const auto& a = p.at("read_ahead").at("adaptive");
   ASSERT_TRUE(a.is_object()) << p.dump();
   EXPECT_EQ(a.at("start"), 8);
-  EXPECT_EQ(a.at("bound"), 64);
-  EXPECT_EQ(p.at("read_ahead").at("io_threads"), 64);
+  EXPECT_EQ(a.at("bound"), 128);
+  EXPECT_EQ(p.at("read_ahead").at("io_threads"), 128);
   ASSERT_GE(a.at("steps").size(), 2u) << a.dump();
   EXPECT_EQ(a.at("steps")[0].at("depth"), 8);
   EXPECT_EQ(a.at("steps")[1].at("depth"), 16);
@@ -113,7 +116,7 @@ TEST(RemoteE2E, OverASlowServerTheDepthAdaptsUnlessGiven) {
   EXPECT_GT(p.at("source_detail").at("max_in_flight").get<int>(), 8);
   EXPECT_EQ(p.at("corrupt_samples"), 0);
 
-  const auto fixed = run("fixed", "--io-depth 8");
+  const auto fixed = run("fixed", 10, "--io-depth 8");
   ASSERT_TRUE(fixed.is_object());
   const auto& f = fixed.at("pipeline");
   EXPECT_TRUE(f.at("read_ahead").at("adaptive").is_null()) << f.dump();
