@@ -10,15 +10,19 @@
 // consumer. So the controller starts at `start` (8), measures the rate of completed reads at that
 // depth, doubles it, measures again, and keeps the new depth when its rate beats the best kept so
 // far by at least `min_gain` (10%). It goes on doubling up to `bound` (128) while depths are kept,
-// and past `patience` (1) doubling that was not: near the knee the rate creeps up (the fetch
-// overlaps prep more evenly as more reads are in flight), and one doubling can gain 6% where the
-// next gains 12% (measured: docs/performance.md, "Datasets over HTTP"). The search ends at the
-// bound or after `patience` + 1 doublings in a row that were not kept; the depth then settles at
+// and past up to `patience` (2) doublings in a row that were not: the rate is not a smooth curve
+// of the depth. Near the knee it creeps (the fetch overlaps prep more evenly as more reads are in
+// flight: at +20 ms, 32 to 64 gained 6% and 64 to 128 another 12%), and where prep bounds it,
+// 32 and 64 can measure alike and 128 12% more (likely because with batches of 32 and 2 workers
+// each worker can then issue its next batch's reads whole; docs/performance.md, "Datasets over
+// HTTP"). Too deep costs little (idle threads,
+// kept connections), too shallow costs the rate: the search leans deep. It ends at the bound or
+// after `patience` + 1 doublings in a row that were not kept; the depth then settles at
 // the last one kept (the knee) for the rest of the run. A measurement skips the first `depth`
 // reads after each change (issued at the old depth, or at start-up the connections being opened),
 // then spans at least `min_interval_s` and at least `reads_per_depth` x depth reads, so that one
 // slow request or a scheduler hiccup is a small part of it. A rate bounded elsewhere (prep-bound,
-// a slow consumer) does not rise, and the depth stays at `start` after tries of 2x and 4x.
+// a slow consumer) does not rise, and the depth stays at `start` after tries of 2x, 4x and 8x.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +42,7 @@ struct DepthControllerConfig {
   int start = 8;  // the first depth (--io-depth's default)
   int bound = kAdaptiveIoDepthBound;
   double min_gain = 0.10;       // a doubling is kept when the rate rose by at least this share
-  int patience = 1;             // doublings not kept that the search goes on past
+  int patience = 2;             // doublings in a row not kept that the search goes on past
   double min_interval_s = 0.5;  // a measurement spans at least this long ...
   int reads_per_depth = 4;      // ... and at least this many reads per request in flight
 };

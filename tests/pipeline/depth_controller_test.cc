@@ -8,6 +8,7 @@
 #include <functional>
 #include <random>
 #include <stdexcept>
+#include <vector>
 
 #include "pipeline/depth_controller.h"
 
@@ -69,54 +70,52 @@ TEST(DepthController, ARateThatNeverRisesStaysAtTheStart) {
       c, [](int, double) { return 300.0; }, 30);
   ASSERT_TRUE(c.settled());
   EXPECT_EQ(c.depth(), 8);
-  EXPECT_EQ(most, 32);  // tries of twice and four times the start
-  ASSERT_EQ(c.steps().size(), 3u);
+  EXPECT_EQ(most, 64);  // tries of 2x, 4x and 8x the start
+  ASSERT_EQ(c.steps().size(), 4u);
 }
 
-// Near the knee the rate creeps: +6% at one doubling, +20% at the next (measured at +20 ms a
-// request, docs/performance.md). The search goes on past one doubling that was not kept.
-TEST(DepthController, AFlatStepBetweenTwoRisesIsCrossed) {
-  const Curve creep = [](int d, double) {
-    switch (d) {
-      case 8:
-        return 100.0;
-      case 16:
-        return 200.0;
-      case 32:
-        return 400.0;
-      case 64:
-        return 424.0;
-      default:
-        return 480.0;
-    }
+// The rate is no smooth curve of the depth: near the knee it creeps (+6% at one doubling, +20% at
+// the next), and where prep bounds it two doublings can measure alike before the next gains 12%
+// (measured, docs/performance.md). The search goes on past up to two doublings not kept.
+TEST(DepthController, FlatStepsBetweenRisesAreCrossed) {
+  const auto curve = [](std::vector<double> rates) {
+    return [rates](int d, double) { return rates[static_cast<std::size_t>(std::log2(d / 8))]; };
   };
+  const Curve creep = curve({100, 200, 400, 424, 480});
   DepthController c({});
   simulate(c, creep, 30);
   ASSERT_TRUE(c.settled());
   EXPECT_EQ(c.depth(), 128);
-  // Without patience it stops at the flat step.
+
+  const Curve two_flat = curve({100, 130, 131, 129, 150});
+  DepthController d({});
+  simulate(d, two_flat, 30);
+  ASSERT_TRUE(d.settled());
+  EXPECT_EQ(d.depth(), 128);
+
+  // Without patience the search stops at the first flat step.
   DepthControllerConfig impatient;
   impatient.patience = 0;
-  DepthController d(impatient);
-  EXPECT_EQ(simulate(d, creep, 30), 64);
-  ASSERT_TRUE(d.settled());
-  EXPECT_EQ(d.depth(), 32);
+  DepthController e(impatient);
+  EXPECT_EQ(simulate(e, creep, 30), 64);
+  ASSERT_TRUE(e.settled());
+  EXPECT_EQ(e.depth(), 32);
 }
 
-TEST(DepthController, TwoDoublingsInARowNotKeptEndTheSearch) {
+TEST(DepthController, ThreeDoublingsInARowNotKeptEndTheSearch) {
   DepthControllerConfig config;
   config.bound = 1024;  // far above: the search ends on the rates, not the bound
   DepthController c(config);
-  const int most = simulate(c, latency_bound(0.020, 1000), 30);  // 400, 800, 1000, 1000, 1000
+  const int most = simulate(c, latency_bound(0.020, 1000), 30);  // 400, 800, 1000, then 1000 x 3
   ASSERT_TRUE(c.settled());
   EXPECT_EQ(c.depth(), 32);
-  EXPECT_EQ(most, 128);
-  EXPECT_EQ(c.steps().size(), 5u);
+  EXPECT_EQ(most, 256);
+  EXPECT_EQ(c.steps().size(), 6u);
 }
 
 TEST(DepthController, NoiseBelowTheThresholdDoesNotMakeItGrow) {
   // The rate drifts by up to +-4% (a new draw every 0.1 s: measurements do not average it away)
-  // over a flat curve, or by +-1.5% over one rising 3% per doubling: no depth tried (up to 4x the
+  // over a flat curve, or by +-1% over one rising 2% per doubling: no depth tried (up to 8x the
   // start) measures the 10% over the start's rate that keeping it takes, whatever the draws.
   for (unsigned trial = 0; trial < 50; ++trial) {
     std::mt19937 rng(trial);
@@ -133,16 +132,16 @@ TEST(DepthController, NoiseBelowTheThresholdDoesNotMakeItGrow) {
     auto flat_drift = drift(0.04);
     const Curve flat_curve = [&](int, double now) { return 500.0 * flat_drift(now); };
     DepthController flat({});
-    EXPECT_LE(simulate(flat, flat_curve, 30), 32) << trial;
+    EXPECT_LE(simulate(flat, flat_curve, 30), 64) << trial;
     ASSERT_TRUE(flat.settled()) << trial;
     EXPECT_EQ(flat.depth(), 8) << trial;
 
-    auto creep_drift = drift(0.015);
+    auto creep_drift = drift(0.01);
     const Curve creep = [&](int d, double now) {
-      return 500.0 * std::pow(1.03, std::log2(d / 8.0)) * creep_drift(now);
+      return 500.0 * std::pow(1.02, std::log2(d / 8.0)) * creep_drift(now);
     };
     DepthController creeping({});
-    EXPECT_LE(simulate(creeping, creep, 30), 32) << trial;
+    EXPECT_LE(simulate(creeping, creep, 30), 64) << trial;
     ASSERT_TRUE(creeping.settled()) << trial;
     EXPECT_EQ(creeping.depth(), 8) << trial;
   }
@@ -213,7 +212,7 @@ TEST(DepthController, ItsReportSaysStartBoundSettledAndSteps) {
   simulate(c, latency_bound(0.020, 1000), 30);
   j = c.to_json();
   EXPECT_EQ(j.at("settled"), 32);  // 400, 800, 1000 (+25%), 1000, 1000
-  EXPECT_EQ(j.at("patience"), 1);
+  EXPECT_EQ(j.at("patience"), 2);
   ASSERT_EQ(j.at("steps").size(), 5u);
   EXPECT_EQ(j.at("steps")[2].at("depth"), 32);
   EXPECT_NEAR(j.at("steps")[2].at("rate").get<double>(), 1000, 30);
