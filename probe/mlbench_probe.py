@@ -32,12 +32,23 @@ Settings come from the environment (mlbench-stall sets them; all optional):
 ``MLBENCH_PROBE_INTERVAL``   seconds between snapshot reports (default 5)
 ``MLBENCH_PROBE_NAME``       report name (default: the script's file name without ``.py``)
 
+A rank of a distributed job (docs/stall.md, "Distributed jobs") is told apart: the report has a
+``rank`` block (``{rank, local_rank, world_size, from, host}``, from ``RANK``/``LOCAL_RANK``/
+``WORLD_SIZE``, srun's ``SLURM_PROCID``/``SLURM_LOCALID``/``SLURM_NTASKS``, else
+``torch.distributed`` once ``init_process_group`` has run; read when the report is written) and a
+file name of its own (``<suite>.<name>.rank<k>.R<run>.D<slot>...``) when the job has more than one
+rank. The time a rank spends blocked in collectives is its per-iteration *sync*
+(``torch.distributed``'s collective functions, timed around the call, and the part of DDP's
+gradient all-reduce that backward waits for, through a communication hook); it is apart from the
+compute in ``stall.sync``.
+
 Standard library only (torch is used when the script imports it).
 """
 
 import atexit
 import builtins
 import datetime
+import functools
 import hashlib
 import json
 import math
@@ -74,6 +85,104 @@ def _stats(xs, unit="s"):
     avg = sum(xs) / n
     sd = math.sqrt(sum((x - avg) ** 2 for x in xs) / n)
     return {"avg": avg, "min": min(xs), "max": max(xs), "sd": sd, "count": n, "unit": unit}
+
+
+def _script_name():
+    """The script's file name without ``.py``; in a process started by multiprocessing's spawn (a
+    rank of torch.multiprocessing.spawn, whose argv is ``-c``), its parent's script."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0 in ("", "-c"):
+        main = sys.modules.get("__mp_main__")
+        argv0 = getattr(main, "__file__", None) or argv0
+    return os.path.splitext(os.path.basename(argv0 or "python"))[0] or "python"
+
+
+def _first_int(env, names):
+    for name in names:
+        v = env.get(name, "")
+        if v.strip():
+            try:
+                return int(v)
+            except ValueError:
+                pass
+    return None
+
+
+def rank_identity(environ=None):
+    """This process's place in a distributed job: ``{rank, local_rank, world_size, from, host}``.
+    ``from``: ``env`` (``RANK``, else srun's ``SLURM_PROCID``; torchrun, srun, ranks started by hand),
+    ``torch.distributed`` (a script that spawns its own ranks, once ``init_process_group`` has run),
+    or ``none`` (a single process: rank 0 of 1). A figure the source does not give is null
+    (``torch.distributed`` knows no local rank)."""
+    env = os.environ if environ is None else environ
+    host = socket.gethostname()
+    rank = _first_int(env, ("RANK", "SLURM_PROCID"))
+    if rank is not None:
+        world = _first_int(env, ("WORLD_SIZE", "SLURM_NTASKS"))
+        return {"rank": rank, "local_rank": _first_int(env, ("LOCAL_RANK", "SLURM_LOCALID")),
+                "world_size": world, "from": "env", "host": host}
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return {"rank": int(dist.get_rank()), "local_rank": _first_int(env, ("LOCAL_RANK",)),
+                    "world_size": int(dist.get_world_size()), "from": "torch.distributed", "host": host}
+    except Exception:  # a process group being torn down
+        pass
+    return {"rank": 0, "local_rank": 0, "world_size": 1, "from": "none", "host": host}
+
+
+class _SyncTimer:
+    """The time this process spends blocked in collectives, taken per iteration by the loop.
+
+    * A collective function of ``torch.distributed`` (all_reduce, barrier, ...) called with
+      ``async_op=False``: its whole call (the outermost one: all_gather_object's own all_gather is
+      not counted twice). With ``async_op=True`` only the call is timed, not the later ``wait()``.
+    * DDP's gradient all-reduce, bucket by bucket, through a communication hook: each bucket's
+      (call, completion) times. backward() returns once every bucket's future is complete; the part
+      of the step it was blocked is from the last bucket's call (its gradients, the last to be
+      computed, are ready) to the last completion. The buckets' whole times, overlapped with
+      backward, are kept apart (``probe.sync.ddp_allreduce``), not counted as sync."""
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        self.calls_s = 0.0  # collective calls since the last take()
+        self.buckets = []  # DDP buckets since the last take(): (call, done)
+        self.collectives = 0
+        self.ddp_buckets = 0
+        self.ddp_overlapped_s = 0.0
+        self.ddp_hooked = 0  # DDP models whose all-reduce is timed
+        self.ddp_unhooked = []  # why a model's could not be
+
+    def depth(self):
+        return getattr(self.local, "depth", 0)
+
+    def enter(self):
+        self.local.depth = self.depth() + 1
+
+    def leave(self):
+        self.local.depth = self.depth() - 1
+
+    def add_call(self, seconds):
+        with self.lock:
+            self.calls_s += seconds
+            self.collectives += 1
+
+    def add_bucket(self, call, done):
+        with self.lock:
+            self.buckets.append((call, done))
+            self.ddp_buckets += 1
+            self.ddp_overlapped_s += done - call
+
+    def take(self):
+        """The sync of the iteration that just ended; starts the next one's."""
+        with self.lock:
+            s = self.calls_s
+            if self.buckets:
+                s += max(0.0, max(d for _, d in self.buckets) - max(c for c, _ in self.buckets))
+            self.calls_s, self.buckets = 0.0, []
+            return s
 
 
 def batch_items(batch):
@@ -121,7 +230,8 @@ class LoaderStats:
         self.workers = workers
         self.persistent = persistent  # a DataLoader's persistent_workers; None: not a DataLoader
         self.wait = []
-        self.compute = []
+        self.compute = []  # the rest of the step, less its sync
+        self.sync = []  # blocked in collectives (_SyncTimer)
         self.items = []
         self.epochs = 0
         self.replayed = 0  # compute-only: iterations served from the cached batches
@@ -145,7 +255,7 @@ class Probe:
         self.warmup = max(0, _env_int(env, "MLBENCH_PROBE_WARMUP", 2))
         self.pick = env.get("MLBENCH_PROBE_LOADER", "")
         self.interval = float(env.get("MLBENCH_PROBE_INTERVAL", "5") or 5)
-        self.name = env.get("MLBENCH_PROBE_NAME") or os.path.splitext(os.path.basename(sys.argv[0] or "python"))[0] or "python"
+        self.name = env.get("MLBENCH_PROBE_NAME") or _script_name()
         self.loaders = []
         self.cached = {}  # loader index -> batches kept for compute-only replay
         self.start = time.time()
@@ -154,6 +264,9 @@ class Probe:
         self.finished = False
         self.failure = None
         self.lock = threading.RLock()
+        self.sync = _SyncTimer(self.clock)
+        self.spawned = 0  # ranks this process started with torch.multiprocessing.spawn
+        self.environ = env
         os.makedirs(self.folder, exist_ok=True)
         self.log = _Log(self.folder if env.get("MLBENCH_PROBE_REPORT") else None)
 
@@ -179,12 +292,14 @@ class Probe:
     def target(self):
         return (self.warmup + math.ceil(self.iterations / self.number)) * self.number if self.iterations else 0
 
-    def record(self, st, wait, compute, items, first=False, iter_s=None):
+    def record(self, st, wait, compute, items, first=False, iter_s=None, sync=0.0):
         with self.lock:
             if first:
                 st.firsts[len(st.wait)] = iter_s
+            sync = min(max(sync, 0.0), compute)
             st.wait.append(wait)
-            st.compute.append(compute)
+            st.compute.append(compute - sync)
+            st.sync.append(sync)
             st.items.append(items)
             now = self.clock()
             if now - self.last_write >= self.interval:
@@ -203,21 +318,26 @@ class Probe:
         obs_total = n // self.number
         warm = min(self.warmup, obs_total)
         train, train_items = [], []
-        waits, computes = [], []
+        waits, computes, syncs = [], [], []
         for o in range(warm, obs_total):
             a, b = o * self.number, (o + 1) * self.number
-            train.append(sum(st.wait[a:b]) + sum(st.compute[a:b]))
+            train.append(sum(st.wait[a:b]) + sum(st.compute[a:b]) + sum(st.sync[a:b]))
             train_items.append(sum(st.items[a:b]))
             waits += st.wait[a:b]
             computes += st.compute[a:b]
-        iters = [w + c for w, c in zip(waits, computes)]
+            syncs += st.sync[a:b]
+        iters = [w + c + y for w, c, y in zip(waits, computes, syncs)]
         rate = [i / t for i, t in zip(train_items, train) if t > 0]
         total = sum(iters)
         batch = round(sum(st.items) / n) if n else 0
         args = {"argv": sys.argv, "mode": self.mode, "iterations": self.iterations or None, "loader": st.name if st else None}
+        if not self.environ.get("MLBENCH_PROBE_NAME"):
+            self.name = _script_name()  # a rank started by spawn knows its script only once it ran
         uid = hashlib.sha256(json.dumps([sys.argv, self.mode], sort_keys=True).encode()).hexdigest()
         affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
         torch = sys.modules.get("torch")
+        rank = rank_identity(self.environ)
+        sy = self.sync
         r = {
             "schema_version": REPORT_SCHEMA_VERSION,
             "name": self.name, "suite": os.environ.get("SUITE_NAME", "mlbench"), "run_id": int(os.environ.get("RUN_ID", "0") or 0),
@@ -236,7 +356,9 @@ class Probe:
                            {"avg": None, "max": None, "min": None, "range": None, "unit": "items/sec"}),
             "stall": {"wait": _stats(waits), "h2d": _stats([0.0] * len(waits)), "compute": _stats(computes),
                       "iteration": _stats(iters), "stall_pct": 100 * sum(waits) / total if total > 0 else None,
+                      "sync": _stats(syncs), "sync_pct": 100 * sum(syncs) / total if total > 0 else None,
                       "warmup_iterations": warm * self.number},
+            "rank": rank,
             "pipeline": {"source": "mlbench_probe", "loader": st.name if st else None, "workers": st.workers if st else 0},
             "resources": None,
             "iterations": n,
@@ -244,6 +366,8 @@ class Probe:
                       "loader_index": st.index if st else None, "epochs": st.epochs if st else 0,
                       "replayed_iterations": st.replayed if st else 0,
                       "epoch_start": _epoch_start(st, warm * self.number, obs_total * self.number) if st else None,
+                      "sync": {"collectives": sy.collectives, "ddp_models": sy.ddp_hooked, "ddp_buckets": sy.ddp_buckets,
+                               "ddp_allreduce_s": sy.ddp_overlapped_s, "ddp_unhooked": list(sy.ddp_unhooked)},
                       "loaders": [{"index": s.index, "name": s.name, "iterations": len(s.wait), "workers": s.workers} for s in self.loaders]},
             "completed": completed, "start_time": _iso(self.start), "end_time": _iso(time.time()),
         }
@@ -260,7 +384,11 @@ class Probe:
         r = self.report(completed and final, reason if final else snapshot_reason)
         stamp = datetime.datetime.fromtimestamp(self.start, datetime.timezone.utc).strftime("%Y%m%d-%H%M%S-%f")
         fail = "" if r["completed"] else ".FAIL"
-        name = f"{r['suite']}.{r['name']}.R{r['run_id']}.D{r['jr_id']}{fail}.{stamp}.json"
+        # A rank of a job of several has a name of its own (before .R: what names an instance, to
+        # the store's --resume, stays apart per rank); a single process's is as it always was.
+        rk = r["rank"]
+        of_rank = f".rank{rk['rank']}" if (rk["world_size"] or 1) > 1 or rk["rank"] else ""
+        name = f"{r['suite']}.{r['name']}{of_rank}.R{r['run_id']}.D{r['jr_id']}{fail}.{stamp}.json"
         path = os.path.join(self.folder, name)
         tmp = path + f".tmp{os.getpid()}"
         with open(tmp, "w") as f:
@@ -284,7 +412,13 @@ class Probe:
             if not self.loaders:
                 import multiprocessing
                 if multiprocessing.parent_process() is not None:
-                    return  # a DataLoader worker started with spawn: its parent reports
+                    return  # a DataLoader worker, or a rank, started with spawn: its parent reports
+                if "multiprocessing.resource_tracker" in sys.modules and sys.argv[:1] == ["-c"]:
+                    return  # the resource tracker that multiprocessing's spawn starts
+                if self.spawned:
+                    self.log(f"no DataLoader in this process; it started {self.spawned} rank(s) "
+                             "(torch.multiprocessing.spawn), each of which reports")
+                    return
                 self.log("the script iterated no DataLoader (wrap your own batch iterator: "
                          "loader = mlbench_probe.wrap(loader)); no report written")
                 return
@@ -341,10 +475,11 @@ class _ProbedIterator:
         return self
 
     def _close_pending(self, now):
+        sync = self.probe.sync.take()  # blocked in collectives since the last batch was returned
         if self.pending is not None:
             wait, items, returned, first, iter_s = self.pending
             self.pending = None
-            self.probe.record(self.st, wait, now - returned, items, first, iter_s)
+            self.probe.record(self.st, wait, now - returned, items, first, iter_s, sync)
 
     def __next__(self):
         probe = self.probe
@@ -490,14 +625,141 @@ def _evict_before_open(folder):
     builtins.open = open_cold
 
 
+# torch.distributed's collectives whose calls are timed as sync (those this torch has).
+_COLLECTIVES = ("all_reduce", "all_gather", "all_gather_object", "all_gather_into_tensor", "_all_gather_base",
+                "broadcast", "broadcast_object_list", "barrier", "monitored_barrier", "reduce", "reduce_scatter",
+                "reduce_scatter_tensor", "_reduce_scatter_base", "all_to_all", "all_to_all_single", "gather",
+                "gather_object", "scatter", "scatter_object_list")
+
+
+def _patch_c10d(module):
+    """Times torch.distributed's collective functions (patched in distributed_c10d right after it
+    runs, so torch.distributed's ``from .distributed_c10d import *`` takes the timed ones)."""
+    if getattr(module, "_mlbench_timed", False):
+        return
+    module._mlbench_timed = True
+    sync = probe().sync
+    clock = sync.clock
+
+    def timed(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            if sync.depth():
+                return fn(*args, **kwargs)
+            t0 = clock()
+            sync.enter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                sync.leave()
+                sync.add_call(clock() - t0)
+        call._mlbench_original = fn
+        return call
+
+    for name in _COLLECTIVES:
+        fn = getattr(module, name, None)
+        if callable(fn) and not hasattr(fn, "_mlbench_original"):
+            setattr(module, name, timed(fn))
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None:  # torch.distributed already took the untimed ones
+        for name in _COLLECTIVES:
+            if hasattr(dist, name) and hasattr(getattr(module, name, None), "_mlbench_original"):
+                setattr(dist, name, getattr(module, name))
+
+
+def _timed_comm_hook(hook):
+    """A DDP communication hook that times each bucket's future, from the hook's call to its
+    completion (_SyncTimer.add_bucket); ``hook`` is the script's own or DDP's default all-reduce."""
+    sync = probe().sync
+    clock = sync.clock
+
+    def timed(state, bucket):
+        t0 = clock()
+        sync.enter()  # the hook's own all_reduce is this bucket's, not a collective of the script
+        try:
+            fut = hook(state, bucket)
+        finally:
+            sync.leave()
+
+        def done(f):
+            sync.add_bucket(t0, clock())
+            return f.value()
+
+        return fut.then(done)
+
+    return timed
+
+
+def _patch_ddp(module):
+    """Times DDP's gradient all-reduce: a script's own communication hook is wrapped; a model
+    without one gets DDP's default all-reduce (allreduce_hook) as a timed hook at its first forward."""
+    cls = getattr(module, "DistributedDataParallel", None)
+    if cls is None or getattr(cls, "_mlbench_timed", False):
+        return
+    cls._mlbench_timed = True
+    register, builtin, forward = cls.register_comm_hook, getattr(cls, "_register_builtin_comm_hook", None), cls.forward
+
+    def register_comm_hook(self, state, hook):
+        self._mlbench_hook = True
+        probe().sync.ddp_hooked += 1
+        return register(self, state, _timed_comm_hook(hook))
+
+    def register_builtin(self, comm_hook_type):
+        self._mlbench_hook = True
+        probe().sync.ddp_unhooked.append(f"a built-in hook ({comm_hook_type})")
+        return builtin(self, comm_hook_type)
+
+    def timed_forward(self, *args, **kwargs):
+        if not getattr(self, "_mlbench_hook", False):
+            self._mlbench_hook = True
+            try:
+                from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+                register(self, self.process_group, _timed_comm_hook(default_hooks.allreduce_hook))
+                probe().sync.ddp_hooked += 1
+            except Exception as e:  # this DDP takes no hook: its wait stays in the compute
+                probe().sync.ddp_unhooked.append(f"{type(e).__name__}: {e}")
+                probe().log(f"DDP's all-reduce is not timed ({type(e).__name__}: {e}); its wait counts as compute")
+        return forward(self, *args, **kwargs)
+
+    functools.update_wrapper(register_comm_hook, register)
+    functools.update_wrapper(timed_forward, forward)
+    cls.register_comm_hook = register_comm_hook
+    if builtin is not None:
+        cls._register_builtin_comm_hook = register_builtin
+    cls.forward = timed_forward
+
+
+def _patch_spawn(module):
+    """Counts the ranks a script starts with torch.multiprocessing.spawn (each has its own probe
+    and report; this process, which iterates no loader, then says so rather than a warning)."""
+    start = getattr(module, "start_processes", None)
+    if start is None or getattr(start, "_mlbench_original", None):
+        return
+
+    @functools.wraps(start)
+    def start_processes(fn, args=(), nprocs=1, *rest, **kwargs):
+        probe().spawned += nprocs
+        return start(fn, args, nprocs, *rest, **kwargs)
+
+    start_processes._mlbench_original = start
+    module.start_processes = start_processes
+
+
+# What is patched right after it is imported (or at install() when it already was).
+_PATCHES = {"torch.utils.data.dataloader": _patch_dataloader, "torch.distributed.distributed_c10d": _patch_c10d,
+            "torch.nn.parallel.distributed": _patch_ddp, "torch.multiprocessing.spawn": _patch_spawn}
+
+
 class _DataLoaderFinder:
-    """Patches torch.utils.data.dataloader right after it is imported, so that starting the
+    """Patches torch.utils.data.dataloader (and torch.distributed's collectives, DDP and
+    torch.multiprocessing.spawn: _PATCHES) right after each is imported, so that starting the
     probe costs nothing in scripts that never import torch."""
 
     target = "torch.utils.data.dataloader"
 
     def find_spec(self, fullname, path, target=None):
-        if fullname != self.target:
+        patch = _PATCHES.get(fullname)
+        if patch is None:
             return None
         import importlib.machinery
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
@@ -507,7 +769,10 @@ class _DataLoaderFinder:
 
         def exec_module(module):
             real_exec(module)
-            _patch_dataloader(module)
+            try:
+                patch(module)
+            except Exception as e:  # a torch whose shape the probe does not know: unprobed, not broken
+                print(f"mlbench_probe: cannot patch {fullname}: {type(e).__name__}: {e}", file=sys.stderr)
 
         spec.loader.exec_module = exec_module
         return spec
@@ -516,9 +781,9 @@ class _DataLoaderFinder:
 def install():
     """Probe every torch DataLoader iteration of this process (what mlbench-stall --exec does
     through probe/autoprobe/sitecustomize.py)."""
-    mod = sys.modules.get(_DataLoaderFinder.target)
-    if mod is not None:
-        _patch_dataloader(mod)
-    elif not any(isinstance(f, _DataLoaderFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _DataLoaderFinder())
     probe()
+    for name, patch in _PATCHES.items():
+        if sys.modules.get(name) is not None:
+            patch(sys.modules[name])
+    if not any(isinstance(f, _DataLoaderFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _DataLoaderFinder())

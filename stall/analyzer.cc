@@ -21,6 +21,7 @@
 #include "epoch_start.h"
 #include "measured.h"
 #include "partitioned_model.h"
+#include "ranks.h"
 #include "readahead_model.h"
 #include "serial_model.h"
 
@@ -1074,6 +1075,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   }
   out["warnings"] = analysis_warnings(runs, in);
   out["runs"] = runs_json(runs);
+  // A job of several ranks (--exec; stall/ranks.h): each rank's figures and the straggler.
+  add_ranks_block(runs, out);
   return out;
 }
 

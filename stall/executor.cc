@@ -14,6 +14,7 @@
 #include <functional>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -116,6 +117,20 @@ void ProcessExecutor::prepare_cache(const RunSpec& spec) {
   }
 }
 
+namespace {
+// The rank a report is of: its `rank` block's (the --exec probe's), else none.
+std::optional<int> report_rank(const fs::path& file) {
+  std::ifstream in(file);
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || !j.contains("rank") || !j["rank"].is_object()) return std::nullopt;
+  const auto& r = j["rank"];
+  if (!r.contains("rank") || !r["rank"].is_number_integer()) return std::nullopt;
+  return r["rank"].get<int>();
+}
+
+RunOutcome read_one(const fs::path& file, const std::string& label);
+}  // namespace
+
 RunOutcome read_outcome(const fs::path& dir, const std::string& label) {
   std::vector<fs::path> reports;
   std::error_code ec;
@@ -124,8 +139,36 @@ RunOutcome read_outcome(const fs::path& dir, const std::string& label) {
   }
   if (reports.empty()) throw RunFailed(fmt::format("run {} wrote no report", label));
   std::sort(reports.begin(), reports.end());
+  // Each rank's latest report (by name: its start time); a report without the block is rank 0's.
+  std::map<int, fs::path> by_rank;
+  for (const auto& f : reports) by_rank[report_rank(f).value_or(0)] = f;
+  if (by_rank.size() < 2) return read_one(reports.back(), label);
+  std::vector<RunOutcome> ranks;
+  for (const auto& [rank, file] : by_rank) ranks.push_back(read_one(file, fmt::format("{} rank {}", label, rank)));
+  // The job's rate is its slowest rank's (a synchronous job steps at its pace); its report, the
+  // one the analysis reads the loop's wait from, that of the rank that waited longest for data
+  // (the others' wait for it is at their collectives).
+  const auto wait_of = [](const RunOutcome& o) {
+    const auto r = o.record();
+    return r.stall && r.stall->wait && r.stall->wait->avg ? *r.stall->wait->avg : 0.0;
+  };
+  const auto slowest =
+      std::min_element(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.rate < b.rate; });
+  const auto latest = std::max_element(ranks.begin(), ranks.end(),
+                                       [&](const auto& a, const auto& b) { return wait_of(a) < wait_of(b); });
+  RunOutcome out = *latest;
+  out.rate = slowest->rate;
+  out.rate_from = slowest->rate_from;
+  out.cv = slowest->cv;
+  out.observations = slowest->observations;
+  out.ranks = std::move(ranks);
+  return out;
+}
+
+namespace {
+RunOutcome read_one(const fs::path& file, const std::string& label) {
   RunOutcome out;
-  out.report_path = reports.back();
+  out.report_path = file;
   std::ifstream in(out.report_path);
   core::InstanceReport r;
   try {
@@ -154,6 +197,7 @@ RunOutcome read_outcome(const fs::path& dir, const std::string& label) {
   }
   return out;
 }
+}  // namespace
 
 std::optional<double> median_observation_rate(const nlohmann::json& report) {
   try {

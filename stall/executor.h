@@ -36,6 +36,12 @@ struct RunOutcome {
   // their aggregate (rate: the nodes' mean; report: node 0's, with `process_cpu` over all
   // nodes: their CPU seconds summed, per_item_us the mean of theirs).
   std::vector<RunOutcome> nodes;
+  // A run of a job of several ranks (--exec: one probe report per rank, each with its `rank`
+  // block; docs/stall.md, "Distributed jobs"): each rank's outcome, by rank. The fields above are
+  // then the slowest rank's (a synchronous job steps at its slowest rank's pace: its rate, cv and
+  // observations), with the report of the rank that waited longest for data (the straggler's, whose
+  // loop shows the stall). Empty for a single process.
+  std::vector<RunOutcome> ranks;
   RunSpec spec;  // the run as planned (kind, cpus, cache_frac, nodes); its label is the runs map's key
   // A run sized by its noise (stall/sized_run.h): its pooled rate's 95% half-width, relative, as
   // reached; the analysis's ranges carry it (nullopt: not sized, or unknown).
@@ -110,6 +116,9 @@ class ProcessExecutor : public Executor {
 
 // Reads the one report in `dir` into an outcome; throws RunFailed naming the
 // reason when there is none, it is a FAIL report, or it has no throughput.
+// Reports of several ranks (their `rank` blocks differ): each rank's latest is read into
+// RunOutcome::ranks and the outcome is the slowest rank's; any rank's failure fails the run,
+// naming the rank.
 // The rate is the mean of the observations' (train_item.avg), except after a
 // stall of the host (median_observation_rate).
 RunOutcome read_outcome(const std::filesystem::path& dir, const std::string& label);

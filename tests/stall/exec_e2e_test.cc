@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -279,6 +280,116 @@ TEST(StallExecProbe, EachEpochsFirstBatchIsReportedApartFromTheSteadyOnes) {
   const auto& replay = out["compute-only"];
   EXPECT_EQ(replay["epochs"], 1) << replay.dump(1);
   EXPECT_EQ(replay["steady_wait"]["count"], 19) << replay.dump(1);
+  fs::remove_all(dir);
+}
+
+// A distributed job (docs/stall.md, "Distributed jobs"): tests/stall/exec/ddp_train.py, two DDP
+// ranks over Gloo started by torch.multiprocessing.spawn, each rank's Dataset sharded by
+// DistributedSampler, batches of 4 samples and a step of ~1 ms; --slow-rank sleeps 20 ms in each
+// of that rank's samples (80 ms a step, against the other rank's ~0.3 ms of loading).
+class StallExecRanks : public StallExec {
+ protected:
+  void SetUp() override {
+    StallExec::SetUp();
+    const auto probe = run_command(kPython + " -c 'import torch.distributed as d; assert d.is_available()' 2>&1");
+    if (probe.exit_code != 0) GTEST_SKIP() << kPython << " has no torch.distributed: " << probe.output;
+  }
+  nlohmann::json analyse(const std::string& slow) {
+    const auto r = run_command(stall("--iterations 10 --cpus 2", script("ddp_train.py") + " " + slow));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    output_ = r.output;
+    return read_json(dir_ / "out" / "stall.json");
+  }
+  std::string output_;
+};
+
+// Each rank writes its own report (before: both named R0.D0, read as one process); the slowed rank
+// is named the straggler; the other rank's wait is at the all-reduce (its sync), measured.
+TEST_F(StallExecRanks, TheSlowedRankIsTheStragglerAndTheOtherWaitsAtTheAllReduce) {
+  const auto result = analyse("--slow-rank 1 --slow-ms 20");
+  ASSERT_TRUE(result.contains("job")) << result.dump(1);
+  EXPECT_EQ(result["job"]["straggler"], 1) << result["job"].dump(1);
+  ASSERT_EQ(result["ranks"].size(), 2u) << result.dump(1);
+  const auto& r0 = result["ranks"][0];
+  const auto& r1 = result["ranks"][1];
+  EXPECT_EQ(r0["rank"], 0);
+  EXPECT_EQ(r1["rank"], 1);
+  EXPECT_GT(r0["sync_ms"].get<double>(), r1["sync_ms"].get<double>()) << result["ranks"].dump(1);
+  EXPECT_GT(r1["wait_ms"].get<double>(), r0["wait_ms"].get<double>()) << result["ranks"].dump(1);
+  // Every run of the job: one report per rank, each with its rank block and a name of its own.
+  for (const char* label : {"synthetic", "cached", "cold"}) {
+    std::set<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir_ / "out" / "runs" / label)) {
+      if (e.path().extension() != ".json") continue;
+      const auto report = read_json(e.path());
+      ASSERT_TRUE(report.contains("rank")) << e.path();
+      EXPECT_EQ(report["rank"]["world_size"], 2) << e.path();
+      EXPECT_EQ(report["rank"]["from"], "torch.distributed") << e.path();
+      EXPECT_NE(e.path().filename().string().find(fmt::format(".rank{}.", report["rank"]["rank"].get<int>())),
+                std::string::npos)
+          << e.path();
+      EXPECT_TRUE(report["stall"]["sync"].is_object()) << e.path();
+      EXPECT_EQ(report["probe"]["sync"]["ddp_models"], 1) << e.path();
+      names.insert(e.path().filename().string());
+    }
+    EXPECT_EQ(names.size(), 2u) << label;
+    ASSERT_TRUE(result["runs"][label].contains("ranks")) << label;
+  }
+  EXPECT_NE(output_.find("straggler: rank 1"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("ranks: 2"), std::string::npos) << output_;
+}
+
+// Both ranks load alike (5 ms a sample each): no rank is named.
+TEST_F(StallExecRanks, ABalancedJobNamesNoStraggler) {
+  const auto result = analyse("--slow-rank all --slow-ms 5");
+  ASSERT_TRUE(result.contains("job")) << result.dump(1);
+  EXPECT_TRUE(result["job"]["straggler"].is_null()) << result["job"].dump(1);
+  EXPECT_EQ(result["job"]["balanced"], true);
+  EXPECT_NE(output_.find("balanced: no rank"), std::string::npos) << output_;
+}
+
+// The probe's rank identity (probe/mlbench_probe.py, rank_identity): from RANK/LOCAL_RANK/WORLD_SIZE
+// (torchrun, ranks by hand), from srun's variables, none for a single process; a rank of several
+// writes its report under a name of its own, a single process as before.
+TEST(StallExecProbe, ARanksIdentityComesFromItsEnvironment) {
+  const fs::path dir = scratch_dir("stall_exec_rank_env");
+  const fs::path script = dir / "identity.py";
+  std::ofstream(script)
+      << "import json, os, sys, mlbench_probe\n"
+         "out = {'env': mlbench_probe.rank_identity({'RANK': '3', 'LOCAL_RANK': '1', 'WORLD_SIZE': '4'}),\n"
+         "       'slurm': mlbench_probe.rank_identity({'SLURM_PROCID': '5', 'SLURM_LOCALID': '0', 'SLURM_NTASKS': "
+         "'6'}),\n"
+         "       'none': mlbench_probe.rank_identity({})}\n"
+         "names = {}\n"
+         "for key, env in (('rank', {'RANK': '1', 'WORLD_SIZE': '2'}), ('one', {})):\n"
+         "    env['MLBENCH_PROBE_REPORT'] = os.path.join(sys.argv[1], key)\n"
+         "    p = mlbench_probe.Probe(environ=env)\n"
+         "    for b in mlbench_probe.Wrapped(p, [[0] * 2] * 30): pass\n"
+         "    names[key] = os.path.basename(p.write(final=True))\n"
+         "    out[key + '_block'] = p.report(True)['rank']\n"
+         "out['names'] = names\n"
+         "print(json.dumps(out))\n";
+  const auto r = run_command(
+      fmt::format("env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u SLURM_PROCID PYTHONPATH={} {} {} {} 2>/dev/null",
+                  (fs::path(MLBENCH_SOURCE_DIR) / "probe").string(), kPython, script.string(), dir.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto out = nlohmann::json::parse(r.output);
+  EXPECT_EQ(out["env"]["rank"], 3);
+  EXPECT_EQ(out["env"]["local_rank"], 1);
+  EXPECT_EQ(out["env"]["world_size"], 4);
+  EXPECT_EQ(out["env"]["from"], "env");
+  EXPECT_TRUE(out["env"]["host"].is_string());
+  EXPECT_EQ(out["slurm"]["rank"], 5);
+  EXPECT_EQ(out["slurm"]["local_rank"], 0);
+  EXPECT_EQ(out["slurm"]["world_size"], 6);
+  EXPECT_EQ(out["slurm"]["from"], "env");
+  EXPECT_EQ(out["none"]["rank"], 0);
+  EXPECT_EQ(out["none"]["world_size"], 1);
+  EXPECT_EQ(out["none"]["from"], "none");
+  EXPECT_EQ(out["rank_block"]["rank"], 1);
+  EXPECT_NE(out["names"]["rank"].get<std::string>().find(".rank1.R0.D0."), std::string::npos) << out.dump(1);
+  EXPECT_EQ(out["one_block"]["world_size"], 1);
+  EXPECT_EQ(out["names"]["one"].get<std::string>().find(".rank"), std::string::npos) << out.dump(1);  // as before
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,80 @@
+"""A 2-rank DDP training script over Gloo on the CPU, started by torch.multiprocessing.spawn (as
+pytorch/examples' ImageNet script does with --multiprocessing-distributed): a tiny model, a
+synthetic Dataset sharded by DistributedSampler, and one rank's samples slowed on purpose.
+
+    python3 ddp_train.py [--ranks 2] [--slow-rank R] [--slow-ms MS] [--batch 4] [--epochs 50]
+
+--slow-rank R (default none) sleeps --slow-ms in every __getitem__ of rank R's Dataset, so R is
+late at every step and the other ranks wait for it at DDP's gradient all-reduce; ``all`` slows
+every rank alike (a balanced job). Used by
+tests/stall/exec_e2e_test.cc (StallExecRanks.*) under mlbench-stall --exec; it knows nothing of
+mlbench."""
+
+import argparse
+import os
+import socket
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+class Synthetic(Dataset):
+    def __init__(self, n, delay_s):
+        self.n, self.delay_s = n, delay_s
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        g = torch.Generator().manual_seed(i)
+        return torch.randn(16, generator=g), i % 4
+
+
+def worker(rank, args):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank, world_size=args.ranks)
+    delay = args.slow_ms / 1000 if args.slow_rank in ("all", str(rank)) else 0.0
+    data = Synthetic(args.samples, delay)
+    sampler = DistributedSampler(data, num_replicas=args.ranks, rank=rank, shuffle=True, seed=0)
+    loader = DataLoader(data, batch_size=args.batch, sampler=sampler, num_workers=0)
+    model = DistributedDataParallel(torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            opt.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+    dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--slow-rank", default="none")
+    ap.add_argument("--slow-ms", type=float, default=50)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--samples", type=int, default=64)
+    ap.add_argument("--epochs", type=int, default=50)
+    args = ap.parse_args()
+    args.port = int(os.environ.get("DDP_PORT", "0")) or free_port()
+    mp.spawn(worker, args=(args,), nprocs=args.ranks)
+
+
+if __name__ == "__main__":
+    main()
