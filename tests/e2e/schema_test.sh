@@ -6,7 +6,7 @@
 #     completed it, plus the FAIL report the runner writes for an instance that dies before writing one;
 #   - the Python probe (probe/mlbench_probe.py) around a script's loop of batches;
 #   - the checked-in reports of tests/fixtures (written before schema_version: version 0);
-# and mlbench-stall's stall.json (a stallsim analysis, the fixtures') against docs/schema/stall.schema.json;
+# and mlbench-stall's stall.json (a stallsim analysis, an --exec analysis, the fixtures') against docs/schema/stall.schema.json;
 # and every report also reads through the typed reader (the C++ side: mlbench-report --reports FILE) and
 # goes through the typed record and back with nothing lost (report_roundtrip).
 # Usage: schema_test.sh BUILD_DIR SOURCE_DIR
@@ -101,7 +101,16 @@ print(f"{len(files)} reports against {os.path.basename(sys.argv[1])}: {bad} erro
 sys.exit(1 if bad else 0)
 PY
 
-"$python" - "$src/docs/schema/stall.schema.json" "$tmp/stall/stall.json" "$src"/tests/fixtures/*/expected/stall.json \
+# And an --exec analysis (the probe in a script of injected sleeps, no torch): its stall.json has no
+# cache fraction between 0 and 1 to self-check, so self_check.passed is null, which the schema once
+# refused (a boolean only).
+"$build/bin/mlbench-stall" --exec --exec-writes-ok --data "$tmp/stall-data" --out "$tmp/stall-exec" --cpus 1 \
+  --iterations 4 --target-noise 0 -- "$python" "$src/tests/stall/exec/sleepy_train.py" "$tmp/stall-data" --batch 2 \
+  --prep-ms 1 --fetch-ms 1 --compute-ms 2 >"$tmp/stall-exec.log" 2>&1 ||
+  fail "mlbench-stall --exec failed: $(tail -5 "$tmp/stall-exec.log")"
+
+"$python" - "$src/docs/schema/stall.schema.json" "$tmp/stall/stall.json" "$tmp/stall-exec/stall.json" \
+  "$src"/tests/fixtures/*/expected/stall.json \
   "$src"/tests/fixtures/stall_golden/analysis/stall.json "$src"/tests/fixtures/report_golden/tree/stall/*/stall.json <<'PY' || exit 1
 import json, os, sys
 from jsonschema import Draft202012Validator
