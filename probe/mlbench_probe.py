@@ -357,7 +357,8 @@ class Probe:
             "stall": {"wait": _stats(waits), "h2d": _stats([0.0] * len(waits)), "compute": _stats(computes),
                       "iteration": _stats(iters), "stall_pct": 100 * sum(waits) / total if total > 0 else None,
                       "sync": _stats(syncs), "sync_pct": 100 * sum(syncs) / total if total > 0 else None,
-                      "warmup_iterations": warm * self.number},
+                      "warmup_iterations": warm * self.number,
+                      "steps": _steps(waits, syncs, computes, warm * self.number)},
             "rank": rank,
             "pipeline": {"source": "mlbench_probe", "loader": st.name if st else None, "workers": st.workers if st else 0},
             "resources": None,
@@ -435,6 +436,21 @@ class Probe:
                 self.log(f"cannot write the report into {self.folder}: {e}")
                 return
             self.log(f"report {path}" + (f" (not completed: {failure})" if failure else ""))
+
+
+# The most timed iterations whose wait/sync/compute stall.steps lists one by one (the statistics
+# cover them all): 3 x 1000 numbers, about 30 KB of report.
+STEPS_MAX = 1000
+
+
+def _steps(waits, syncs, computes, first):
+    """stall.steps: each timed iteration's wait, sync and compute (seconds, to the microsecond), the
+    first STEPS_MAX of them; iteration `first` + i of the loader is entry i, so the ranks of a job
+    line up step by step (docs/report-format.md, "Ranks of a distributed job")."""
+    kept = min(len(waits), STEPS_MAX)
+    r6 = lambda xs: [round(x, 6) for x in xs[:kept]]
+    return {"first": first, "count": len(waits), "kept": kept, "unit": "s",
+            "wait": r6(waits), "sync": r6(syncs), "compute": r6(computes)}
 
 
 def _epoch_start(st, lo, hi):

@@ -5,10 +5,14 @@
 // reports into the per-rank figures and the job's: which rank is the straggler, and what its
 // lateness costs the others at their collectives.
 //
-// A first version: the straggler is the rank whose data wait per iteration exceeds the mean of
-// the other ranks' by more than kSignificanceSigmas standard errors (from the iterations' spread)
-// and by kStragglerMinPct of the step; the differential runs (cached, synthetic, the CPU sweep)
-// are of the job as a whole, not per rank. Pure: reports in, numbers and words out.
+// The straggler is the rank whose data wait per iteration exceeds the mean of the other ranks' by
+// more than kSignificanceSigmas standard errors (from the iterations' spread) and by
+// kStragglerMinPct of the step. Each rank's step is split with the differential method on its own
+// data wait (add_split: the cold run's wait less the cached run's is its fetch stall, the cached
+// less the synthetic's its prep stall), which names the straggler's cause; per step (the probe's
+// stall.steps) the late rank is the one that waited longest for data, and the job's split is the
+// ranks' time in compute, prep stall, fetch stall and sync wait. Pure: reports in, numbers and
+// words out.
 #pragma once
 
 #include <filesystem>
@@ -44,13 +48,42 @@ struct RankFigures {
   bool sync_measured = false;  // the report has stall.sync (a probe with the hooks)
   std::filesystem::path report;
 
+  // Per step (the probe's stall.steps; empty in reports before it): timed iteration first_step + i
+  // of the rank's loader is entry i.
+  int first_step = 0;
+  std::vector<double> step_wait, step_sync, step_compute;
+
+  // The differential split of the rank's step (add_split; split_known: the job's cached and
+  // synthetic runs had this rank): fetch_s + prep_s + split_compute_s + sync_s = iteration_s.
+  bool split_known = false;
+  double cached_wait_s = 0, synthetic_wait_s = 0;  // its data wait per step in those runs
+  double fetch_s = 0;          // the cold wait less the cached wait (0..wait_s)
+  double prep_s = 0;           // the cached wait less the synthetic wait (0..wait_s - fetch_s)
+  double split_compute_s = 0;  // compute_s and the wait left (what the replayed batches still wait)
+
+  // Per step (job_figures): the steps at which this rank was the late one, and its lateness then
+  // (its wait beyond the other ranks' mean at that step) summed.
+  int late_steps = 0;
+  double delay_s = 0;
+
   double wait_pct() const { return iteration_s > 0 ? 100 * wait_s / iteration_s : 0; }
   double sync_pct() const { return iteration_s > 0 ? 100 * sync_s / iteration_s : 0; }
   double compute_pct() const { return iteration_s > 0 ? 100 * compute_s / iteration_s : 0; }
+  // The rank's cause of data wait: "prep" or "fetch", the larger stall of its split; none when
+  // the split is unknown or its wait is below kStragglerMinPct of its step.
+  std::optional<std::string> cause() const;
 };
 
 // One rank's figures from its report; none when the report has no per-iteration stall block.
 std::optional<RankFigures> rank_figures(const nlohmann::json& report, const std::filesystem::path& file = {});
+
+// Splits each rank of `cold` (the job as it runs) with the differential method on the rank's own
+// data wait, the ranks matched by rank number: fetch stall = cold wait - cached wait, prep stall =
+// cached wait - synthetic wait (each clamped to the cold wait), compute the rest of the step less
+// its sync. A rank absent from either run keeps split_known false. (A rank's rate cannot split it:
+// every rank steps at the job's pace.)
+void add_split(std::vector<RankFigures>& cold, const std::vector<RankFigures>& cached,
+               const std::vector<RankFigures>& synthetic);
 
 struct JobFigures {
   std::vector<RankFigures> ranks;  // by rank
@@ -59,9 +92,22 @@ struct JobFigures {
   int latest = 0;                  // the rank with the most data wait, claimed or not
   double late_s = 0;               // its wait per iteration beyond the others' mean
   double noise_s = 0;              // late_s's standard error
-  double step_s = 0;               // the job's mean step (the ranks' mean iteration)
+  double step_s = 0;               // the job's step: its slowest rank's mean iteration
   double others_sync_s = 0;        // the other ranks' mean sync per iteration
   std::string text;                // one line for the console
+
+  // The job's split (split_known: every rank's is known): the ranks' time (K x the step) in
+  // compute, prep stall, fetch stall and sync wait, each rank's shares of its own step averaged
+  // over the ranks, so the four sum to 100%.
+  bool split_known = false;
+  double compute_pct = 0, prep_pct = 0, fetch_pct = 0, sync_pct = 0;
+  std::optional<std::string> cause;  // the straggler's ("prep" or "fetch"); none: balanced or unknown
+
+  // Per step (every rank has stall.steps): the steps all ranks recorded, compared one by one; at
+  // each the late rank is the one with the largest data wait, when it waited at least
+  // kStragglerMinPct of the step longer than the others' mean (else the step is on time).
+  int steps = 0;
+  int on_time_steps = 0;
 };
 
 // The job from its ranks' figures (any order; at least one).

@@ -300,6 +300,36 @@ class StallExecRanks : public StallExec {
     output_ = r.output;
     return read_json(dir_ / "out" / "stall.json");
   }
+  // Rank 1 of `result` the straggler with `cause` (its split, the job's), late at most steps, and
+  // rank 0's sync wait its lateness, within the bounds the tests state.
+  void expect_straggler_cause(const nlohmann::json& result, const std::string& cause) const {
+    const auto& job = result["job"];
+    EXPECT_EQ(job["cause"], cause) << job.dump(1);
+    ASSERT_EQ(result["ranks"].size(), 2u) << result.dump(1);
+    const auto& r0 = result["ranks"][0];
+    const auto& r1 = result["ranks"][1];
+    EXPECT_EQ(r1["cause"], cause) << r1.dump(1);
+    ASSERT_TRUE(r1["split"].is_object()) << r1.dump(1);
+    const std::string other = cause == "prep" ? "fetch" : "prep";
+    EXPECT_GT(r1["split"][cause + "_pct"].get<double>(), 60) << r1.dump(1);
+    EXPECT_LT(r1["split"][other + "_pct"].get<double>(), 20) << r1.dump(1);
+    // The job's split sums to 100% (each share rounded to 0.1).
+    const auto& s = job["split"];
+    ASSERT_TRUE(s.is_object()) << job.dump(1);
+    EXPECT_NEAR(s["compute_pct"].get<double>() + s["prep_pct"].get<double>() + s["fetch_pct"].get<double>() +
+                    s["sync_pct"].get<double>(),
+                100, 0.3)
+        << job.dump(1);
+    EXPECT_GT(s[cause + "_pct"].get<double>(), 30) << job.dump(1);  // half the ranks' time, one rank in two
+    EXPECT_GT(s["sync_pct"].get<double>(), 30) << job.dump(1);      // the other half: rank 0 at the all-reduce
+    // Per step: --iterations 10 compared one by one, rank 1 the late one at (nearly) all.
+    EXPECT_EQ(job["steps"], 10) << job.dump(1);
+    EXPECT_GE(r1["late_steps"].get<int>(), 8) << result["ranks"].dump(1);
+    EXPECT_EQ(r0["late_steps"], 0) << result["ranks"].dump(1);
+    const double sync0 = r0["sync_ms"].get<double>(), wait1 = r1["wait_ms"].get<double>();
+    EXPECT_GE(sync0, 0.7 * 80) << result["ranks"].dump(1);
+    EXPECT_NEAR(sync0, wait1, 0.25 * wait1 + 10) << result["ranks"].dump(1);
+  }
   std::string output_;
 };
 
@@ -335,8 +365,24 @@ TEST_F(StallExecRanks, TheSlowedRankIsTheStragglerAndTheOtherWaitsAtTheAllReduce
     EXPECT_EQ(names.size(), 2u) << label;
     ASSERT_TRUE(result["runs"][label].contains("ranks")) << label;
   }
-  EXPECT_NE(output_.find("straggler: rank 1"), std::string::npos) << output_;
   EXPECT_NE(output_.find("ranks: 2"), std::string::npos) << output_;
+  // Its cause, from rank 1's own differential split: prep (its wait is as long with the data
+  // cached, and gone with batches replayed); late at the steps, and rank 0's wait at the
+  // all-reduce is rank 1's lateness: at least 70% of the 80 ms a step injected (a sleep is never
+  // shorter), and rank 1's data wait within 25% and 10 ms (the compute of the two ranks apart).
+  expect_straggler_cause(result, "prep");
+  EXPECT_NE(output_.find("straggler: rank 1 (prep: its data wait"), std::string::npos) << output_;
+}
+
+// The same job with rank 1's reads slow instead (20 ms a sample when the file's pages are not
+// resident: in the cold run, not in the cached one): rank 1 again, and the cause is fetch.
+TEST_F(StallExecRanks, TheRankWithASlowReadIsTheStragglerAndItsCauseIsFetch) {
+  const auto result =
+      analyse("--data " + (dir_ / "data").string() + " --slow-read-rank 1 --slow-read-ms 20");
+  ASSERT_TRUE(result.contains("job")) << result.dump(1);
+  EXPECT_EQ(result["job"]["straggler"], 1) << result["job"].dump(1);
+  expect_straggler_cause(result, "fetch");
+  EXPECT_NE(output_.find("straggler: rank 1 (fetch: its data wait"), std::string::npos) << output_;
 }
 
 // Both ranks load alike (5 ms a sample each): no rank is named.
@@ -346,6 +392,12 @@ TEST_F(StallExecRanks, ABalancedJobNamesNoStraggler) {
   EXPECT_TRUE(result["job"]["straggler"].is_null()) << result["job"].dump(1);
   EXPECT_EQ(result["job"]["balanced"], true);
   EXPECT_NE(output_.find("balanced: no rank"), std::string::npos) << output_;
+  // No cause is named; both ranks wait for their samples (prep: 20 ms a step each, as cached).
+  EXPECT_TRUE(result["job"]["cause"].is_null()) << result["job"].dump(1);
+  const auto& s = result["job"]["split"];
+  ASSERT_TRUE(s.is_object()) << result["job"].dump(1);
+  EXPECT_GT(s["prep_pct"].get<double>(), s["fetch_pct"].get<double>()) << s.dump(1);
+  EXPECT_GT(s["prep_pct"].get<double>(), s["sync_pct"].get<double>()) << s.dump(1);
 }
 
 // The probe's rank identity (probe/mlbench_probe.py, rank_identity): from RANK/LOCAL_RANK/WORLD_SIZE
