@@ -108,7 +108,56 @@ def _first_int(env, names):
     return None
 
 
+def _node_identity(env):
+    """Where this rank runs (docs/stall.md, "Across nodes (Slurm)"): ``node`` (srun's
+    ``SLURMD_NODENAME``, else the host name), ``node_id`` (``SLURM_NODEID``), ``boot_id`` (the
+    kernel's: ranks on "nodes" with one boot id share one kernel, so one page cache), ``cpus`` (the
+    CPUs this process may run on, as Slurm's ``--cpus-per-task`` or an affinity gave them),
+    ``cpus_per_task`` (``SLURM_CPUS_PER_TASK``), ``mem_total_mib`` (the kernel's memory) and
+    ``memory_max_mib`` (its cgroup's memory limit, ``memory.max`` or v1's ``memory.limit_in_bytes``,
+    the smallest up to the root: Slurm's ``--mem``, which bounds the page cache it keeps; null:
+    none)."""
+    def read(path):
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError:
+            return ""
+    mem = None
+    for line in read("/proc/meminfo").splitlines():
+        if line.startswith("MemTotal:"):
+            mem = int(line.split()[1]) // 1024
+    # The smallest memory limit of this process's cgroup and its ancestors (v1's memory controller
+    # where it has one, else v2's unified hierarchy).
+    limit = None
+    groups = dict(line.split(":", 2)[1:] for line in read("/proc/self/cgroup").splitlines() if line.count(":") >= 2)
+    if "memory" in groups:
+        base, path, name = "/sys/fs/cgroup/memory", groups["memory"], "memory.limit_in_bytes"
+    else:
+        base, path, name = "/sys/fs/cgroup", groups.get("", "/"), "memory.max"
+    while True:
+        value = read(f"{base}{path.rstrip('/')}/{name}")
+        if value.isdigit() and int(value) < (1 << 60):
+            limit = min(limit or 1 << 62, int(value) // (1 << 20))
+        if path in ("", "/"):
+            break
+        path = os.path.dirname(path.rstrip("/"))
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return {"node": env.get("SLURMD_NODENAME") or socket.gethostname(), "node_id": _first_int(env, ("SLURM_NODEID",)),
+            "boot_id": read("/proc/sys/kernel/random/boot_id") or None, "cpus": cpus,
+            "cpus_per_task": _first_int(env, ("SLURM_CPUS_PER_TASK",)), "mem_total_mib": mem,
+            "memory_max_mib": limit}
+
+
 def rank_identity(environ=None):
+    """This process's place in a distributed job, with where it runs (_node_identity)."""
+    env = os.environ if environ is None else environ
+    ident = _rank_identity(env)
+    ident.update(_node_identity(env))
+    return ident
+
+
+def _rank_identity(environ=None):
     """This process's place in a distributed job: ``{rank, local_rank, world_size, from, host}``.
     ``from``: ``env`` (``RANK``, else srun's ``SLURM_PROCID``; torchrun, srun, ranks started by hand),
     ``torch.distributed`` (a script that spawns its own ranks, once ``init_process_group`` has run),

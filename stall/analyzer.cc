@@ -20,6 +20,7 @@
 #include "decision.h"
 #include "epoch_start.h"
 #include "measured.h"
+#include "nodes.h"
 #include "partitioned_model.h"
 #include "ranks.h"
 #include "readahead_model.h"
@@ -1077,6 +1078,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   out["runs"] = runs_json(runs);
   // A job of several ranks (--exec; stall/ranks.h): each rank's figures and the straggler.
   add_ranks_block(runs, out);
+  add_nodes_block(out);  // and across nodes (stall/nodes.h): each rank's node and CPUs, each node's page cache
   return out;
 }
 

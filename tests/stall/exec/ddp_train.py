@@ -3,6 +3,12 @@ pytorch/examples' ImageNet script does with --multiprocessing-distributed): a ti
 synthetic Dataset sharded by DistributedSampler, and one rank's samples slowed on purpose.
 
     python3 ddp_train.py [--ranks 2] [--slow-rank R] [--slow-ms MS] [--batch 4] [--epochs 50]
+    srun -N2 --ntasks-per-node=1 python3 ddp_train.py --launcher env ...
+
+--launcher env (as a script started by torchrun or srun is): this process is one rank, which
+takes its rank and world size from RANK/WORLD_SIZE, else srun's SLURM_PROCID/SLURM_NTASKS, and
+the rendezvous from MASTER_ADDR (default 127.0.0.1) and MASTER_PORT (default: one derived from
+SLURM_JOB_ID and SLURM_STEP_ID, the same in every task of a step and different for each step).
 
 --slow-rank R (default none) sleeps --slow-ms in every __getitem__ of rank R's Dataset, so R is
 late at every step and the other ranks wait for it at DDP's gradient all-reduce; ``all`` slows
@@ -59,7 +65,7 @@ class Synthetic(Dataset):
 
 def worker(rank, args):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank, world_size=args.ranks)
+    dist.init_process_group("gloo", init_method=f"tcp://{args.addr}:{args.port}", rank=rank, world_size=args.ranks)
     delay = args.slow_ms / 1000 if args.slow_rank in ("all", str(rank)) else 0.0
     data = Synthetic(args.samples, delay)
     if args.data:
@@ -97,7 +103,18 @@ def main():
     ap.add_argument("--data", default="")
     ap.add_argument("--slow-read-rank", default="none")
     ap.add_argument("--slow-read-ms", type=float, default=20)
+    ap.add_argument("--launcher", choices=("spawn", "env"), default="spawn")
     args = ap.parse_args()
+    if args.launcher == "env":
+        env = os.environ
+        rank = int(env.get("RANK") or env["SLURM_PROCID"])
+        args.ranks = int(env.get("WORLD_SIZE") or env["SLURM_NTASKS"])
+        args.addr = env.get("MASTER_ADDR", "127.0.0.1")
+        step = int(env.get("SLURM_JOB_ID", "0")) * 64 + int(env.get("SLURM_STEP_ID", "0") or 0)
+        args.port = int(env.get("MASTER_PORT", "0")) or 12000 + step % 8000
+        worker(rank, args)
+        return
+    args.addr = "127.0.0.1"
     args.port = int(os.environ.get("DDP_PORT", "0")) or free_port()
     mp.spawn(worker, args=(args,), nprocs=args.ranks)
 
