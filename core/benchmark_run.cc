@@ -181,8 +181,18 @@ int BenchmarkRun::finish(InstanceReport report, bool completed, const std::strin
     std::cout << written.dump(2) << "\n";
     return exit_code;
   }
+  // A rank of a job of several whose report has a `rank` block (scaling --rank-reports): `.rank<k>`
+  // before `.R`, as the Python probe names it, so that the ranks' reports do not collide.
+  std::string name = o.name;
+  if (const auto rk = written.find("rank"); rk != written.end() && rk->is_object()) {
+    const auto rank = rk->find("rank"), world = rk->find("world_size");
+    if (rank != rk->end() && rank->is_number_integer() && world != rk->end() && world->is_number_integer() &&
+        world->get<int>() > 1) {
+      name += fmt::format(".rank{}", rank->get<int>());
+    }
+  }
   const std::filesystem::path file =
-      std::filesystem::path(o.report_dir) / report_file_name(o.suite, o.name, o.run_id, o.jr_id, !completed, now);
+      std::filesystem::path(o.report_dir) / report_file_name(o.suite, name, o.run_id, o.jr_id, !completed, now);
   try {
     write_json_atomic(file, written);
     report_path_ = file.string();

@@ -1,6 +1,8 @@
 // mlbench-stall's command line (see command_line.h).
 #include "command_line.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -98,6 +100,9 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
       ->check(core::integer_in(1, 1 << 16))
       ->capture_default_str();
   app.add_option("--bench-dir", o.bench_dir, "Where benchmark executables are")->capture_default_str();
+  auto* ranks = app.add_option("--ranks", o.config.ranks,
+                               "A distributed benchmark (scaling): the ranks of its job on this machine, each on its "
+                               "share of the CPUs and reporting on its own (default 1)");
   app.add_option("--data", o.config.data, "Dataset root (default: $DATA_DIRECTORY/fake-imagenet-small/train)");
   app.add_option("--cpus", o.config.cpus, "CPU counts of the prep sweep (default: 1 .. all)")->delimiter(',');
   auto* cache_fracs =
@@ -164,10 +169,54 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   o.cache_fracs_given = cache_fracs->count() > 0;
   o.page_fracs_given = page_fracs->count() > 0;
   o.io_depths_given = io_depths->count() > 0;
+  o.ranks_given = ranks->count() > 0;
   return parsed;
 }
 
 namespace {
+
+// The benchmarks that run a job of ranks of their own (--ranks K --rank-reports: each rank writes a
+// report with its `rank` block and its sync wait).
+constexpr std::array<std::string_view, 1> kDistributedBenches{"scaling"};
+
+// --ranks K: K >= 1; for a distributed benchmark only, every run given `--ranks K --rank-reports`.
+int check_ranks(StallOptions& o) {
+  const int k = o.config.ranks;
+  if (k < 1) {
+    std::cerr << fmt::format("mlbench-stall: error: --ranks {}: a job has 1 rank or more\n", k);
+    return 2;
+  }
+  if (o.exec_mode) {
+    if (o.ranks_given) {
+      std::cerr << "mlbench-stall: error: --ranks is for --bench: a command run with --exec starts its own ranks "
+                   "(mp.spawn, torchrun, srun), and every rank's report is read\n";
+      return 2;
+    }
+    return 0;
+  }
+  const bool distributed = std::find(kDistributedBenches.begin(), kDistributedBenches.end(), o.config.bench) !=
+                           kDistributedBenches.end();
+  if (!distributed) {
+    if (k > 1) {
+      std::cerr << fmt::format(
+          "mlbench-stall: error: --ranks {}: benchmark '{}' is not distributed (the benchmarks that run ranks: "
+          "scaling)\n",
+          k, o.config.bench);
+      return 2;
+    }
+    return 0;
+  }
+  if (without_flags(o.config.extra, {"--ranks", "--rank-reports"}).size() != o.config.extra.size()) {
+    std::cerr << "mlbench-stall: error: give a job's ranks to mlbench-stall (--ranks K), not to the benchmark after "
+                 "--: every run is then a job of K ranks, each writing its own report\n";
+    return 2;
+  }
+  o.config.extra.insert(o.config.extra.end(), {"--ranks", std::to_string(k), "--rank-reports"});
+  // The peer runs measure a partitioned cache of one process per node; a node's K ranks do not share
+  // one, so they are not run for a job of ranks (the loopback measurement stands).
+  if (k > 1) o.config.peer_nodes = 0;
+  return 0;
+}
 
 // --exec: the command after --, which must be executable, and the probe beside the build.
 int check_exec(StallOptions& o) {
@@ -240,6 +289,7 @@ int check_options(StallOptions& o) {
                              bench.string());
     return 2;
   }
+  if (const int rc = check_ranks(o)) return rc;
   if (o.config.data.empty()) o.config.data = (fs::path(o.data_directory) / "fake-imagenet-small" / "train").string();
   if (remote_data(o.config)) {
     if (o.exec_mode) {

@@ -28,7 +28,7 @@ struct StallOptions {
   // from 2 rounds, else --rounds).
   SizingRule sizing;
   int max_rounds = 0;
-  bool cache_fracs_given = false, page_fracs_given = false, io_depths_given = false;
+  bool cache_fracs_given = false, page_fracs_given = false, io_depths_given = false, ranks_given = false;
 };
 
 // The options in argv; `exit` is set when the program should end now (--help, --version: 0; a bad

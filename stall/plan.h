@@ -34,6 +34,9 @@ struct StallConfig {
   // Datasets over HTTP (--data http://...): the --io-depth values run as held-out checks of the
   // io-depth what-if (docs/stall.md, "Datasets over HTTP").
   std::vector<int> io_depths{1, 32};
+  // --ranks: a distributed benchmark's ranks (scaling); every run is a job of that many, each rank
+  // writing its own report (docs/stall.md, "Distributed jobs").
+  int ranks = 1;
 };
 
 // --exec (stall/exec_target.h): the user's command and how the probe times it.

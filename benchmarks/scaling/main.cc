@@ -9,9 +9,19 @@
 //
 // Ranks come from the environment (MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE, or a
 // Slurm step: rendezvous.h); without one, rank 0 starts --ranks - 1 copies of
-// itself on this machine, which share the slot's CPUs (--cpu-cores / N threads each).
+// itself on this machine, which share the slot's CPUs (--cpu-cores / N threads each,
+// each rank on CPUs of its own where they divide: rank_cpus).
+//
+// Each rank reads its shard the way DistributedSampler deals it (the pipeline's sampler:
+// one permutation per epoch from the common seed, every N-th position to each rank).
+// With --rank-reports (what `mlbench-stall --bench scaling --ranks K` runs) every rank
+// writes a report of its own, `<suite>.scaling.rank<k>.R<run>.D<slot>...json`, with a
+// `rank` block, its own samples/s, and per iteration its sync wait (blocked on the
+// allreduce after backward's computation) apart from its compute and data wait.
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -35,7 +45,10 @@
 #include "core/blas.h"
 #include "core/environment.h"
 #include "core/process.h"
+#include "core/statistics.h"
 #include "core/stop_signals.h"
+#include "core/sysinfo.h"
+#include "pipeline/sampler.h"
 #include "reducer.h"
 #include "rendezvous.h"
 #include "source_hash.h"
@@ -46,29 +59,6 @@ using namespace mlbench;
 
 constexpr const char* kLocalEnv = "MLBENCH_SCALING_LOCAL";  // set in the copies rank 0 starts
 constexpr double kStopGraceS = 3.0;  // a copy's time to end after SIGTERM when rank 0 did not complete
-
-// Items rank, rank + world, rank + 2 world, ... of a source: each rank's own shard.
-class ShardSource : public pipeline::ItemSource {
- public:
-  ShardSource(std::shared_ptr<const pipeline::ItemSource> all, int rank, int world)
-      : all_(std::move(all)), rank_(rank), world_(world) {}
-  std::size_t size() const override {
-    const std::size_t n = all_->size();
-    return n > static_cast<std::size_t>(rank_) ? (n - rank_ + world_ - 1) / world_ : 0;
-  }
-  std::int64_t label(std::size_t i) const override { return all_->label(map(i)); }
-  void fetch(std::size_t i, pipeline::Bytes& out) const override { all_->fetch(map(i), out); }
-  pipeline::Encoding encoding() const override { return all_->encoding(); }
-  int raw_width() const override { return all_->raw_width(); }
-  int raw_height() const override { return all_->raw_height(); }
-  int raw_channels() const override { return all_->raw_channels(); }
-  std::string describe(std::size_t i) const override { return all_->describe(map(i)); }
-
- private:
-  std::size_t map(std::size_t i) const { return static_cast<std::size_t>(rank_) + i * world_; }
-  std::shared_ptr<const pipeline::ItemSource> all_;
-  int rank_, world_;
-};
 
 // The copies of this program that rank 0 starts in local mode, through
 // core::Process (their own process group, killed with rank 0). Each copy's
@@ -152,8 +142,8 @@ std::vector<std::string> g_args;  // this program's arguments: the copies run wi
 pid_t g_main_pid = 0;
 
 // Starts ranks 1 .. world-1 as copies of this program (same flags), with the
-// rendezvous in their environment.
-std::shared_ptr<Children> spawn_ranks(int world, int port) {
+// rendezvous in their environment; rank k on cpus[k] when given (rank_cpus).
+std::shared_ptr<Children> spawn_ranks(int world, int port, const std::vector<std::vector<int>>& cpus) {
   auto children = std::make_shared<Children>();
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -168,6 +158,7 @@ std::shared_ptr<Children> spawn_ranks(int world, int port) {
     (*spec.env)["MASTER_ADDR"] = "127.0.0.1";
     (*spec.env)["MASTER_PORT"] = std::to_string(port);
     (*spec.env)[kLocalEnv] = "1";
+    if (static_cast<std::size_t>(rank) < cpus.size()) spec.cpus = cpus[static_cast<std::size_t>(rank)];
     spec.output = core::Output::File;
     spec.log_path =
         (std::filesystem::temp_directory_path() / fmt::format("mlbench-scaling-{}-rank{}.log", g_main_pid, rank))
@@ -192,6 +183,7 @@ struct ScalingOptions {
   double bucket_mb = 25.0;      // DistributedDataParallel's default bucket_cap_mb
   int baseline_iterations = 0;  // 0: --number x 2
   double timeout_s = 300;
+  bool rank_reports = false;  // every rank writes its own report (mlbench-stall --ranks)
 };
 
 void add_flags(core::BenchCli& cli, ScalingOptions& opt) {
@@ -216,6 +208,9 @@ void add_flags(core::BenchCli& cli, ScalingOptions& opt) {
   cli.add_option("--timeout", opt.timeout_s, "Seconds a rank waits for the others (rendezvous, allreduce)")
       ->check(core::number_above(0))
       ->capture_default_str();
+  cli.add_flag("--rank-reports", opt.rank_reports,
+               "Every rank writes its own report (.rank<k> in its name, a rank block, its own samples/s and its "
+               "per-iteration sync wait): what mlbench-stall --ranks reads");
 }
 
 // After parsing: prints the error and returns 2 when a flag does not apply.
@@ -236,6 +231,15 @@ struct Rank {
   int threads = 1;
 };
 
+// Pins this process (its threads started from now on) to `cpus`; false when it cannot.
+bool pin_self(const std::vector<int>& cpus) {
+  if (cpus.empty()) return false;
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  for (int c : cpus) CPU_SET(c, &mask);
+  return ::sched_setaffinity(0, sizeof mask, &mask) == 0;
+}
+
 Rank connect(const core::BenchOptions& o, const ScalingOptions& opt) {
   Rank r;
   auto from_env = scaling::rendezvous_from_env();
@@ -249,6 +253,14 @@ Rank connect(const core::BenchOptions& o, const ScalingOptions& opt) {
   const bool local = r.rv.source == "local";
   // Local ranks share the slot's CPUs; elsewhere each rank has its own.
   r.threads = local ? std::max(1, o.cpu_cores / r.rv.world) : o.cpu_cores;
+  // Local ranks each on CPUs of their own where they divide: rank 0 pins itself before it
+  // starts a thread (the store's), and starts every copy on its share.
+  std::vector<std::vector<int>> cpus;
+  if (spawn) {
+    const std::vector<int> all = core::affinity_cpus();
+    for (int k = 0; k < r.rv.world; ++k) cpus.push_back(scaling::rank_cpus(all, r.threads, r.rv.world, k));
+    pin_self(cpus.front());
+  }
   c10d::TCPStoreOptions so;
   so.port = static_cast<std::uint16_t>(r.rv.master_port);  // 0 on local rank 0: any free port
   so.isServer = r.rv.rank == 0;
@@ -258,7 +270,7 @@ Rank connect(const core::BenchOptions& o, const ScalingOptions& opt) {
   r.store = c10::make_intrusive<c10d::TCPStore>(r.rv.master_addr, so);
   if (spawn) {
     r.rv.master_port = r.store->getPort();
-    if (r.rv.world > 1) r.children = spawn_ranks(r.rv.world, r.rv.master_port);
+    if (r.rv.world > 1) r.children = spawn_ranks(r.rv.world, r.rv.master_port, cpus);
   }
   auto go = c10d::ProcessGroupGloo::Options::create();
   go->timeout = std::chrono::milliseconds(static_cast<long>(opt.timeout_s * 1000));
@@ -268,9 +280,12 @@ Rank connect(const core::BenchOptions& o, const ScalingOptions& opt) {
   return r;
 }
 
-// Per-iteration exposed allreduce seconds, by iteration index over the run.
+// Per-iteration exposed allreduce seconds, by iteration index over the run; and, per kept
+// iteration, the phases with the sync wait apart (the report's stall.sync under --rank-reports).
 struct AllreduceLog {
   std::vector<double> exposed;
+  double pending = 0;  // the exposed allreduce of the iteration in progress (0 without a step's)
+  core::StatAccumulator wait, h2d, compute, sync;  // kept iterations; compute less sync
   double mean_after(long skip) const {
     double sum = 0;
     long n = 0;
@@ -303,7 +318,9 @@ void maybe_fail(int rank) {
   }
 }
 
-// Each rank's shard of the dataset (or, under --synthetic, one batch of its own).
+// Each rank's shard of the dataset (or, under --synthetic, one batch of its own): the pipeline's
+// sampler deals it as DistributedSampler does (every rank draws the same permutation of the
+// dataset each epoch from the common --seed and takes every world-th position from its rank on).
 std::shared_ptr<bench::vision::ImageStream> open_stream(const core::BenchOptions& o, const ScalingOptions& opt,
                                                         const bench::TorchContext& ctx, int r, int world) {
   const pipeline::PipelineOptions& popts = opt.pipeline;
@@ -312,17 +329,47 @@ std::shared_ptr<bench::vision::ImageStream> open_stream(const core::BenchOptions
       {.dataset = "fake-imagenet-small",
        .synthetic =
            [&] { return bench::vision::synthetic_batch(o.batch_size, popts.image_size, opt.classes, ctx.device); },
+       .transform =
+           [&](pipeline::LoaderConfig& c) {
+             c.num_shards = world;
+             c.shard_id = r;
+           },
        .open =
            [&](const std::string& path) {
              auto all = bench::vision::open_image_source(o, path, "fake-imagenet-small", popts);
-             auto shard = std::make_shared<ShardSource>(all, r, world);
-             if (shard->size() < static_cast<std::size_t>(o.batch_size)) {
+             const pipeline::Sampler shard(all->size(), false, 0, world, r);
+             if (shard.shard_size() < static_cast<std::size_t>(o.batch_size)) {
                throw core::UsageError(
                    fmt::format("{} has {} items: rank {}'s shard of {} is smaller than a batch of {}", path,
-                               all->size(), r, shard->size(), o.batch_size));
+                               all->size(), r, shard.shard_size(), o.batch_size));
              }
-             return bench::vision::PipelineSource{shard, {}};
+             return bench::vision::PipelineSource{all, {}};
            }});
+}
+
+// A report's `rank` block (docs/report-format.md, "Ranks of a distributed job"), as the Python
+// probe writes it: `from` is "local" for the ranks rank 0 started, else "env".
+nlohmann::json rank_block(const scaling::Rendezvous& rv) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  const auto local = scaling::local_rank_of(rv);
+  return {{"rank", rv.rank},
+          {"local_rank", local ? nlohmann::json(*local) : nlohmann::json()},
+          {"world_size", rv.world},
+          {"from", rv.source == "local" ? "local" : "env"},
+          {"host", std::string(host)}};
+}
+
+// --rank-reports: the report's stall block with the sync wait apart (stall.sync, taken out of
+// stall.compute, as the Python probe writes it) and the rank block.
+void add_rank_report_blocks(nlohmann::json& report, const AllreduceLog& log, const scaling::Rendezvous& rv) {
+  report["rank"] = rank_block(rv);
+  if (!report["stall"].is_object() || log.compute.count() == 0) return;
+  nlohmann::json& st = report["stall"];
+  st["compute"] = log.compute.to_json();
+  st["sync"] = log.sync.to_json();
+  const double total = log.wait.sum() + log.h2d.sum() + log.compute.sum() + log.sync.sum();
+  st["sync_pct"] = total > 0 ? nlohmann::json(100 * log.sync.sum() / total) : nlohmann::json();
 }
 
 std::shared_ptr<bench::vision::ResNet> make_model(const ScalingOptions& opt, const torch::Device& device) {
@@ -380,6 +427,7 @@ bench::vision::TrainStep make_step(std::shared_ptr<bench::vision::ResNet> model,
     if (reducer) {
       try {
         log->exposed.push_back(reducer->finish());
+        log->pending = log->exposed.back();
       } catch (const std::exception& e) {
         std::string why = rank->children ? rank->children->reap_failed_within(5.0) : "";
         throw std::runtime_error(why.empty() ? fmt::format("allreduce failed: {}", e.what())
@@ -426,12 +474,24 @@ core::Workload make_workload(const core::BenchOptions& o, const ScalingOptions& 
     m["buckets"] = reducer ? nlohmann::json(reducer->buckets()) : nlohmann::json();
     m["allreduce_bytes_per_iteration"] = reducer ? nlohmann::json(reducer->bytes_per_iteration()) : nlohmann::json();
   });
-  work.items_per_iteration = static_cast<double>(o.batch_size) * world;  // the global batch
+  // The global batch; under --rank-reports each rank's own (the samples/s of a rank, as mlbench-stall
+  // reads every rank's report; rank 0's metrics.throughput_n is still the job's).
+  work.items_per_iteration = static_cast<double>(o.batch_size) * (opt.rank_reports ? 1 : world);
   auto finish = work.finish;
   const long skip = static_cast<long>(o.warmup) * o.number;
   const long total = static_cast<long>(o.repeat) * o.number;
-  work.finish = [finish, log, skip, total, rank, params](nlohmann::json& report) {
+  work.on_iteration = [log, skip](long index, const core::Iteration& it) {
+    const double sync = std::clamp(log->pending, 0.0, it.compute_s());
+    log->pending = 0;
+    if (index < skip) return;
+    log->wait.add(it.wait_s());
+    log->h2d.add(it.h2d_s());
+    log->compute.add(it.compute_s() - sync);
+    log->sync.add(sync);
+  };
+  work.finish = [finish, log, skip, total, rank, params, rank_reports = opt.rank_reports](nlohmann::json& report) {
     if (finish) finish(report);
+    if (rank_reports) add_rank_report_blocks(report, *log, rank->rv);
     report["metrics"]["allreduce_exposed_s"] = log->mean_after(skip);
     // Only after a whole loop: a rank that stopped early would wait for the others forever.
     if (rank->rv.world > 1 && report.value("iterations", total) >= total) {
@@ -439,6 +499,40 @@ core::Workload make_workload(const core::BenchOptions& o, const ScalingOptions& 
     }
   };
   return work;
+}
+
+// A rank's figures for rank 0's metrics.ranks, through the store (after a whole loop).
+void hand_to_rank0(Rank& rank, const nlohmann::json& stats) {
+  const std::string text = stats.dump();
+  rank.store->set(fmt::format("scaling/rank/{}", rank.rv.rank), std::vector<std::uint8_t>(text.begin(), text.end()));
+}
+
+// Under --rank-reports, a rank other than 0 runs as rank 0 does and writes its own report; its
+// figures (from that report: compute less its sync) go to rank 0 too.
+int run_rank_with_report(const core::BenchCli& cli, const ScalingOptions& opt, std::shared_ptr<Rank> rank) {
+  const core::BenchOptions& o = cli.options();
+  return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
+    nlohmann::json unused;
+    core::Workload work = make_workload(o, opt, ctx, rank, unused);
+    auto finish = work.finish;
+    const long total = static_cast<long>(o.repeat) * o.number;
+    work.finish = [finish, rank, total](nlohmann::json& report) {
+      if (finish) finish(report);
+      if (report.value("iterations", 0L) < total) return;  // rank 0 reads the store only after a whole loop
+      const nlohmann::json& st = report["stall"];
+      auto avg = [](const nlohmann::json& s) {
+        return s.is_object() && s["avg"].is_number() ? s["avg"] : nlohmann::json();
+      };
+      hand_to_rank0(*rank, {{"rank", rank->rv.rank},
+                            {"items_per_s", report["train_item"]["avg"]},
+                            {"wait_s", avg(st["wait"])},
+                            {"compute_s", avg(st["compute"])},
+                            {"sync_s", avg(st["sync"])},
+                            {"allreduce_exposed_s", report["metrics"]["allreduce_exposed_s"]},
+                            {"weights", report["metrics"].value("weights", nlohmann::json())}});
+    };
+    return work;
+  });
 }
 
 // A rank other than 0 trains the same loop and hands its figures to rank 0.
@@ -465,8 +559,7 @@ int run_other_rank(const core::BenchOptions& o, const ScalingOptions& opt, std::
                                   {"compute_s", result.compute.mean()},
                                   {"allreduce_exposed_s", report["metrics"]["allreduce_exposed_s"]},
                                   {"weights", report["metrics"].value("weights", nlohmann::json())}};
-    const std::string text = stats.dump();
-    rank->store->set(fmt::format("scaling/rank/{}", r), std::vector<std::uint8_t>(text.begin(), text.end()));
+    hand_to_rank0(*rank, stats);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << fmt::format("scaling: rank {}: error: {}\n", r, e.what());
@@ -486,6 +579,7 @@ nlohmann::json gather_ranks(nlohmann::json& report, const Rank& rank, bool compl
                    {"wait_s", avg(stall["wait"])},
                    {"compute_s", avg(stall["compute"])},
                    {"allreduce_exposed_s", report["metrics"]["allreduce_exposed_s"]}});
+  if (stall.contains("sync")) ranks.back()["sync_s"] = avg(stall["sync"]);
   for (int k = 1; k < rank.rv.world && completed; ++k) {
     try {
       const auto bytes = rank.store->get(fmt::format("scaling/rank/{}", k));
@@ -508,11 +602,13 @@ void rank0_metrics(nlohmann::json& report, const core::BenchOptions& o, const Sc
   m["threads_per_rank"] = rank.threads;
   m["reducer"] = "parameter hooks: async ProcessGroupGloo allreduce per full bucket, overlapping backward";
   m["bucket_mb"] = opt.bucket_mb;
+  m["rank_reports"] = opt.rank_reports;
   const bool completed = report.value("iterations", 0L) >= static_cast<long>(o.repeat) * o.number;
   m["ranks"] = gather_ranks(report, rank, completed);
   m["baseline"] = baseline;
+  // Under --rank-reports train_item is rank 0's own samples/s; the job steps at one pace.
   const double n_rate = report["train_item"].is_object() && report["train_item"]["avg"].is_number()
-                            ? report["train_item"]["avg"].get<double>()
+                            ? report["train_item"]["avg"].get<double>() * (opt.rank_reports ? world : 1)
                             : std::nan("");
   if (world > 1 && baseline.contains("items_per_s") && std::isfinite(n_rate)) {
     const double one = baseline["items_per_s"].get<double>();
@@ -537,7 +633,7 @@ int run(const core::BenchCli& cli, const ScalingOptions& opt) {
     std::cerr << "scaling: error: cannot join the ranks: " << e.what() << "\n";
     return 1;
   }
-  if (rank->rv.rank != 0) return run_other_rank(o, opt, rank);
+  if (rank->rv.rank != 0) return opt.rank_reports ? run_rank_with_report(cli, opt, rank) : run_other_rank(o, opt, rank);
 
   return bench::run_benchmark(cli, MLBENCH_SOURCE_HASH, [&](const bench::TorchContext& ctx) {
     auto baseline = std::make_shared<nlohmann::json>();

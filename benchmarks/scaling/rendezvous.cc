@@ -87,4 +87,26 @@ std::optional<Rendezvous> rendezvous_from_env(const Getenv& env) {
   return std::nullopt;
 }
 
+std::vector<int> rank_cpus(const std::vector<int>& affinity, int threads, int world, int rank) {
+  if (world < 2 || threads < 1 || rank < 0 || rank >= world) return {};
+  const auto each = static_cast<std::size_t>(threads);
+  if (static_cast<std::size_t>(world) * each > affinity.size()) return {};
+  const auto first = affinity.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(rank) * each);
+  return {first, first + static_cast<std::ptrdiff_t>(each)};
+}
+
+std::optional<int> local_rank_of(const Rendezvous& rv, const Getenv& env) {
+  if (rv.source == "local") return rv.rank;
+  for (const char* name : {"LOCAL_RANK", "SLURM_LOCALID"}) {
+    if (auto v = env(name); v && !v->empty()) {
+      try {
+        return to_int(name, *v, 0, 1 << 16);
+      } catch (const std::invalid_argument&) {
+        return std::nullopt;  // a label in a report: a malformed variable leaves it unknown
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace mlbench::scaling

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlbench::scaling {
 
@@ -30,6 +31,16 @@ std::optional<std::string> process_env(const std::string& name);
 std::optional<Rendezvous> rendezvous_from_env(const Getenv& env = process_env);
 
 inline constexpr int kSlurmPortBase = 29500;
+
+// The CPUs of local rank `rank` of `world` ranks sharing the CPUs `affinity` with `threads` each:
+// affinity[rank x threads, (rank + 1) x threads), each rank on CPUs of its own, as a server with C
+// CPUs and K GPUs splits them. Empty (no pinning: the ranks share every CPU) when world x threads
+// CPUs are not there, or for one rank.
+std::vector<int> rank_cpus(const std::vector<int>& affinity, int threads, int world, int rank);
+
+// The rank's local rank, as a report's `rank` block names it: its own rank for ranks started on
+// this machine ("local"), LOCAL_RANK (torchrun) or SLURM_LOCALID (a Slurm step) where set, else none.
+std::optional<int> local_rank_of(const Rendezvous& rv, const Getenv& env = process_env);
 
 // The first host of a Slurm node list: "n1" -> n1, "n[1-2]" -> n1, "n[3,5-6],m1" ->
 // n3, "node-[007-009]" -> node-007. Throws std::invalid_argument on an empty list.

@@ -10,12 +10,15 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/process.h"
+#include "core/sysinfo.h"
 #include "tests/support/bench_run.h"
 #include "tests/support/processes.h"
 #include "tests/support/run_command.h"
@@ -176,6 +179,127 @@ TEST_F(ScalingE2E, TerminatingDuringTheBaselineEndsTheRunWithAFailRecord) {
       terminate_rank0_at(dir_, {"--repeat", "3", "--baseline-iterations", "1000000"}, "scaling: baseline:");
   EXPECT_EQ(report.value("completed", true), false) << report.dump();
   EXPECT_EQ(report.value("reason", ""), "terminated") << report.dump();
+}
+
+// --rank-reports (what mlbench-stall --ranks runs): every rank writes its own report, named by its
+// rank, with its rank block, its own samples/s, and per iteration its sync wait (blocked on the
+// allreduce after backward) taken out of its compute; each local rank on a CPU of its own.
+TEST_F(ScalingE2E, RankReportsGiveEveryRankItsOwnReportWithItsSyncWait) {
+  const auto r = run("", "--ranks 2 --rank-reports");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.reports.size(), 2u) << r.output;
+  std::map<int, nlohmann::json> by_rank;
+  for (std::size_t i = 0; i < r.reports.size(); ++i) {
+    const auto& j = r.reports[i];
+    ASSERT_TRUE(j["rank"].is_object()) << r.report_names[i];
+    const int k = j["rank"]["rank"].get<int>();
+    EXPECT_NE(r.report_names[i].find(fmt::format("mlbench.scaling.rank{}.R0.D0.", k)), std::string::npos)
+        << r.report_names[i];
+    EXPECT_EQ(j["rank"]["world_size"], 2);
+    EXPECT_EQ(j["rank"]["local_rank"], k);
+    EXPECT_EQ(j["rank"]["from"], "local");
+    EXPECT_FALSE(j["rank"]["host"].get<std::string>().empty());
+    EXPECT_EQ(j["completed"], true);
+    const auto& st = j["stall"];
+    ASSERT_TRUE(st["sync"].is_object()) << st.dump();
+    EXPECT_EQ(st["sync"]["count"], 4) << st.dump();  // (repeat 3 - warmup 1) x number 2
+    EXPECT_GE(st["sync"]["avg"].get<double>(), 0.0);
+    // The phases still make the iteration: wait + h2d + compute (less sync) + sync.
+    const double parts = st["wait"]["avg"].get<double>() + st["h2d"]["avg"].get<double>() +
+                         st["compute"]["avg"].get<double>() + st["sync"]["avg"].get<double>();
+    EXPECT_NEAR(parts, st["iteration"]["avg"].get<double>(), 1e-6 + 1e-3 * parts) << st.dump();
+    // The sync wait is the exposed allreduce the rank measured.
+    EXPECT_NEAR(st["sync"]["avg"].get<double>(), j["metrics"]["allreduce_exposed_s"].get<double>(), 1e-9);
+    by_rank[k] = j;
+  }
+  ASSERT_EQ(by_rank.size(), 2u);
+  // Each rank's own samples/s (a batch of 4 per iteration); rank 0's metrics keep the job's.
+  const auto& m = by_rank[0]["metrics"];
+  EXPECT_EQ(m["rank_reports"], true);
+  EXPECT_NEAR(m["throughput_n"].get<double>(), 2 * by_rank[0]["train_item"]["avg"].get<double>(), 1e-6);
+  EXPECT_EQ(m["weights"]["in_sync"], true) << m.dump(1);
+  ASSERT_EQ(m["ranks"].size(), 2u);
+  EXPECT_TRUE(m["ranks"][1]["sync_s"].is_number()) << m["ranks"].dump();
+  if (mlbench::core::affinity_cpus().size() >= 2) {
+    EXPECT_NE(by_rank[0]["machine"]["affinity"], by_rank[1]["machine"]["affinity"]) << "each rank on its own CPU";
+  }
+}
+
+// mlbench-stall --bench scaling --ranks 2 on tiny settings: every run is a job of two ranks, and
+// stall.json has both ranks and the job (straggler or balanced) with a split that sums to 100%.
+TEST_F(ScalingE2E, StallAnalysesAJobOfTwoRanksOfItsOwn) {
+  const fs::path out = dir_ / "stall";
+  const std::string cmd = fmt::format(
+      "{} --bench scaling --ranks 2 --bench-dir {} --data {} --out {} --cpus 2 --cache-fracs 0.5 --page-fracs 0 "
+      "--iterations 4 --target-noise 0 --timeout 120 -- --arch resnet18 --image-size 32 --classes 4 --batch-size 4 "
+      "--workers 1 --baseline-iterations 1 --timeout 60 > {} 2>&1",
+      MLBENCH_STALL_BIN, MLBENCH_BENCH_DIR, (data_root() / "fake-imagenet-tiny" / "train").string(), out.string(),
+      (dir_ / "stall.log").string());
+  const auto r = mlbench::testing_support::run_command(cmd);
+  std::ifstream log_in(dir_ / "stall.log");
+  const std::string log((std::istreambuf_iterator<char>(log_in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(r.exit_code, 0) << log;
+  std::ifstream in(out / "stall.json");
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_TRUE(j["ranks"].is_array()) << j.dump(1).substr(0, 2000);
+  ASSERT_EQ(j["ranks"].size(), 2u);
+  for (int k = 0; k < 2; ++k) {
+    const auto& rank = j["ranks"][k];
+    EXPECT_EQ(rank["rank"], k);
+    EXPECT_EQ(rank["world_size"], 2);
+    EXPECT_EQ(rank["from"], "local");
+    EXPECT_GT(rank["rate"].get<double>(), 0.0);
+    EXPECT_TRUE(rank["sync_ms"].is_number()) << rank.dump();  // measured by the benchmark, not inferred
+    EXPECT_NEAR(rank["wait_pct"].get<double>() + rank["sync_pct"].get<double>() + rank["compute_pct"].get<double>(),
+                100.0, 0.5)
+        << rank.dump();
+  }
+  const auto& job = j["job"];
+  ASSERT_TRUE(job.is_object());
+  EXPECT_EQ(job["ranks"], 2);
+  EXPECT_TRUE(job["balanced"].is_boolean());
+  EXPECT_EQ(job["balanced"].get<bool>(), job["straggler"].is_null()) << job.dump();
+  EXPECT_NEAR(job["rate"].get<double>(), 2 * std::min(j["ranks"][0]["rate"].get<double>(), j["ranks"][1]["rate"].get<double>()),
+              1e-6);
+  // The job's split, where the analysis gives one (compute, prep, fetch and sync of the ranks' time).
+  if (job.contains("split") && job["split"].is_object()) {
+    const auto& s = job["split"];
+    double sum = 0;
+    for (const char* key : {"compute_pct", "prep_pct", "fetch_pct", "sync_pct"}) sum += s[key].get<double>();
+    EXPECT_NEAR(sum, 100.0, 0.5) << s.dump();
+  }
+  // Every run was a job of two: each rank's report in each run's folder.
+  for (const char* label : {"synthetic", "cached", "cold"}) {
+    int reports = 0;
+    for (const auto& e : fs::directory_iterator(out / "runs" / label)) reports += e.path().extension() == ".json";
+    EXPECT_EQ(reports, 2) << label;
+  }
+}
+
+// --ranks: below 1, on a benchmark that runs no ranks, with --exec, or with the ranks given to the
+// benchmark after --: one line, exit 2, nothing run.
+TEST_F(ScalingE2E, StallRanksErrorsAreOneLineAndRunNothing) {
+  const fs::path bench_dir = dir_ / "benches";
+  fs::create_directories(bench_dir);
+  for (const char* name : {"convnet", "scaling"}) {
+    std::ofstream(bench_dir / name) << "#!/bin/sh\ntouch " << (dir_ / "ran").string() << "\nexit 1\n";
+    fs::permissions(bench_dir / name, fs::perms::owner_all);
+  }
+  const std::string base = fmt::format("{} --bench-dir {} --data {} --out {}", MLBENCH_STALL_BIN, bench_dir.string(),
+                                       (data_root() / "fake-imagenet-tiny" / "train").string(),
+                                       (dir_ / "out").string());
+  const std::pair<std::string, std::string> cases[] = {
+      {"--bench scaling --ranks 0", "--ranks 0: a job has 1 rank or more"},
+      {"--bench convnet --ranks 2", "--ranks 2: benchmark 'convnet' is not distributed"},
+      {"--bench scaling -- --ranks 2", "give a job's ranks to mlbench-stall (--ranks K)"},
+      {"--exec --ranks 2 -- /bin/true", "--ranks is for --bench"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = mlbench::testing_support::run_command(base + " " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("mlbench-stall: error: " + message), std::string::npos) << args << "\n" << r.output;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "ran")) << "a benchmark ran";
 }
 
 TEST_F(ScalingE2E, MinTimeIsRefused) {

@@ -4,6 +4,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -87,6 +88,43 @@ TEST(ScalingRendezvous, FirstHostOfASlurmNodeList) {
   EXPECT_EQ(first_host("node-[007-009]"), "node-007");
   EXPECT_EQ(first_host("a1,b[2-3]"), "a1");
   EXPECT_THROW(first_host(""), std::invalid_argument);
+}
+
+// Local ranks each on CPUs of their own (the scaling benchmark pins them so, as a server with C
+// CPUs and K GPUs splits its CPUs): consecutive blocks of `threads` CPUs of the affinity, in rank
+// order; none where they do not fit, so that the ranks then share every CPU as before.
+TEST(ScalingRankCpus, EachLocalRankGetsABlockOfItsOwn) {
+  const std::vector<int> cpus{0, 1, 2, 3};
+  EXPECT_EQ(rank_cpus(cpus, 1, 2, 0), (std::vector<int>{0}));
+  EXPECT_EQ(rank_cpus(cpus, 1, 2, 1), (std::vector<int>{1}));
+  EXPECT_EQ(rank_cpus(cpus, 2, 2, 1), (std::vector<int>{2, 3}));
+  EXPECT_EQ(rank_cpus({4, 6, 9}, 1, 3, 2), (std::vector<int>{9}));  // the affinity's CPUs, not 0..n-1
+  // Disjoint blocks that together cover world x threads CPUs.
+  std::vector<int> all;
+  for (int k = 0; k < 4; ++k) {
+    const auto mine = rank_cpus(cpus, 1, 4, k);
+    ASSERT_EQ(mine.size(), 1u);
+    all.insert(all.end(), mine.begin(), mine.end());
+  }
+  EXPECT_EQ(all, cpus);
+}
+
+TEST(ScalingRankCpus, NoPinningWhereTheCpusDoNotDivide) {
+  EXPECT_TRUE(rank_cpus({0}, 1, 2, 0).empty());        // 2 ranks on 1 CPU share it
+  EXPECT_TRUE(rank_cpus({0, 1, 2}, 2, 2, 0).empty());  // 2 x 2 threads on 3 CPUs
+  EXPECT_TRUE(rank_cpus({0, 1}, 1, 1, 0).empty());     // one rank keeps the slot's CPUs
+  EXPECT_TRUE(rank_cpus({0, 1}, 1, 2, 2).empty());     // no such rank
+  EXPECT_TRUE(rank_cpus({0, 1}, 0, 2, 0).empty());
+}
+
+TEST(ScalingRankCpus, LocalRankComesFromTheRanksOwnSource) {
+  Rendezvous local{1, 2, "127.0.0.1", 0, "local"};
+  EXPECT_EQ(local_rank_of(local, env_of({{"LOCAL_RANK", "5"}})), 1);  // started here by rank 0
+  Rendezvous env{3, 4, "10.0.0.7", 29500, "env"};
+  EXPECT_EQ(local_rank_of(env, env_of({{"LOCAL_RANK", "1"}})), 1);
+  EXPECT_EQ(local_rank_of(env, env_of({{"SLURM_LOCALID", "0"}})), 0);
+  EXPECT_EQ(local_rank_of(env, env_of({})), std::nullopt);
+  EXPECT_EQ(local_rank_of(env, env_of({{"LOCAL_RANK", "x"}})), std::nullopt);
 }
 
 }  // namespace
