@@ -46,6 +46,7 @@ td:first-child,th:first-child{text-align:left}
 .note{color:#555}.chart{display:block;margin:8px 0 24px}
 .stall-charts img{max-width:48%;margin-right:1%;border:1px solid #ddd}
 tr.unstable td{background:#fff4e0}.stability{text-align:left}
+tr.straggler td{background:#fde8e8}
 )";
 
 // Sorts the results table by a clicked header; records any script error on <body>
@@ -201,11 +202,55 @@ void write_charts(const Report& report, std::ostream& out) {
       << drift_svg(report.benches, report.runs) << "\n";
 }
 
+// A job of several ranks (stall.json's `ranks` and `job`): the ranks side by side, a row each
+// (its step split, its cause, the steps it was late), the straggler named, and a bar per rank.
+void write_ranks(const std::string& bench, const StallAnalysis& a, std::ostream& out) {
+  if (!a.ranks.is_array() || !a.job.is_object()) return;
+  const auto& job = a.job;
+  const nlohmann::json straggler = job.value("straggler", nlohmann::json());
+  const auto pct = [](const nlohmann::json& j, const char* key) {
+    return j.is_object() && j.contains(key) && j[key].is_number() ? cell(j[key].get<double>(), 1)
+                                                                  : std::string("<td data-v=\"\">–</td>");
+  };
+  out << "<h4>Ranks of the job</h4>\n<p class=\"job-line\"><strong>"
+      << core::html_escape(job.value("text", std::string())) << "</strong></p>\n";
+  if (const auto split = job.value("split", nlohmann::json()); split.is_object()) {
+    out << fmt::format(
+        "<p class=\"note job-split\">the job ({} ranks, a step of {:.1f} ms, the slowest rank's): compute {:.1f}%, "
+        "prep stall {:.1f}%, fetch stall {:.1f}%, sync wait {:.1f}% of the ranks' time</p>\n",
+        job.value("ranks", 0), job.value("step_ms", 0.0), split.value("compute_pct", 0.0), split.value("prep_pct", 0.0),
+        split.value("fetch_pct", 0.0), split.value("sync_pct", 0.0));
+  }
+  out << "<table class=\"ranks\" data-bench=\"" << core::html_escape(bench)
+      << "\"><thead><tr><th>rank</th><th>host</th><th>samples/s</th><th>compute%</th><th>prep%</th><th>fetch%</th>"
+         "<th>data wait%</th><th>sync%</th><th>cause</th><th>late steps</th></tr></thead><tbody>\n";
+  for (const auto& r : a.ranks) {
+    if (!r.is_object()) continue;
+    const int rank = r.value("rank", 0);
+    const bool late = straggler.is_number_integer() && straggler.get<int>() == rank;
+    const auto split = r.value("split", nlohmann::json());
+    const auto cause = r.value("cause", nlohmann::json());
+    const auto steps = r.value("late_steps", nlohmann::json());
+    out << "<tr data-rank=\"" << rank << "\"" << (late ? " class=\"straggler\"" : "") << "><td>rank " << rank
+        << (late ? " (straggler)" : "") << "</td><td>" << core::html_escape(r.value("host", std::string())) << "</td>"
+        << pct(r, "rate") << (split.is_object() ? pct(split, "compute_pct") : pct(r, "compute_pct"))
+        << pct(split, "prep_pct") << pct(split, "fetch_pct") << pct(r, "wait_pct")
+        << (split.is_object() ? pct(split, "sync_pct") : pct(r, "sync_pct")) << "<td>"
+        << (cause.is_string() ? core::html_escape(cause.get<std::string>()) : std::string("–")) << "</td><td>"
+        << (steps.is_number_integer() ? fmt::format("{} of {}", steps.get<int>(), job.value("steps", 0))
+                                      : std::string("–"))
+        << "</td></tr>\n";
+  }
+  out << "</tbody></table>\n" << ranks_svg(bench, a.ranks, a.job) << "\n";
+}
+
 // Each mlbench-stall analysis: its self-check, what it told its user, its charts.
 void write_stall_analyses(const Report& report, std::ostream& out) {
   bool any = false;
   for (const BenchResult& b : report.benches) {
-    if (!b.analysis || (b.analysis->split_svg.empty() && b.analysis->whatif_svg.empty())) continue;
+    if (!b.analysis || (b.analysis->split_svg.empty() && b.analysis->whatif_svg.empty() && b.analysis->job.is_null())) {
+      continue;
+    }
     if (!any) out << "<h2>Stall analyses (mlbench-stall)</h2>\n";
     any = true;
     out << "<h3>" << core::html_escape(b.name) << "</h3>";
@@ -222,6 +267,7 @@ void write_stall_analyses(const Report& report, std::ostream& out) {
       for (const std::string& a : b.analysis->advice) out << "<li>advice: " << core::html_escape(a) << "</li>";
       out << "</ul>";
     }
+    write_ranks(b.name, *b.analysis, out);
     out << "<div class=\"stall-charts\">";
     for (const auto& [svg, what] : {std::pair{&b.analysis->split_svg, "split"}, {&b.analysis->whatif_svg, "what-if"}}) {
       if (svg->empty()) continue;

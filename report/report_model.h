@@ -49,6 +49,9 @@ struct StallAnalysis {
   // advice lines (stall.json schema 13; older ones have the first two only).
   std::string verdict, remedy_text;
   std::vector<std::string> advice;
+  // A job of several ranks (--exec; docs/stall.md, "Distributed jobs"): stall.json's `ranks` (an
+  // array) and `job` as written; null when absent (one process, or older results).
+  nlohmann::json ranks, job;
   std::string split_svg;      // contents of split.svg ("" when absent)
   std::string whatif_svg;     // contents of whatif.svg ("" when absent)
 };

@@ -46,6 +46,10 @@ StallAnalysis parse_stall_json(const nlohmann::json& j, const std::string& sourc
     a.remedy_text = r.recommendation->remedy_text;
     a.advice = r.recommendation->advice;
   }
+  if (j.contains("ranks") && j["ranks"].is_array() && j.contains("job") && j["job"].is_object()) {
+    a.ranks = j["ranks"];
+    a.job = j["job"];
+  }
   return a;
 }
 

@@ -91,6 +91,54 @@ std::string time_split_svg(const std::vector<BenchResult>& benches) {
   return out + "</svg>";
 }
 
+std::string ranks_svg(const std::string& bench, const nlohmann::json& ranks, const nlohmann::json& job) {
+  if (!ranks.is_array() || ranks.empty()) return "";
+  const auto number = [](const nlohmann::json& j, const char* key) {
+    return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
+  };
+  const nlohmann::json straggler = job.is_object() ? job.value("straggler", nlohmann::json()) : nlohmann::json();
+  std::string out = svg_open(static_cast<int>(ranks.size()), "Each rank's step");
+  out += legend({{"compute", "#4e79a7"},
+                 {"prep stall", "#f28e2b"},
+                 {"fetch stall", "#e15759"},
+                 {"data wait", "#b07aa1"},
+                 {"sync wait", "#9c9c9c"}});
+  int row = 0;
+  for (const auto& r : ranks) {
+    const int y = kTop + row++ * kRow;
+    const int rank = r.is_object() && r.contains("rank") && r["rank"].is_number_integer() ? r["rank"].get<int>() : 0;
+    const bool late = straggler.is_number_integer() && straggler.get<int>() == rank;
+    const auto split = r.is_object() ? r.value("split", nlohmann::json()) : nlohmann::json();
+    std::vector<Segment> segs;
+    if (split.is_object()) {
+      segs = {{"compute", "#4e79a7", number(split, "compute_pct") / 100},
+              {"prep stall", "#f28e2b", number(split, "prep_pct") / 100},
+              {"fetch stall", "#e15759", number(split, "fetch_pct") / 100},
+              {"sync wait", "#9c9c9c", number(split, "sync_pct") / 100}};
+    } else {
+      segs = {{"compute", "#4e79a7", number(r, "compute_pct") / 100},
+              {"data wait", "#b07aa1", number(r, "wait_pct") / 100},
+              {"sync wait", "#9c9c9c", number(r, "sync_pct") / 100}};
+    }
+    out += fmt::format(R"(<g class="rank-bar" data-bench="{0}" data-rank="{1}"{2}><text x="{3}" y="{4}" )"
+                       R"(text-anchor="end">rank {1}{5}</text>)",
+                       core::html_escape(bench), rank, late ? R"( data-straggler="1")" : "", kLabel - 8, y + 15,
+                       late ? " (straggler)" : "");
+    double x = kLabel;
+    for (const Segment& s : segs) {
+      const double f = std::isfinite(s.frac) ? std::clamp(s.frac, 0.0, 1.0) : 0.0;
+      const double w = f * kPlot;
+      out += fmt::format(R"(<rect class="segment" x="{:.2f}" y="{}" width="{:.2f}" height="18" fill="{}">)"
+                         R"(<title>rank {} {}: {:.1f} %</title></rect>)",
+                         x, y + 2, w, s.color, rank, s.name, f * 100.0);
+      x += w;
+    }
+    out += fmt::format(R"(<text x="{}" y="{}">{:.1f} samples/s</text>)", kLabel + kPlot + 8, y + 15, number(r, "rate"));
+    out += "</g>";
+  }
+  return out + "</svg>";
+}
+
 std::string result_svg(const std::vector<BenchResult>& benches) {
   // Scale: ratios up to the largest max-run ratio, at least 1.25 so the target line shows.
   // Only a target gives a ratio: a bench without one gets "no target", never a bar at 100 %.

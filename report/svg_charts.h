@@ -14,6 +14,11 @@ namespace mlbench::report {
 // of compute / fetch stall / prep stall (mlbench-stall's split), or of
 // compute / copy (h2d) / data wait from the reports when no analysis exists.
 std::string time_split_svg(const std::vector<BenchResult>& benches);
+// A job of several ranks (stall.json's `ranks` and `job`, docs/stall.md "Distributed jobs"): one
+// <g class="rank-bar" data-rank="K"> per rank, a 100% stacked bar of its step: compute / prep
+// stall / fetch stall / sync wait (its differential split; without one, compute / data wait /
+// sync), the straggler's labelled so. "" when `ranks` is not an array.
+std::string ranks_svg(const std::string& bench, const nlohmann::json& ranks, const nlohmann::json& job);
 // Per benchmark (<g class="result-group">): result/target as a bar, the sd as a
 // box and the min..max run as a whisker, with the target line at 1.0 (a bench
 // without target is shown against its own result).

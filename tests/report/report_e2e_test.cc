@@ -307,6 +307,49 @@ TEST(ReportE2E, TheStallAnalysisAdviceReachesTheHtmlAndJson) {
       << html.substr(html.find("advice"), 300);
 }
 
+// A job of several ranks (stall.json's ranks[] and job, docs/stall.md "Distributed jobs"): the
+// HTML shows the ranks side by side, a row and a stacked bar each, with the straggler named; a
+// rank without a split (older results) shows its data wait unsplit.
+TEST(ReportE2E, TheRanksOfADistributedJobAreShownSideBySideWithTheStragglerNamed) {
+  TempDir tmp;
+  const fs::path tree = tmp.path() / "out";
+  build_tree(tree);
+  write(tree / "stall" / "loader" / "stall.json",
+        R"json({"schema_version": 14, "bench": "loader", "split": {"compute_pct": 2.0, "prep_pct": 96.0, "fetch_pct": 2.0},
+            "ranks": [{"rank": 0, "host": "vm", "rate": 47.8, "wait_pct": 0.3, "sync_pct": 98.8, "compute_pct": 1.0,
+                       "split": {"compute_pct": 1.0, "prep_pct": 0.2, "fetch_pct": 0.0, "sync_pct": 98.8},
+                       "cause": null, "late_steps": 0},
+                      {"rank": 1, "host": "vm", "rate": 47.8, "wait_pct": 97.3, "sync_pct": 1.3, "compute_pct": 1.4,
+                       "split": {"compute_pct": 1.4, "prep_pct": 97.3, "fetch_pct": 0.0, "sync_pct": 1.3},
+                       "cause": "prep", "late_steps": 10},
+                      {"rank": 2, "host": "vm2", "rate": 47.8, "wait_pct": 5.0, "sync_pct": 90.0, "compute_pct": 5.0,
+                       "split": null, "cause": null, "late_steps": null}],
+            "job": {"run": "cold", "ranks": 3, "straggler": 1, "balanced": false, "cause": "prep", "step_ms": 83.7,
+                    "steps": 10, "split": {"compute_pct": 2.5, "prep_pct": 32.5, "fetch_pct": 0.0, "sync_pct": 65.0},
+                    "text": "straggler: rank 1 (prep: its data wait 81.5 ms/step, 97% of the 83.7 ms step)"}})json");
+  const CommandResult r = report("--reports " + tree.string() + " --name fast --min-runs 3 --html " +
+                                 (tmp.path() / "r.html").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string html = read_text(tmp.path() / "r.html");
+  const auto at = html.find("<h4>Ranks of the job</h4>");
+  ASSERT_NE(at, std::string::npos) << "no split.svg nor whatif.svg: the ranks alone make the section";
+  EXPECT_NE(html.find("<strong>straggler: rank 1 (prep: its data wait 81.5 ms/step", at), std::string::npos);
+  EXPECT_NE(html.find("compute 2.5%, prep stall 32.5%, fetch stall 0.0%, sync wait 65.0% of the ranks' time", at),
+            std::string::npos);
+  // A row per rank, the straggler's marked, with its cause and the steps it was late.
+  EXPECT_NE(html.find("<tr data-rank=\"1\" class=\"straggler\"><td>rank 1 (straggler)</td>", at), std::string::npos)
+      << html.substr(at, 2000);
+  EXPECT_NE(html.find("<td>prep</td><td>10 of 10</td></tr>", at), std::string::npos) << html.substr(at, 2000);
+  EXPECT_NE(html.find("<tr data-rank=\"0\"><td>rank 0</td>", at), std::string::npos);
+  // A stacked bar per rank: the straggler's prep stall, the others' sync wait, rank 2's unsplit wait.
+  EXPECT_NE(html.find(R"(<g class="rank-bar" data-bench="loader" data-rank="1" data-straggler="1">)", at),
+            std::string::npos);
+  EXPECT_NE(html.find("<title>rank 1 prep stall: 97.3 %</title>", at), std::string::npos);
+  EXPECT_NE(html.find("<title>rank 0 sync wait: 98.8 %</title>", at), std::string::npos);
+  EXPECT_NE(html.find("<title>rank 2 data wait: 5.0 %</title>", at), std::string::npos);
+  EXPECT_EQ(html.find("data-straggler", html.find("data-rank=\"2\"", html.find("rank-bar", at))), std::string::npos);
+}
+
 TEST(ReportE2E, CompareFlagsChangesBeyondTheCombinedSd) {
   TempDir tmp;
   build_tree(tmp.path() / "a", 1.2);
