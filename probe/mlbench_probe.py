@@ -485,6 +485,7 @@ class Probe:
                 self.log(f"cannot write the report into {self.folder}: {e}")
                 return
             self.log(f"report {path}" + (f" (not completed: {failure})" if failure else ""))
+            _announce("reported", completed=failure is None, reason=failure, report=path)
 
 
 # The most timed iterations whose wait/sync/compute stall.steps lists one by one (the statistics
@@ -568,6 +569,8 @@ class _ProbedIterator:
             if cache is not None:
                 cache.append(batch)
         self.served += 1
+        if _ANNOUNCED is not None and _ANNOUNCED.get("stage") in _BEFORE_ITERATING:
+            _announce("iterating")
         t1 = probe.clock()
         self.pending = (t1 - t0, batch_items(batch), t1, first, iter_s)
         return batch
@@ -629,6 +632,8 @@ def probe():
 def _at_exit():
     if _PROBE is not None and os.getpid() == _PROBE_PID:
         _PROBE.finish(_PROBE.failure)
+        if _ANNOUNCED is not None and _ANNOUNCED.get("stage") != "reported":
+            _announce("ended", reason=_PROBE.failure)
 
 
 _PROBE_PID = os.getpid()
@@ -703,6 +708,7 @@ def _patch_c10d(module):
     if getattr(module, "_mlbench_timed", False):
         return
     module._mlbench_timed = True
+    _patch_init_process_group(module)
     sync = probe().sync
     clock = sync.clock
 
@@ -808,6 +814,7 @@ def _patch_spawn(module):
 
     start_processes._mlbench_original = start
     module.start_processes = start_processes
+    _patch_spawn_job(module)
 
 
 # What is patched right after it is imported (or at install() when it already was).
@@ -852,3 +859,150 @@ def install():
             patch(sys.modules[name])
     if not any(isinstance(f, _DataLoaderFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _DataLoaderFinder())
+    _announce_from_env()
+
+# ---- The job's ranks, announced (docs/stall.md, "Distributed jobs": "When the job fails") -------
+# Under mlbench-stall --exec each rank of a job writes ``<report folder>/ranks/<host>.<pid>.json`` as
+# it goes: ``started`` (RANK or SLURM_PROCID in its environment, or the index torch.multiprocessing.spawn
+# gave it), ``init_process_group`` (inside that call), ``initialized``, ``iterating`` (its first
+# batch), ``reported`` (its report written: ``completed`` and ``reason``) or ``ended`` (no report).
+# mlbench-stall watches these processes: a rank that vanishes without its completed report, a rank
+# seen with a second pid (a launcher restarted it), ranks still without a batch after
+# --probe-timeout, and a launcher that ended with no rank ever announced each end the run. A
+# process started by a rank (a DataLoader worker, a subprocess) inherits MLBENCH_PROBE_RANK_OF and
+# is not announced, but for RANK's ranks of an srun task (torchrun under srun); a process that starts
+# ranks with spawn is announced as their ``launcher``, and one whose children are announced is taken
+# for their launcher by mlbench-stall.
+_RANK_OF = "MLBENCH_PROBE_RANK_OF"
+_ANNOUNCED = None  # this process's announcement, once it is a rank
+_BEFORE_ITERATING = ("started", "init_process_group", "initialized")
+
+
+def _proc_start_ticks():
+    """This process's start time (/proc/self/stat's 22nd field, clock ticks after boot): with the
+    pid, what tells it from a later process given the same pid."""
+    try:
+        with open("/proc/self/stat") as f:
+            s = f.read()
+        return int(s[s.rindex(")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _write_announcement(name, body):
+    folder = os.environ.get("MLBENCH_PROBE_REPORT")
+    if not folder:
+        return
+    try:
+        d = os.path.join(folder, "ranks")
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, name)
+        tmp = f"{path}.tmp{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(body, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # the watch is lost for this process, not the script
+
+
+def _announce(stage, rank=None, world=None, source=None, **extra):
+    """Announces this process as a rank at `stage` (a process not yet announced only with a rank)."""
+    global _ANNOUNCED
+    if not os.environ.get("MLBENCH_PROBE_REPORT"):
+        return
+    if _ANNOUNCED is None:
+        if rank is None:
+            return
+        _ANNOUNCED = {"pid": os.getpid(), "ppid": os.getppid(), "host": socket.gethostname(),
+                      "start_ticks": _proc_start_ticks(), "started": time.time(), "argv": sys.argv[:6]}
+        os.environ[_RANK_OF] = f"{rank}:{source}"  # what it starts is of this rank, not a rank
+    elif _ANNOUNCED["pid"] != os.getpid():
+        return  # a fork of a rank (a DataLoader worker)
+    if rank is not None:
+        _ANNOUNCED.update(rank=int(rank), world_size=world, **({"from": source} if source else {}))
+    _ANNOUNCED.update(stage=stage, since=time.time(), **extra)
+    _write_announcement(f"{_ANNOUNCED['host']}.{os.getpid()}.json", _ANNOUNCED)
+
+
+def _announce_from_env():
+    """At the probe's load: a rank by its environment (torchrun, srun, ranks started by hand)."""
+    env = os.environ
+    if sys.argv[:1] == ["-c"]:
+        return  # started by multiprocessing (spawn): a rank of mp.spawn says so in _wrap, a worker is none
+    # Started by a rank: not a rank, but where srun's task is a launcher that gives its ranks RANK.
+    if env.get(_RANK_OF) and not (env[_RANK_OF].endswith(":slurm") and env.get("RANK", "").strip()):
+        return
+    rank = _first_int(env, ("RANK", "SLURM_PROCID"))
+    if rank is not None:
+        _announce("started", rank, _first_int(env, ("WORLD_SIZE", "SLURM_NTASKS")),
+                  "env" if env.get("RANK", "").strip() else "slurm")
+
+
+def _patch_spawn_job(module):
+    """torch.multiprocessing.spawn: the spawning process is the job's launcher (not a rank: it
+    iterates nothing), each process it starts a rank from its start, by its index; the exception a
+    rank raises (which spawn's _wrap catches, so no excepthook sees it) is its report's reason."""
+    start, wrap_fn = module.start_processes, getattr(module, "_wrap", None)
+    if getattr(start, "_mlbench_job", False):
+        return
+
+    @functools.wraps(start)
+    def start_processes(fn, args=(), nprocs=1, *rest, **kwargs):
+        global _ANNOUNCED
+        if _ANNOUNCED is not None and _ANNOUNCED["pid"] == os.getpid():
+            _ANNOUNCED = None  # a launcher that had RANK set (srun's task per node): its ranks are its children
+        os.environ.pop(_RANK_OF, None)
+        _write_announcement(f"{socket.gethostname()}.{os.getpid()}.json",
+                            {"pid": os.getpid(), "host": socket.gethostname(), "launcher": "torch.multiprocessing.spawn",
+                             "nprocs": nprocs, "start_ticks": _proc_start_ticks(), "since": time.time()})
+        return start(fn, args, nprocs, *rest, **kwargs)
+
+    start_processes._mlbench_job = True
+    module.start_processes = start_processes
+    if wrap_fn is None:
+        return
+
+    @functools.wraps(wrap_fn)
+    def _wrap(fn, i, *rest, **kwargs):
+        _announce("started", int(i), None, "mp.spawn")
+
+        def run(*a, **kw):
+            try:
+                return fn(*a, **kw)
+            except Exception as e:
+                if _PROBE is not None and _PROBE.failure is None:
+                    _PROBE.failure = f"the script raised {type(e).__name__}: {e}"
+                raise
+
+        return wrap_fn(run, i, *rest, **kwargs)
+
+    module._wrap = _wrap
+
+
+def _patch_init_process_group(module):
+    """init_process_group: the stage a rank waits in for its peers, then its rank as torch knows it."""
+    init = getattr(module, "init_process_group", None)
+    if init is None or getattr(init, "_mlbench_job", False):
+        return
+
+    @functools.wraps(init)
+    def init_process_group(*args, **kwargs):
+        rank = kwargs.get("rank", args[4] if len(args) > 4 else -1)
+        world = kwargs.get("world_size", args[3] if len(args) > 3 else -1)
+        env_rank = _first_int(os.environ, ("RANK",))
+        known = rank if isinstance(rank, int) and rank >= 0 else env_rank
+        if not os.environ.get(_RANK_OF) or _ANNOUNCED is not None:
+            _announce("init_process_group", known, world if isinstance(world, int) and world > 0 else None,
+                      "torch.distributed" if known is not None else None)
+        out = init(*args, **kwargs)
+        try:
+            _announce("initialized", int(module.get_rank()), int(module.get_world_size()), "torch.distributed")
+        except Exception:
+            pass
+        return out
+
+    init_process_group._mlbench_job = True
+    module.init_process_group = init_process_group
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and hasattr(dist, "init_process_group"):
+        dist.init_process_group = init_process_group

@@ -26,6 +26,7 @@
 #include "core/stop_signals.h"
 #include "core/sysinfo.h"
 #include "exec_target.h"
+#include "job_watch.h"
 
 namespace mlbench::stall {
 namespace fs = std::filesystem;
@@ -516,12 +517,31 @@ RunOutcome ProcessExecutor::run_one(const RunSpec& spec) {
     throw RunFailed(fmt::format("cannot execute {}", e.what()));
   }
   std::optional<core::ExitStatus> status;
+  // A job's ranks, watched (stall/job_watch.h): a fault stops every process of the job, writes a
+  // FAIL record in the run's folder and fails the run with one line.
+  std::optional<JobWatch> watch;
+  if (command) watch.emplace(report_dir, spec.command, exec_->probe_timeout_s);
+  const auto started = std::chrono::system_clock::now();
+  const auto job_failed = [&](const JobFault& f, pid_t root) {
+    const auto stopped = stop_job(root, watch->local_pids());
+    if (root > 0) child->wait();
+    const fs::path record = write_fail_record(report_dir, f.line, f.record, stopped, started);
+    const std::string stop = stopped.empty() ? "no process of the job was left running"
+                             : fmt::format("every process of the job was stopped ({} process{})", stopped.size(),
+                                           stopped.size() == 1 ? "" : "es");
+    return RunFailed(fmt::format("run {}: {}; {}; FAIL record: {} (log: {})", spec.label, f.line, stop,
+                                 record.string(), log.string()));
+  };
   // Short waits, so a stop signal is forwarded at once.
   while (!status && !core::stop_signal()) {
     const double left = timeout_s_ - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (left <= 0) break;
     status = child->wait_for(std::min(left, 0.05));
-    if (!status && command && timeout_s_ - left > exec_->probe_timeout_s && !has_report(report_dir)) {
+    if (!status && watch) {
+      if (const auto fault = watch->poll(timeout_s_ - left)) throw job_failed(*fault, child->pid());
+    }
+    if (!status && command && timeout_s_ - left > exec_->probe_timeout_s && !has_report(report_dir) &&
+        !watch->several_ranks()) {
       child->stop(kKillGrace);
       throw RunFailed(
           fmt::format("run {}: the command iterated no DataLoader in {} s, so the probe wrote no report "
@@ -553,7 +573,10 @@ RunOutcome ProcessExecutor::run_one(const RunSpec& spec) {
     out.log_path = log;
     return out;
   };
-  if (command) return finished(command_outcome(spec, *status, report_dir, log));
+  if (command) {
+    if (const auto fault = watch->after_exit(*status, log)) throw job_failed(*fault, 0);
+    return finished(command_outcome(spec, *status, report_dir, log));
+  }
   const int code = status->code;
   if (code == 127) throw RunFailed(fmt::format("cannot execute {}", bench_.string()));
   // A usage error: show the benchmark's own line.

@@ -609,6 +609,141 @@ TEST_F(StallExecTorch, AScriptOverLocalFilesIsToldNoFetchStallAndNoCacheRemedy) 
   EXPECT_EQ(r.output.find("--cache-size"), std::string::npos) << r.output;
 }
 
+// The faults of a distributed job (docs/stall.md, "Distributed jobs", "When the job fails"): a
+// launcher that fails before starting any rank, a rank that dies, ranks that never iterate and a
+// launcher that restarts a rank each ended as one line naming the launcher or the rank, a FAIL
+// record in the run's folder (job_failure) and every process of the job stopped. Before: the
+// launcher's own last line; a rank's death left the others waiting at their all-reduce until the
+// run's --timeout; a rank stuck in init_process_group was "iterated no DataLoader"; a restart
+// went unseen. The ranks are tests/stall/exec/job_rank.py (no torch: ~0.1 s to start) meeting
+// at a barrier of files, started by hand in one shell command or by tests/stall/exec/fake_launcher.py.
+class StallExecJob : public StallExec {
+ protected:
+  // The run's error line (exit 1) and the FAIL record in the first run's folder.
+  nlohmann::json failed(const std::string& flags, const std::string& command) {
+    const auto r = run_command(stall("--iterations 10 --cpus 1 " + flags, command));
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    output_ = r.output;
+    line_ = error_line(r.output);
+    nlohmann::json record;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir_ / "out" / "runs" / "synthetic", ec)) {
+      if (e.path().filename().string().find(".exec-job.R0.D0.FAIL.") != std::string::npos) record = read_json(e.path());
+    }
+    EXPECT_TRUE(record.is_object()) << r.output;
+    if (!record.is_object()) return nlohmann::json::object();
+    EXPECT_FALSE(record["completed"].get<bool>());
+    EXPECT_NE(line_.find(record["reason"].get<std::string>()), std::string::npos) << line_;
+    EXPECT_NE(line_.find("FAIL record: "), std::string::npos) << line_;
+    return record["job_failure"];
+  }
+  std::string rank() const {
+    return script("job_rank.py") + fmt::format(" --pids {} --barrier {}", (dir_ / "pids").string(),
+                                               (dir_ / "barrier").string());
+  }
+  // Ranks 0 and 1 started by hand in one shell command, rank 1 with `fault`.
+  std::string by_hand(const std::string& fault) const {
+    return fmt::format("sh -c 'RANK=0 WORLD_SIZE=2 {0} & RANK=1 WORLD_SIZE=2 {0} {1}; wait'", rank(), fault);
+  }
+  // Every rank job_rank.py started is gone (a process being killed may take a moment: 10 s at most).
+  void expect_all_stopped() {
+    int ranks = 0;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir_ / "pids", ec)) {
+      const std::string n = e.path().filename().string();
+      const int pid = std::stoi(n.substr(n.find('.') + 1));
+      ++ranks;
+      for (int i = 0; i < 100 && mlbench::testing_support::alive(pid); ++i) ::usleep(100000);
+      EXPECT_FALSE(mlbench::testing_support::alive(pid)) << "rank " << n << " outlived the run: " << output_;
+      if (mlbench::testing_support::alive(pid)) ::kill(pid, SIGKILL);
+    }
+    EXPECT_GE(ranks, 2) << output_;
+  }
+  std::string output_, line_;
+};
+
+TEST_F(StallExecJob, ALauncherThatFailsBeforeStartingAnyRankIsNamed) {
+  const auto f = failed("", script("fake_launcher.py") + " --nproc-per-node 2 --fail-before-start " +
+                                (kScripts / "job_rank.py").string());
+  EXPECT_NE(line_.find("run synthetic: the launcher fake_launcher.py (a launcher: --nproc-per-node) failed before "
+                       "starting any rank (exited with status 1: ValueError: cannot parse"),
+            std::string::npos)
+      << output_;
+  EXPECT_EQ(f["kind"], "launcher") << f.dump(1);
+  EXPECT_EQ(f["exit"]["status"], 1) << f.dump(1);
+  EXPECT_TRUE(f["ranks"].empty()) << f.dump(1);
+}
+
+// Debian 12's torchrun (torch 1.13 on Python 3.11) fails before starting any rank
+// (AttributeError in to_map). Where torchrun works, the job runs.
+TEST_F(StallExecJob, TorchrunThatFailsBeforeStartingAnyRankIsNamedWithTheWayOut) {
+  const std::string torchrun = run_command("command -v torchrun").output;
+  if (torchrun.empty()) GTEST_SKIP() << "no torchrun on PATH";
+  const auto r = run_command(stall("--iterations 10 --cpus 1", "torchrun --nproc_per_node 2 " + rank().substr(kPython.size() + 1)));
+  if (r.exit_code == 0) {
+    std::printf("torchrun started its ranks here: the job ran\n");
+    EXPECT_EQ(read_json(dir_ / "out" / "stall.json")["ranks"].size(), 2u);
+    return;
+  }
+  const std::string line = error_line(r.output);
+  EXPECT_NE(line.find("run synthetic: the launcher torchrun failed before starting any rank"), std::string::npos)
+      << r.output;
+  if (line.find("'NoneType' object has no attribute 'get'") != std::string::npos) {
+    EXPECT_NE(line.find("start the ranks with torch.multiprocessing.spawn, by hand"), std::string::npos) << line;
+  }
+}
+
+// Rank 1 kills itself (as the OOM killer would) at its 4th step; rank 0 waits at the barrier.
+TEST_F(StallExecJob, ARankThatDiesStopsTheWholeJobAndIsNamed) {
+  const auto f = failed("", by_hand("--die-at 3"));
+  EXPECT_NE(line_.find("run synthetic: rank 1 (pid "), std::string::npos) << output_;
+  EXPECT_NE(line_.find("died while iterating without its report"), std::string::npos) << output_;
+  EXPECT_NE(line_.find("every process of the job was stopped"), std::string::npos) << output_;
+  EXPECT_EQ(f["kind"], "rank_died") << f.dump(1);
+  ASSERT_EQ(f["ranks"].size(), 1u) << f.dump(1);
+  EXPECT_EQ(f["ranks"][0]["rank"], 1);
+  expect_all_stopped();
+}
+
+TEST_F(StallExecJob, ARankThatRaisesStopsTheWholeJobAndIsNamed) {
+  const auto f = failed("", by_hand("--raise-at 3"));
+  EXPECT_NE(line_.find("run synthetic: rank 1 (pid "), std::string::npos) << output_;
+  EXPECT_NE(line_.find("failed: the script raised RuntimeError: injected at step 3"), std::string::npos) << output_;
+  EXPECT_EQ(f["kind"], "rank_died") << f.dump(1);
+  ASSERT_EQ(f["ranks"].size(), 1u) << f.dump(1);
+  EXPECT_EQ(f["ranks"][0]["rank"], 1);
+  EXPECT_EQ(f["ranks"][0]["stage"], "reported");
+  expect_all_stopped();
+}
+
+// Rank 1 waits in init_process_group for a peer that never comes (tests/stall/exec/fake_torch's,
+// a Python start away from the run's start); rank 0 at the barrier of its first step.
+TEST_F(StallExecJob, RanksThatNeverIterateAreNamedWithWhereTheyWere) {
+  const auto f = failed("--probe-timeout 3", by_hand("--init-hangs"));
+  EXPECT_NE(line_.find("never iterated in 3 s"), std::string::npos) << output_;
+  EXPECT_NE(line_.find("stuck in init_process_group (waiting for its peers)"), std::string::npos) << output_;
+  EXPECT_EQ(f["kind"], "never_iterated") << f.dump(1);
+  bool rank1 = false;
+  for (const auto& r : f["ranks"]) {
+    if (r["rank"] == 1) rank1 = r["stage"] == "init_process_group";
+  }
+  EXPECT_TRUE(rank1) << f.dump(1);
+  expect_all_stopped();
+}
+
+// The launcher starts a replacement of rank 1 after its second step, then kills the first one.
+TEST_F(StallExecJob, ALauncherThatRestartsARankIsNamed) {
+  const auto f = failed("", script("fake_launcher.py") + " --nproc-per-node 2 --restart-rank 1 " +
+                                (kScripts / "job_rank.py").string() +
+                                fmt::format(" --pids {} --barrier {}", (dir_ / "pids").string(),
+                                            (dir_ / "barrier").string()));
+  EXPECT_NE(line_.find("run synthetic: rank 1 was restarted by the launcher (pid "), std::string::npos) << output_;
+  EXPECT_EQ(f["kind"], "restarted") << f.dump(1);
+  ASSERT_EQ(f["ranks"].size(), 2u) << f.dump(1);
+  EXPECT_NE(f["ranks"][0]["pid"], f["ranks"][1]["pid"]);
+  expect_all_stopped();
+}
+
 TEST_F(StallExecTorch, UnmodifiedScript) {
   analyse("");
 }
