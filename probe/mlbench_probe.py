@@ -409,6 +409,7 @@ class Probe:
                       "warmup_iterations": warm * self.number,
                       "steps": _steps(waits, syncs, computes, warm * self.number)},
             "rank": rank,
+            "cpu_split": _CPU_SPLIT,
             "pipeline": {"source": "mlbench_probe", "loader": st.name if st else None, "workers": st.workers if st else 0},
             "resources": None,
             "iterations": n,
@@ -606,6 +607,82 @@ class Wrapped:
         return getattr(self._loader, name)
 
 
+# The CPU sweep of a job of several ranks (docs/stall.md, "Distributed jobs", "CPUs per rank"):
+# mlbench-stall gives the job the first K x c CPUs of its own and says c and the job's CPUs here;
+# each rank then keeps CPUs [slot x c, (slot + 1) x c) of them, slot its local rank, as a server of
+# C CPUs and K GPUs would split them. Applied to every thread of the rank before any DataLoader
+# worker forks (workers inherit it): at load when the environment names the slot (LOCAL_RANK,
+# SLURM_LOCALID, else RANK mod MLBENCH_PROBE_RANKS_PER_NODE), in a rank torch.multiprocessing.spawn
+# started as it starts (its index), else at the rank's first DataLoader iteration
+# (torch.distributed's rank). The report's ``cpu_split`` says what was applied.
+_CPU_SPLIT = None
+
+
+def cpu_split_for(environ, slot):
+    """The CPUs of the rank in `slot` under the split the environment asks for
+    (MLBENCH_PROBE_CPUS_PER_RANK, MLBENCH_PROBE_JOB_CPUS), or None when none is asked; raises
+    ValueError when the job's CPUs do not hold the slot's share."""
+    per = _env_int(environ, "MLBENCH_PROBE_CPUS_PER_RANK", 0)
+    if per <= 0:
+        return None
+    job = [int(c) for c in environ.get("MLBENCH_PROBE_JOB_CPUS", "").split(",") if c.strip()]
+    if (slot + 1) * per > len(job):
+        raise ValueError(f"slot {slot} x {per} CPUs per rank is beyond the job's {len(job)} CPUs ({job})")
+    return job[slot * per:(slot + 1) * per]
+
+
+def _apply_cpu_split(slot, slot_from, when):
+    """Keeps this process's threads on its slot's CPUs (once); the record goes into the report."""
+    global _CPU_SPLIT
+    env = os.environ
+    if _CPU_SPLIT is not None or _env_int(env, "MLBENCH_PROBE_CPUS_PER_RANK", 0) <= 0:
+        return
+    rec = {"cpus_per_rank": _env_int(env, "MLBENCH_PROBE_CPUS_PER_RANK", 0),
+           "ranks_per_node": _env_int(env, "MLBENCH_PROBE_RANKS_PER_NODE", 0) or None,
+           "job_cpus": [int(c) for c in env.get("MLBENCH_PROBE_JOB_CPUS", "").split(",") if c.strip()],
+           "slot": slot, "slot_from": slot_from, "applied": when, "cpus": None, "error": None}
+    _CPU_SPLIT = rec
+    try:
+        cpus = cpu_split_for(env, slot)
+        try:
+            tasks = [int(t) for t in os.listdir("/proc/self/task")]
+        except OSError:
+            tasks = [0]
+        for tid in tasks:
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except ProcessLookupError:  # a thread that ended meanwhile
+                pass
+        rec["cpus"] = sorted(os.sched_getaffinity(0))
+    except (ValueError, OSError) as e:
+        rec["error"] = f"{type(e).__name__}: {e}"
+        print(f"mlbench_probe: CPUs per rank not applied: {rec['error']}", file=sys.stderr)
+
+
+def _cpu_split_slot(env):
+    """The slot the environment names (see above), or None."""
+    local = _first_int(env, ("LOCAL_RANK", "SLURM_LOCALID"))
+    if local is not None:
+        return local, "LOCAL_RANK" if env.get("LOCAL_RANK", "").strip() else "SLURM_LOCALID"
+    rank = _first_int(env, ("RANK", "SLURM_PROCID"))
+    per_node = _env_int(env, "MLBENCH_PROBE_RANKS_PER_NODE", 0)
+    if rank is not None and per_node > 0:
+        return rank % per_node, "RANK mod ranks per node"
+    return None
+
+
+def _cpu_split_at_first_iteration():
+    """The fallback: the rank as torch.distributed knows it (mod the ranks per node)."""
+    if _CPU_SPLIT is not None or _env_int(os.environ, "MLBENCH_PROBE_CPUS_PER_RANK", 0) <= 0:
+        return
+    ident = _rank_identity(os.environ) if "_rank_identity" in globals() else rank_identity(os.environ)
+    if ident.get("from") == "none":
+        return  # not a rank of the job (a launcher's own loader, say): the job's CPUs stay
+    per_node = _env_int(os.environ, "MLBENCH_PROBE_RANKS_PER_NODE", 0) or 1
+    slot = ident["local_rank"] if ident.get("local_rank") is not None else ident["rank"] % per_node
+    _apply_cpu_split(slot, "torch.distributed rank", "first DataLoader iteration")
+
+
 _PROBE = None
 _ORIGINAL_ITER = {}
 
@@ -659,6 +736,7 @@ def _patch_dataloader(module):
 
     def __iter__(self):
         p = probe()
+        _cpu_split_at_first_iteration()  # before its workers fork
         st = stats.get(id(self))
         if st is None:
             st = stats[id(self)] = p.register(self)
@@ -814,6 +892,22 @@ def _patch_spawn(module):
 
     start_processes._mlbench_original = start
     module.start_processes = start_processes
+    _patch_spawn_wrap(module)
+
+def _patch_spawn_wrap(module):
+    """A rank that torch.multiprocessing.spawn starts runs its ``_wrap(fn, i, ...)``: the index i
+    is its local rank, known before the script's function runs (the CPU split applies there)."""
+    wrap_fn = getattr(module, "_wrap", None)
+    if wrap_fn is None or getattr(wrap_fn, "_mlbench_original", None):
+        return
+
+    @functools.wraps(wrap_fn)
+    def _wrap(fn, i, *rest, **kwargs):
+        _apply_cpu_split(int(i), "torch.multiprocessing.spawn index", "rank start")
+        return wrap_fn(fn, i, *rest, **kwargs)
+
+    _wrap._mlbench_original = wrap_fn
+    module._wrap = _wrap
     _patch_spawn_job(module)
 
 
@@ -854,6 +948,9 @@ def install():
     """Probe every torch DataLoader iteration of this process (what mlbench-stall --exec does
     through probe/autoprobe/sitecustomize.py)."""
     probe()
+    slot = _cpu_split_slot(os.environ)
+    if slot is not None:
+        _apply_cpu_split(slot[0], slot[1], "probe load")
     for name, patch in _PATCHES.items():
         if sys.modules.get(name) is not None:
             patch(sys.modules[name])

@@ -22,6 +22,7 @@
 #include "measured.h"
 #include "nodes.h"
 #include "partitioned_model.h"
+#include "job_whatif.h"
 #include "ranks.h"
 #include "readahead_model.h"
 #include "serial_model.h"
@@ -635,7 +636,19 @@ void exec_cpu_remedies(const AnalysisContext& ctx, const std::map<std::string, R
                        const CacheWhatIf& w, const Sizing& z, Candidates& out) {
   const int workers =
       in.loader.known ? in.loader.shape.workers : static_cast<int>(in.cached_report.workers.value_or(0));
-  if (z.cores_rec && *z.cores_rec > ctx.cores_now) {
+  // A job of K ranks per node shares the CPUs among K loaders: the advice is per rank, and the job's
+  // what-if (stall/job_whatif.h, `job_whatif.advice`) says how many CPUs per rank.
+  int ranks = 1;
+  for (const auto& [label, r] : runs) ranks = std::max(ranks, ranks_per_node(r));
+  if (ranks > 1) {
+    const int per_rank = std::max(1, ctx.cores_now / ranks);
+    if (workers < per_rank) {
+      out.exec_notes.emplace_back(
+          Bound::Prep, fmt::format("DataLoader(num_workers={}) per rank on {} CPU(s) each ({} ranks on {} CPUs): "
+                                   "num_workers={} per rank uses them all (not measured)",
+                                   workers, per_rank, ranks, ctx.cores_now, per_rank));
+    }
+  } else if (z.cores_rec && *z.cores_rec > ctx.cores_now) {
     const double p_new = z.p_for_advice.at(*z.cores_rec);
     // The sweep's run at that count has a noise of its own (its observations, its rounds).
     const auto u_it = in.u_p_by_cores.find(*z.cores_rec);
@@ -1079,6 +1092,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
   // A job of several ranks (--exec; stall/ranks.h): each rank's figures and the straggler.
   add_ranks_block(runs, out);
   add_nodes_block(out);  // and across nodes (stall/nodes.h): each rank's node and CPUs, each node's page cache
+  // Its CPUs per rank and DRAM (stall/job_whatif.h): the job's what-if, held out, advised.
+  add_job_whatif(ctx, runs, out);
   return out;
 }
 

@@ -20,6 +20,7 @@
 #include "core/sysinfo.h"
 #include "exec_isolation.h"
 #include "exec_target.h"
+#include "job_whatif.h"
 #include "pipeline/http_source.h"
 #include "pipeline/loader.h"
 #include "pipeline/remedies/peer_rate.h"
@@ -261,7 +262,20 @@ void Session::run_plan() {
       std::cout << fmt::format("round {} of {}\n", round, o_.rounds);
     }
     for (std::size_t i = round == 1 ? 1 : 0; i < plan.size(); ++i) {
-      if (plan[i].kind != "page") {
+      if (plan[i].kind == "cpus" && o_.exec_mode && ranks_per_node(runs_.at("synthetic")) > 1) {
+        // A job of several ranks per node: the sweep gives CPUs per rank (stall/job_whatif.h).
+        RunSpec spec = plan[i];
+        const int k = ranks_per_node(runs_.at("synthetic"));
+        if (const auto why = split_cpus_per_rank(spec, k, core::affinity_cpus()); !why.empty()) {
+          if (round == 1) std::cout << "  " << why << "\n";
+        } else {
+          if (round == 1) {
+            std::cout << fmt::format("  {}: {} CPU(s) per rank, {} ranks on CPUs {}\n", spec.label, plan[i].cpus, k,
+                                     spec.env.at("MLBENCH_PROBE_JOB_CPUS"));
+          }
+          run_round(spec, round);
+        }
+      } else if (plan[i].kind != "page") {
         run_round(plan[i], round);
       } else {
         // The page-cache check is optional: a run that fails (the page cache could not be made to
@@ -465,6 +479,9 @@ void Session::write_analysis() {
   const core::StallRates rates = record.rates.value_or(core::StallRates{});
   core::write_file_atomic(out_ / "whatif.svg",
                           whatif_svg(o_.config.bench, curve, rates.P.value_or(0), rates.G.value_or(0), measured));
+  if (result.contains("job_whatif")) {
+    core::write_file_atomic(out_ / "job_whatif.svg", job_whatif_svg(o_.config.bench, result["job_whatif"]));
+  }
   std::cout << "\n" << console_summary(result) << sizing_summary(result["sizing"]);
   print_writes();
   std::cout << "\nWrote " << (out_ / "stall.json").string() << "\n";

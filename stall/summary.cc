@@ -11,6 +11,7 @@
 #include "analysis.h"
 #include "analyzer.h"
 #include "core/stall_record.h"
+#include "job_whatif.h"
 #include "nodes.h"
 #include "ranks.h"
 
@@ -332,8 +333,8 @@ std::string remote_text(const nlohmann::json& result) {
 
 std::string console_summary(const nlohmann::json& result) {
   const StallRecord r = core::parse_stall_record(result);
-  return rates_text(r) + split_text(r) + ranks_text(result) + nodes_text(result) + epoch_start_line(result) +
-         whatif_text(r) + coordinated_text(r) + partitioned_text(r) + remote_text(result) +
+  return rates_text(r) + split_text(r) + ranks_text(result) + nodes_text(result) + job_whatif_text(result) +
+         epoch_start_line(result) + whatif_text(r) + coordinated_text(r) + partitioned_text(r) + remote_text(result) +
          recommendation_text(r, result);
 }
 

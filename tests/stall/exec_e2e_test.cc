@@ -4,6 +4,7 @@
 // script over an ImageFolder, unmodified (the probe wraps DataLoader itself) and with the
 // one-line wrap; and the errors a user hits: a script that iterates no loader (at its end, and
 // after --probe-timeout), a script that crashes, a script with several loaders.
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -398,6 +399,64 @@ TEST_F(StallExecRanks, ABalancedJobNamesNoStraggler) {
   ASSERT_TRUE(s.is_object()) << result["job"].dump(1);
   EXPECT_GT(s["prep_pct"].get<double>(), s["fetch_pct"].get<double>()) << s.dump(1);
   EXPECT_GT(s["prep_pct"].get<double>(), s["sync_pct"].get<double>()) << s.dump(1);
+}
+
+// The CPU sweep of a job gives CPUs per rank (stall/job_whatif.h): at 1 CPU per rank each of the
+// 2 ranks runs on a CPU of its own (the probe applies it in each rank spawned, from its index), a
+// point beyond the machine's CPUs is said not run, and the job what-if is there for K = 2.
+TEST_F(StallExecRanks, TheCpuSweepGivesCpusPerRankAndTheJobWhatIfIsForTheRanks) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  if (cpus < 2) GTEST_SKIP() << "needs 2 CPUs in this process's affinity: 1 per rank";
+  const auto r = run_command(stall("--iterations 10 --cpus 1,2", script("ddp_train.py") + " --slow-rank 1 --slow-ms 5"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto result = read_json(dir_ / "out" / "stall.json");
+  std::set<int> used;
+  int reports = 0;
+  for (const auto& e : fs::directory_iterator(dir_ / "out" / "runs" / "cpus-1")) {
+    if (e.path().extension() != ".json") continue;
+    const auto report = read_json(e.path());
+    ++reports;
+    ASSERT_TRUE(report["cpu_split"].is_object()) << e.path();
+    const auto& split = report["cpu_split"];
+    EXPECT_EQ(split["cpus_per_rank"], 1) << split.dump();
+    EXPECT_EQ(split["slot"], report["rank"]["rank"]) << split.dump();
+    EXPECT_EQ(split["slot_from"], "torch.multiprocessing.spawn index") << split.dump();
+    ASSERT_EQ(split["cpus"].size(), 1u) << split.dump();
+    EXPECT_TRUE(split["error"].is_null()) << split.dump();
+    ASSERT_EQ(split["job_cpus"].size(), 2u) << split.dump();
+    EXPECT_EQ(split["cpus"][0], split["job_cpus"][report["rank"]["rank"].get<int>()]) << split.dump();
+    EXPECT_EQ(report["machine"]["affinity"], std::to_string(split["cpus"][0].get<int>())) << e.path();
+    used.insert(split["cpus"][0].get<int>());
+  }
+  EXPECT_EQ(reports, 2);
+  EXPECT_EQ(used.size(), 2u) << "each rank on a CPU of its own";
+  // The runs the sweep does not make keep every CPU for both ranks.
+  for (const auto& e : fs::directory_iterator(dir_ / "out" / "runs" / "cold")) {
+    if (e.path().extension() == ".json") {
+      EXPECT_TRUE(read_json(e.path())["cpu_split"].is_null()) << e.path();
+    }
+  }
+  ASSERT_TRUE(result.contains("job_whatif")) << result.dump(1);
+  const auto& j = result["job_whatif"];
+  EXPECT_EQ(j["ranks_per_node"], 2);
+  EXPECT_EQ(j["ranks"], 2);
+  ASSERT_EQ(j["sweep"].size(), 1u) << j.dump(1);
+  EXPECT_EQ(j["sweep"][0]["split"], true);
+  for (const auto& rank : j["sweep"][0]["ranks"]) EXPECT_EQ(rank["cpus"].size(), 1u) << rank.dump();
+  ASSERT_GE(j["table"].size(), 1u);
+  EXPECT_EQ(j["table"][0]["cpus_per_rank"], 1.0);
+  EXPECT_EQ(j["table"][0]["cells"].size(), j["dram_gb"].size());
+  EXPECT_EQ(j["held_out"].size(), 2u) << j.dump(1);  // cold and cached
+  if (cpus < 4) {
+    ASSERT_EQ(j["skipped"].size(), 1u) << j.dump(1);
+    EXPECT_NE(r.output.find("cpus-2: not run: 2 ranks x 2 CPUs = 4 CPUs"), std::string::npos) << r.output;
+  }
+  EXPECT_NE(r.output.find("job what-if: 2 ranks"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("advice (job): "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--cpus-per-task="), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "job_whatif.svg"));
 }
 
 // The probe's rank identity (probe/mlbench_probe.py, rank_identity): from RANK/LOCAL_RANK/WORLD_SIZE
