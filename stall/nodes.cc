@@ -231,17 +231,49 @@ nlohmann::json nodes_json(const std::vector<RankPlace>& ranks, const nlohmann::j
           {"partitioned", part}, {"partitioned_note", note}};
 }
 
+std::vector<std::string> cpu_sweep_warnings(const std::map<std::string, std::vector<RankPlace>>& ranks_by_run) {
+  std::vector<std::string> out;
+  for (const auto& [label, ranks] : ranks_by_run) {
+    if (label.rfind("cpus-", 0) != 0) continue;
+    int n = 0;
+    try {
+      n = std::stoi(label.substr(5));
+    } catch (const std::exception&) {
+      continue;
+    }
+    std::string over;
+    for (const auto& r : ranks) {
+      if (static_cast<int>(r.cpus.size()) > n) {
+        over += fmt::format("{}rank {} on CPUs {}", over.empty() ? "" : ", ", r.rank, cpu_list_text(r.cpus));
+      }
+    }
+    if (!over.empty()) {
+      out.push_back(fmt::format(
+          "run {} did not limit the ranks to {} CPU{} ({}): tasks that srun starts take the CPUs Slurm gives them; "
+          "its rate is not that of {} CPU{} (run the analysis once per --cpus-per-task instead)",
+          label, n, n == 1 ? "" : "s", over, n, n == 1 ? "" : "s"));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Each rank's report's `rank` block (null when unreadable).
+nlohmann::json rank_block_of(const nlohmann::json& rank_entry) {
+  if (!rank_entry.contains("report") || !rank_entry["report"].is_string()) return nullptr;
+  std::ifstream in(rank_entry["report"].get<std::string>());
+  const nlohmann::json report = nlohmann::json::parse(in, nullptr, false);
+  return report.is_object() && report.contains("rank") ? report["rank"] : nlohmann::json();
+}
+
+}  // namespace
+
 void add_nodes_block(nlohmann::json& result) {
   if (!result.contains("ranks") || !result["ranks"].is_array() || result["ranks"].empty()) return;
   std::vector<RankPlace> places;
   for (auto& r : result["ranks"]) {
-    nlohmann::json block;
-    if (r.contains("report") && r["report"].is_string()) {
-      std::ifstream in(r["report"].get<std::string>());
-      const nlohmann::json report = nlohmann::json::parse(in, nullptr, false);
-      if (report.is_object() && report.contains("rank")) block = report["rank"];
-    }
-    RankPlace p = rank_place(block, r.value("rank", 0), r.value("rate", 0.0));
+    RankPlace p = rank_place(rank_block_of(r), r.value("rank", 0), r.value("rate", 0.0));
     if (p.node.empty()) p.node = r.value("host", "");
     r["node"] = p.node;
     r["cpus"] = p.cpus.empty() ? nlohmann::json() : nlohmann::json(cpu_list_text(p.cpus));
@@ -258,6 +290,14 @@ void add_nodes_block(nlohmann::json& result) {
                                     ? result["whatif"].value("partitioned", nlohmann::json())
                                     : nlohmann::json();
   result["nodes"] = nodes_json(places, whatif, boot, dataset_bytes);
+  std::map<std::string, std::vector<RankPlace>> by_run;
+  if (result.contains("runs") && result["runs"].is_object()) {
+    for (const auto& [label, run] : result["runs"].items()) {
+      if (!run.is_object() || !run.contains("ranks") || !run["ranks"].is_array()) continue;
+      for (const auto& r : run["ranks"]) by_run[label].push_back(rank_place(rank_block_of(r), r.value("rank", 0), 0));
+    }
+  }
+  for (auto& w : cpu_sweep_warnings(by_run)) result["warnings"].push_back(std::move(w));
 }
 
 std::string nodes_text(const nlohmann::json& result) {

@@ -9,6 +9,7 @@
 // reports and this machine's boot id.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,8 +46,15 @@ std::string cpu_list_text(std::vector<int> cpus);
 nlohmann::json nodes_json(const std::vector<RankPlace>& ranks, const nlohmann::json& partitioned_whatif,
                           const std::string& analyzer_boot_id, double dataset_bytes);
 
+// The CPU sweep's runs (`cpus-N`) limit the CPUs of the command they start, which tasks that srun
+// starts on a node do not inherit: they take the CPUs Slurm gives them (--cpus-per-task). One
+// warning per such run where a rank ran on more than N CPUs (`ranks_by_run`: each run's ranks, by
+// its label); none where every rank kept to N or the CPUs were not recorded.
+std::vector<std::string> cpu_sweep_warnings(const std::map<std::string, std::vector<RankPlace>>& ranks_by_run);
+
 // The hook for analyze(): where result has `ranks`, reads each rank's report (ranks[].report),
-// adds `node` and `cpus` to each ranks[] entry and result["nodes"].
+// adds `node` and `cpus` to each ranks[] entry and result["nodes"]; and to result["warnings"] the
+// CPU sweep's runs that did not reach the ranks (cpu_sweep_warnings, from runs.<label>.ranks).
 void add_nodes_block(nlohmann::json& result);
 
 // The console's lines for stall.json's `nodes` ("" when absent or of one node).
