@@ -972,6 +972,7 @@ def install():
 # for their launcher by mlbench-stall.
 _RANK_OF = "MLBENCH_PROBE_RANK_OF"
 _ANNOUNCED = None  # this process's announcement, once it is a rank
+_LAUNCHER = {}  # this process's, once it started ranks with torch.multiprocessing.spawn
 _BEFORE_ITERATING = ("started", "init_process_group", "initialized")
 
 
@@ -1049,13 +1050,30 @@ def _patch_spawn_job(module):
         if _ANNOUNCED is not None and _ANNOUNCED["pid"] == os.getpid():
             _ANNOUNCED = None  # a launcher that had RANK set (srun's task per node): its ranks are its children
         os.environ.pop(_RANK_OF, None)
-        _write_announcement(f"{socket.gethostname()}.{os.getpid()}.json",
-                            {"pid": os.getpid(), "host": socket.gethostname(), "launcher": "torch.multiprocessing.spawn",
-                             "nprocs": nprocs, "start_ticks": _proc_start_ticks(), "since": time.time()})
+        _LAUNCHER.update({"pid": os.getpid(), "host": socket.gethostname(), "launcher": "torch.multiprocessing.spawn",
+                          "nprocs": nprocs, "start_ticks": _proc_start_ticks(), "since": time.time()})
+        _write_announcement(f"{socket.gethostname()}.{os.getpid()}.json", _LAUNCHER)
         return start(fn, args, nprocs, *rest, **kwargs)
 
     start_processes._mlbench_job = True
     module.start_processes = start_processes
+    context = getattr(module, "ProcessContext", None)
+    if context is not None and hasattr(context, "join"):
+        join = context.join
+
+        @functools.wraps(join)
+        def joined(self, *args, **kwargs):
+            try:
+                return join(self, *args, **kwargs)
+            except Exception as e:  # spawn names the process that failed first: the watch names its rank
+                i = getattr(e, "error_index", None)
+                if _LAUNCHER and isinstance(i, int) and 0 <= i < len(self.processes):
+                    _LAUNCHER.update(failed_index=i, failed_pid=self.processes[i].pid,
+                                     failed_exitcode=self.processes[i].exitcode, since=time.time())
+                    _write_announcement(f"{socket.gethostname()}.{os.getpid()}.json", _LAUNCHER)
+                raise
+
+        context.join = joined
     if wrap_fn is None:
         return
 

@@ -150,6 +150,10 @@ void JobWatch::scan() {
     a.completed = j.contains("completed") && j["completed"].is_boolean()
                       ? std::optional<bool>(j["completed"].get<bool>())
                       : std::nullopt;
+    a.failed_pid = j.contains("failed_pid") && j["failed_pid"].is_number_integer() ? j["failed_pid"].get<int>() : 0;
+    a.failed_exitcode = j.contains("failed_exitcode") && j["failed_exitcode"].is_number_integer()
+                            ? std::optional<int>(j["failed_exitcode"].get<int>())
+                            : std::nullopt;
     a.started = j.contains("started") && j["started"].is_number() ? j["started"].get<double>() : 0.0;
     a.since = j.contains("since") && j["since"].is_number() ? j["since"].get<double>() : 0.0;
   }
@@ -263,16 +267,32 @@ std::optional<JobFault> JobWatch::died(bool now) const {
     }
   }
   if (!chosen) return std::nullopt;
+  // The launcher knew which rank failed first (torch.multiprocessing.spawn's join): that one.
+  std::string ended = chosen->ended;
+  for (const auto& [n, l] : seen_) {
+    if (l.a.failed_pid <= 0) continue;
+    for (const auto& [m, r] : seen_) {
+      if (r.a.rank && r.a.pid == l.a.failed_pid && r.a.host == l.a.host) {
+        chosen = &r;
+        ended = r.ended;
+        if (ended.empty() && l.a.failed_exitcode) {
+          const int c = *l.a.failed_exitcode;
+          ended = c < 0 ? fmt::format("killed by signal {}", -c) : fmt::format("exited with status {}", c);
+        }
+      }
+    }
+  }
   const Announced& a = chosen->a;
+  const std::string reason = a.reason.substr(0, a.reason.find('\n'));  // the line stays one line
   JobFault f;
   f.kind = "rank_died";
   const std::string stage = a.stage == "iterating" ? "while iterating" : "at its stage " + a.stage;
-  if (!a.reason.empty()) {
-    f.line = fmt::format("rank {} (pid {}) failed{}: {}", *a.rank, a.pid,
-                         chosen->ended.empty() ? "" : " (" + chosen->ended + ")", a.reason);
+  if (!reason.empty()) {
+    f.line =
+        fmt::format("rank {} (pid {}) failed{}: {}", *a.rank, a.pid, ended.empty() ? "" : " (" + ended + ")", reason);
   } else {
     f.line = fmt::format("rank {} (pid {}) died {} without its report ({})", *a.rank, a.pid, stage,
-                         chosen->ended.empty() ? "killed by a signal, or os._exit: it raised nothing" : chosen->ended);
+                         ended.empty() ? "killed by a signal, or os._exit: it raised nothing" : ended);
   }
   f.record = {{"kind", f.kind}, {"ranks", ranks_json({chosen})}};
   return f;

@@ -36,9 +36,11 @@ struct Announced {
   std::optional<int> rank;     // none: a launcher (it started ranks with torch.multiprocessing.spawn)
   std::optional<int> world_size;
   std::string from, stage, launcher, reason, report;
-  std::optional<bool> completed;  // stage reported: whether its report completed
-  double started = 0;             // wall-clock seconds of its start (its announcement's)
-  double since = 0;               // wall-clock seconds of its stage
+  std::optional<bool> completed;       // stage reported: whether its report completed
+  int failed_pid = 0;                  // a launcher's: the rank that failed first (mp.spawn's join)
+  std::optional<int> failed_exitcode;  // and its exit code (< 0: the signal)
+  double started = 0;                  // wall-clock seconds of its start (its announcement's)
+  double since = 0;                    // wall-clock seconds of its stage
 };
 
 // The launcher a command names, for the line of a launcher that failed by itself: "torchrun",
