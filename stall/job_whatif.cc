@@ -485,6 +485,7 @@ nlohmann::json job_whatif_json(const JobWhatIfRuns& r) {
 }
 
 void add_job_whatif(const AnalysisContext& ctx, const std::map<std::string, RunOutcome>& runs, nlohmann::json& result) {
+  if (!ctx.exec) return;  // --bench scaling --ranks K splits its ranks' CPUs itself (docs/stall.md)
   const auto r = job_whatif_runs(ctx, runs);
   if (!r) return;
   result["job_whatif"] = job_whatif_json(*r);

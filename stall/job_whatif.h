@@ -112,7 +112,8 @@ nlohmann::json job_whatif_json(const JobWhatIfRuns& r);
 // (largest own step) has fewer CPUs than another rank.
 std::string smaller_share_straggler(const JobRun& run);
 
-// The hook for analyze(): result["job_whatif"] where the runs are a job of several ranks per node.
+// The hook for analyze(): result["job_whatif"] where the runs are a job of several ranks per node under
+// --exec (ctx.exec; a benchmark's own ranks split their CPUs themselves).
 void add_job_whatif(const AnalysisContext& ctx, const std::map<std::string, RunOutcome>& runs, nlohmann::json& result);
 
 // The console's lines for result["job_whatif"] ("" when absent).

@@ -263,6 +263,7 @@ TEST(JobWhatIf, FromTheRunsEachRanksCpuSetAndTheSkippedPoints) {
   runs["fetch-cached"].rate = 1e6;
   EXPECT_EQ(ranks_per_node(runs["cold"]), 2);
   AnalysisContext ctx;
+  ctx.exec = true;
   ctx.cores_now = 2;
   ctx.config.cpus = {1, 2};
   ctx.items = 100;
@@ -278,6 +279,12 @@ TEST(JobWhatIf, FromTheRunsEachRanksCpuSetAndTheSkippedPoints) {
   nlohmann::json result;
   add_job_whatif(ctx, runs, result);
   ASSERT_TRUE(result.contains("job_whatif"));
+  // A benchmark's own ranks (--bench scaling --ranks K) split their CPUs themselves: none.
+  AnalysisContext bench = ctx;
+  bench.exec = false;
+  nlohmann::json bench_result;
+  add_job_whatif(bench, runs, bench_result);
+  EXPECT_FALSE(bench_result.contains("job_whatif"));
   EXPECT_EQ(result["job_whatif"]["sweep"][0]["ranks"][0]["cpus"], nlohmann::json::array({0}));
   // One process: no job what-if.
   std::map<std::string, RunOutcome> single{{"synthetic", RunOutcome{}}};
