@@ -893,6 +893,8 @@ def _patch_spawn(module):
     start_processes._mlbench_original = start
     module.start_processes = start_processes
     _patch_spawn_wrap(module)
+    _patch_spawn_job(module)
+
 
 def _patch_spawn_wrap(module):
     """A rank that torch.multiprocessing.spawn starts runs its ``_wrap(fn, i, ...)``: the index i
@@ -908,7 +910,6 @@ def _patch_spawn_wrap(module):
 
     _wrap._mlbench_original = wrap_fn
     module._wrap = _wrap
-    _patch_spawn_job(module)
 
 
 # What is patched right after it is imported (or at install() when it already was).
@@ -957,6 +958,7 @@ def install():
     if not any(isinstance(f, _DataLoaderFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _DataLoaderFinder())
     _announce_from_env()
+
 
 # ---- The job's ranks, announced (docs/stall.md, "Distributed jobs": "When the job fails") -------
 # Under mlbench-stall --exec each rank of a job writes ``<report folder>/ranks/<host>.<pid>.json`` as
