@@ -14,46 +14,14 @@
 
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
+#include "tests/slurm/slurm_test_cluster.h"
 
 namespace mlbench::testing_support {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Cluster {
-  fs::path dir;
-  std::string skip;
-  bool own = false;
-};
-Cluster& cluster() {
-  static Cluster c;
-  return c;
-}
-
-class SlurmEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    Cluster& c = cluster();
-    if (const char* d = std::getenv("MLBENCH_SLURM_DIR"); d && *d) {
-      c.dir = d;
-    } else {  // run alone: start one of our own
-      c.dir = scratch_dir("slurm_stall_cluster");
-      c.own = true;
-      std::cerr << run_command(std::string(SLURM_CLUSTER) + " start " + c.dir.string()).output;
-    }
-    if (std::ifstream skip(c.dir / "skip"); skip) {
-      std::getline(skip, c.skip);
-    } else if (!fs::exists(c.dir / "slurm.conf")) {
-      c.skip = "no cluster in " + c.dir.string() + " (its start failed; see the slurm_cluster_start test)";
-    } else {
-      setenv("SLURM_CONF", (c.dir / "slurm.conf").c_str(), 1);
-    }
-  }
-  void TearDown() override {
-    if (cluster().own) run_command(std::string(SLURM_CLUSTER) + " stop " + cluster().dir.string());
-  }
-};
-const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new SlurmEnvironment);
+const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new SlurmEnvironment("slurm_stall_cluster"));
 
 nlohmann::json read_json(const fs::path& p) {
   std::ifstream in(p);
