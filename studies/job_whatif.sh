@@ -8,7 +8,7 @@
 # sharing every CPU unsplit). Prints per analysis each held-out run's measured and predicted job
 # samples/s, range and error, and each rank's CPU set in the sweep; then the medians.
 # Usage: studies/job_whatif.sh DATA [--analyses 2] [--iterations 20] [--batch-size 16] [--workers 1] [--out DIR]
-# DATA: an ImageFolder root (e.g. /tmp/w/data/real-photos-small/train).
+# DATA: an ImageFolder root (e.g. DATA/real-photos-small/train, DATA made by mlbench-datagen).
 # Env: MLBENCH_BUILD_DIR (default build): needs bin/mlbench-stall; /usr/bin/python3 with torch and torchvision.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
