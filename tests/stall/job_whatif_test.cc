@@ -253,6 +253,18 @@ RunOutcome job_run(double wait1, const std::vector<int>& cpus0 = {}, const std::
   return out;
 }
 
+// Two ranks on two Slurm nodes of one host (the private test cluster): one rank per node, not a
+// server of two (job_whatif grouped ranks by host, and took such a job for one 2-rank server).
+TEST(JobWhatIf, RanksAreCountedPerNodeNotPerHost) {
+  RunOutcome run = job_run(0.02);
+  EXPECT_EQ(ranks_per_node(run), 2);  // one host "h", no node: one server
+  run.ranks[0].report["rank"]["node"] = "mlb1n1";
+  run.ranks[1].report["rank"]["node"] = "mlb1n2";
+  EXPECT_EQ(ranks_per_node(run), 1);
+  run.ranks[1].report["rank"]["node"] = "mlb1n1";
+  EXPECT_EQ(ranks_per_node(run), 2);
+}
+
 TEST(JobWhatIf, FromTheRunsEachRanksCpuSetAndTheSkippedPoints) {
   std::map<std::string, RunOutcome> runs;
   runs["synthetic"] = job_run(0.0);
