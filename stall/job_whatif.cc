@@ -401,8 +401,10 @@ nlohmann::json job_whatif_json(const JobWhatIfRuns& r) {
   out["held_out"] = held;
   out["max_error_pct"] = worst;
   out["self_check_passed"] = held.empty() ? nlohmann::json() : nlohmann::json(passed);
-  // Advice in the script's terms.
+  // Advice in the script's terms: what the model predicts (CPUs per rank, DRAM, storage), and notes
+  // that need no prediction (workers beyond a rank's CPUs, a straggler's smaller share).
   nlohmann::json advice = nlohmann::json::array();
+  nlohmann::json notes = nlohmann::json::array();
   const double best = job_predict(in, *rows.rbegin(), 1).rate;
   double c_rec = *rows.rbegin();
   for (double c : rows) {
@@ -439,7 +441,7 @@ nlohmann::json job_whatif_json(const JobWhatIfRuns& r) {
         cpus_word(share), in.cpus));
   }
   if (in.workers > share) {
-    advice.push_back(fmt::format("DataLoader(num_workers={}) per rank on {} each: {} ranks x {} workers share {} CPUs",
+    notes.push_back(fmt::format("DataLoader(num_workers={}) per rank on {} each: {} ranks x {} workers share {} CPUs",
                                  in.workers, cpus_word(share), in.ranks, in.workers, in.cpus));
   }
   double x_rec = 1;
@@ -486,7 +488,20 @@ nlohmann::json job_whatif_json(const JobWhatIfRuns& r) {
     if (share_note.empty()) share_note = smaller_share_straggler(run);
   }
   out["straggler_cpu_share"] = share_note.empty() ? nlohmann::json() : nlohmann::json(share_note);
-  if (!share_note.empty()) advice.push_back(share_note);
+  if (!share_note.empty()) notes.push_back(share_note);
+  // A model that missed a run it did not use advises nothing it predicts, as the single-process
+  // what-if withholds its recommendation when its self-check fails (docs/stall.md, "CPUs per rank
+  // and the job's what-if"); its table stays, with the held-out errors beside it.
+  const bool withheld = !held.empty() && !passed;
+  out["advice_withheld"] = withheld;
+  if (withheld) {
+    advice = nlohmann::json::array({fmt::format(
+        "withheld: the job's what-if missed a run it did not use by {:.1f}% (more than {:.0f}% and outside its "
+        "range), so its CPUs per rank, DRAM and storage are no advice here; --rounds 3 measures the drift between "
+        "runs that one run per state cannot see",
+        worst, kSelfCheckThresholdPct)});
+  }
+  for (auto& n : notes) advice.push_back(std::move(n));
   out["advice"] = advice;
   return out;
 }
