@@ -544,7 +544,8 @@ std::string job_whatif_text(const nlohmann::json& result) {
   const auto passed = j.value("self_check_passed", nlohmann::json());
   if (passed.is_boolean()) {
     out +=
-        fmt::format("job what-if self-check {}: largest error {:.1f}% (off: more than {:.0f}% and outside the range)\n",
+        fmt::format("job what-if self-check {}: largest error {:.1f}% (a run is off when more than {:.0f}% and "
+                    "outside its range)\n",
                     passed.get<bool>() ? "passed" : "FAILED", j.value("max_error_pct", 0.0), kSelfCheckThresholdPct);
   } else {
     out += "job what-if: not self-checked (no run held out)\n";
