@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/sysinfo.h"
 #include "partitioned_model.h"
 
 namespace mlbench::stall {
@@ -59,20 +60,6 @@ RankPlace rank_place(const nlohmann::json& b, int rank, double rate) {
   return p;
 }
 
-std::string cpu_list_text(std::vector<int> cpus) {
-  std::sort(cpus.begin(), cpus.end());
-  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
-  std::string out;
-  for (std::size_t i = 0; i < cpus.size();) {
-    std::size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!out.empty()) out += ",";
-    out += j > i ? fmt::format("{}-{}", cpus[i], cpus[j]) : std::to_string(cpus[i]);
-    i = j + 1;
-  }
-  return out;
-}
-
 nlohmann::json nodes_json(const std::vector<RankPlace>& ranks, const nlohmann::json& partitioned_whatif,
                           const std::string& analyzer_boot_id, double dataset_bytes) {
   // The nodes in the order of their first rank.
@@ -112,7 +99,7 @@ nlohmann::json nodes_json(const std::vector<RankPlace>& ranks, const nlohmann::j
     for (const RankPlace* r : n.ranks) {
       rs.push_back(r->rank);
       rate += r->rate;
-      cpus_per_rank[std::to_string(r->rank)] = cpu_list_text(r->cpus);
+      cpus_per_rank[std::to_string(r->rank)] = core::format_cpu_list(r->cpus);
       if (r->node_id) node_id = r->node_id;
       // The page cache a rank can keep: the kernel's memory, at most its cgroup's memory.max
       // (Slurm's --mem: a job's page cache is charged to its cgroup).
@@ -127,7 +114,7 @@ nlohmann::json nodes_json(const std::vector<RankPlace>& ranks, const nlohmann::j
                     {"host", n.ranks.front()->host},
                     {"ranks", rs},
                     {"rate", rate},
-                    {"cpus", cpu_list_text({n.cpus.begin(), n.cpus.end()})},
+                    {"cpus", core::format_cpu_list({n.cpus.begin(), n.cpus.end()})},
                     {"cpu_count", n.cpus.size()},
                     {"cpus_per_rank", cpus_per_rank},
                     {"cpus_per_task", n.ranks.front()->cpus_per_task ? nlohmann::json(*n.ranks.front()->cpus_per_task)
@@ -244,7 +231,7 @@ std::vector<std::string> cpu_sweep_warnings(const std::map<std::string, std::vec
     std::string over;
     for (const auto& r : ranks) {
       if (static_cast<int>(r.cpus.size()) > n) {
-        over += fmt::format("{}rank {} on CPUs {}", over.empty() ? "" : ", ", r.rank, cpu_list_text(r.cpus));
+        over += fmt::format("{}rank {} on CPUs {}", over.empty() ? "" : ", ", r.rank, core::format_cpu_list(r.cpus));
       }
     }
     if (!over.empty()) {
@@ -276,7 +263,7 @@ void add_nodes_block(nlohmann::json& result) {
     RankPlace p = rank_place(rank_block_of(r), r.value("rank", 0), r.value("rate", 0.0));
     if (p.node.empty()) p.node = r.value("host", "");
     r["node"] = p.node;
-    r["cpus"] = p.cpus.empty() ? nlohmann::json() : nlohmann::json(cpu_list_text(p.cpus));
+    r["cpus"] = p.cpus.empty() ? nlohmann::json() : nlohmann::json(core::format_cpu_list(p.cpus));
     places.push_back(std::move(p));
   }
   std::string boot;

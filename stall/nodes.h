@@ -34,9 +34,6 @@ struct RankPlace {
 // From a report's `rank` block (null or absent: only `rank` and `rate` set).
 RankPlace rank_place(const nlohmann::json& rank_block, int rank, double rate);
 
-// "0-3,8": a CPU list as the kernel writes one.
-std::string cpu_list_text(std::vector<int> cpus);
-
 // stall.json's `nodes`: the ranks grouped by node (in rank order of their first rank), each
 // node's CPUs and page cache; `page_cache` (shared: every node on one kernel; `analyzer_boot_id`
 // tells whether the analysis's own page-cache states, set on its machine, reached them);

@@ -29,12 +29,6 @@ nlohmann::json partitioned_whatif() {
           {"max_ids_per_request", 256}};
 }
 
-TEST(Nodes, CpuListIsTheKernelsForm) {
-  EXPECT_EQ(cpu_list_text({3, 0, 1, 2, 8, 10, 9}), "0-3,8-10");
-  EXPECT_EQ(cpu_list_text({5}), "5");
-  EXPECT_EQ(cpu_list_text({}), "");
-}
-
 TEST(Nodes, ARankBlockWithoutNodeIsItsHost) {
   const RankPlace p = rank_place({{"rank", 1}, {"host", "h1"}}, 1, 10);
   EXPECT_EQ(p.node, "h1");
