@@ -49,7 +49,11 @@ RunSpec plan_exec_loader_run(const StallConfig& c, int workers, int batch_size) 
   r.label = "mlbench-loader";
   r.kind = "mlbench-loader";
   r.cache = CacheState::Warm;
-  r.args = {"--data", c.data};
+  // pytorch/examples' ImageNet layout (DIR/train/<class>/..., DIR/val/...), which its script takes
+  // as --data DIR: the training images, the ones the script's loader reads, are DIR/train.
+  const fs::path train = fs::path(c.data) / "train";
+  std::error_code ec;
+  r.args = {"--data", fs::is_directory(train, ec) ? train.string() : c.data};
   for (auto& a : iteration_args(c.iterations, std::max(kWarmupObservations, 2 * workers / number + 1))) {
     r.args.push_back(std::move(a));
   }

@@ -69,6 +69,27 @@ TEST(ExecTarget, EnvironmentPutsTheProbeFirstOnPythonPath) {
   EXPECT_EQ(env.at("PYTHONPATH"), "/repo/probe/autoprobe:/repo/probe");
 }
 
+// pytorch/examples' ImageNet script takes the root of train/ and val/: mlbench's own loader, run
+// beside it for the advice, read that root and found "1 items, fewer than one batch" (a file at its
+// top), so the advice named it unmeasured. It reads DIR/train where there is one.
+TEST(ExecTarget, TheLoaderRunReadsTheTrainFolderOfAnImageNetRoot) {
+  const auto dir = mlbench::testing_support::scratch_dir("exec_loader_root");
+  StallConfig c;
+  c.data = dir.string();
+  c.iterations = 10;
+  const auto data_of = [](const RunSpec& r) {
+    for (std::size_t i = 0; i + 1 < r.args.size(); ++i) {
+      if (r.args[i] == "--data") return r.args[i + 1];
+    }
+    return std::string();
+  };
+  EXPECT_EQ(data_of(plan_exec_loader_run(c, 2, 32)), dir.string());  // a plain image folder: as given
+  fs::create_directories(dir / "train" / "n0");
+  fs::create_directories(dir / "val" / "n0");
+  EXPECT_EQ(data_of(plan_exec_loader_run(c, 2, 32)), (dir / "train").string());
+  fs::remove_all(dir);
+}
+
 TEST(ExecTarget, FindsTheCommandOnPath) {
   const auto dir = mlbench::testing_support::scratch_dir("exec_target");
   const fs::path tool = dir / "bin" / "trainer";
