@@ -40,20 +40,25 @@ int DepthController::update(double now_s, std::int64_t completed) {
     return depth_;
   }
   steps_.push_back({depth_, static_cast<double>(reads) / seconds});
-  const bool rose =
-      kept_ < 0 || steps_.back().rate >= steps_[static_cast<std::size_t>(kept_)].rate * (1 + config_.min_gain);
-  if (rose) {
-    kept_ = static_cast<int>(steps_.size()) - 1;
-    not_kept_ = 0;
+  // NOTE [Adaptive depth]: on through rises and ties, ended by the bound or patience + 1 falls in a
+  // row, settled at the deepest depth whose rate ties the best.
+  const std::size_t last = steps_.size() - 1;
+  const double g = config_.min_gain;
+  if (best_ < 0 || steps_[last].rate > steps_[static_cast<std::size_t>(best_)].rate) best_ = static_cast<int>(last);
+  const double best = steps_[static_cast<std::size_t>(best_)].rate;
+  if (steps_[last].rate * (1 + g) < best) {
+    ++falls_;
   } else {
-    ++not_kept_;
+    falls_ = 0;
   }
-  if (depth_ < config_.bound && not_kept_ <= config_.patience) {
+  if (depth_ < config_.bound && falls_ <= config_.patience) {
     change_to(std::min(2 * depth_, config_.bound), completed);
     return depth_;
   }
   settled_ = true;
-  depth_ = steps_[static_cast<std::size_t>(kept_)].depth;
+  for (const Step& s : steps_) {
+    if (s.rate * (1 + g) >= best) depth_ = s.depth;  // the steps go deeper: the last such is the deepest
+  }
   return depth_;
 }
 
