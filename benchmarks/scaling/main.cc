@@ -420,10 +420,14 @@ bench::vision::TrainStep make_step(std::shared_ptr<bench::vision::ResNet> model,
                                    std::shared_ptr<scaling::BucketReducer> reducer, std::shared_ptr<AllreduceLog> log,
                                    std::shared_ptr<Rank> rank) {
   return [=](const bench::vision::DeviceBatch& b) {
-    optimizer->zero_grad();
+    if (!reducer) optimizer->zero_grad();  // the reducer's prepare() zeroes the grads (its buckets)
     auto l = torch::cross_entropy_loss((*model)->forward(b.images), b.labels);
-    if (reducer) reducer->prepare();
-    l.backward();
+    if (reducer) {
+      reducer->prepare();
+      (l * reducer->loss_scale()).backward();  // the allreduced sum is then the average
+    } else {
+      l.backward();
+    }
     if (reducer) {
       try {
         log->exposed.push_back(reducer->finish());
@@ -600,7 +604,9 @@ void rank0_metrics(nlohmann::json& report, const core::BenchOptions& o, const Sc
   m["world_size"] = world;
   m["rendezvous"] = rank.rv.source;
   m["threads_per_rank"] = rank.threads;
-  m["reducer"] = "parameter hooks: async ProcessGroupGloo allreduce per full bucket, overlapping backward";
+  m["reducer"] =
+      "grads as views of their buckets, a hook after each accumulation: async ProcessGroupGloo allreduce per full "
+      "bucket, overlapping backward";
   m["bucket_mb"] = opt.bucket_mb;
   m["rank_reports"] = opt.rank_reports;
   const bool completed = report.value("iterations", 0L) >= static_cast<long>(o.repeat) * o.number;

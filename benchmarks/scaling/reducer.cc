@@ -2,6 +2,9 @@
 
 #include <stdexcept>
 
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
 namespace mlbench::scaling {
 
 BucketReducer::BucketReducer(c10::intrusive_ptr<Collectives> pg, std::vector<torch::Tensor> params,
@@ -31,13 +34,25 @@ BucketReducer::BucketReducer(c10::intrusive_ptr<Collectives> pg, std::vector<tor
     if (current_bytes >= bucket_bytes) close();
   }
   close();
+  // Each parameter's .grad a view of its bucket, and a hook after its accumulation
+  // (a hook on the tensor runs before it, on the incoming gradient).
   for (std::size_t k = 0; k < params_.size(); ++k) {
     if (!params_[k].requires_grad()) continue;
-    params_[k].register_hook([this, k](torch::Tensor grad) {
-      on_grad(k, grad);
-      return grad;
-    });
+    params_[k].mutable_grad() = view_of(k);
+    auto acc = torch::autograd::impl::grad_accumulator(params_[k]);
+    acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+        [this, k](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+          on_ready(k);
+          return outputs;
+        }));
+    accumulators_.push_back(std::move(acc));
   }
+}
+
+torch::Tensor BucketReducer::view_of(std::size_t param) {
+  const Bucket& b = buckets_[bucket_of_[param]];
+  const torch::Tensor& p = params_[param];
+  return b.flat.narrow(0, b.offsets[slot_of_[param]], p.numel()).view_as(p);
 }
 
 void BucketReducer::prepare() {
@@ -48,13 +63,19 @@ void BucketReducer::prepare() {
     b.work.reset();
     b.flat.zero_();
   }
+  // An optimizer's zero_grad(set_to_none) or user code may have replaced a .grad.
+  for (std::size_t k = 0; k < params_.size(); ++k) {
+    if (!params_[k].requires_grad()) continue;
+    const torch::Tensor& g = params_[k].grad();
+    if (!g.defined() || g.data_ptr() != view_of(k).data_ptr()) params_[k].mutable_grad() = view_of(k);
+  }
 }
 
-void BucketReducer::on_grad(std::size_t param, const torch::Tensor& grad) {
+double BucketReducer::loss_scale() const { return 1.0 / static_cast<double>(pg_->getSize()); }
+
+void BucketReducer::on_ready(std::size_t param) {
   if (!armed_) return;
   Bucket& b = buckets_[bucket_of_[param]];
-  const std::size_t slot = slot_of_[param];
-  b.flat.narrow(0, b.offsets[slot], grad.numel()).copy_(grad.reshape({-1}));
   if (--b.pending == 0) launch(b);
 }
 
@@ -71,22 +92,7 @@ double BucketReducer::finish() {
     if (!b.launched) launch(b);  // a parameter without a gradient this iteration: its zeros
   }
   for (Bucket& b : buckets_) b.work->wait();
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double world = static_cast<double>(pg_->getSize());
-  torch::NoGradGuard no_grad;
-  for (Bucket& b : buckets_) {
-    b.flat.div_(world);
-    for (std::size_t s = 0; s < b.params.size(); ++s) {
-      torch::Tensor& p = params_[b.params[s]];
-      auto avg = b.flat.narrow(0, b.offsets[s], p.numel()).view_as(p);
-      if (p.mutable_grad().defined()) {
-        p.mutable_grad().copy_(avg);
-      } else {
-        p.mutable_grad() = avg.clone();
-      }
-    }
-  }
-  return waited;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace mlbench::scaling

@@ -1,11 +1,16 @@
 // Gradient averaging for data-parallel training with c10d, overlapped with the
 // backward pass: LibTorch's C++ API has no DistributedDataParallel, so this does
 // what its reducer does, in small: parameters are packed into buckets of about
-// --bucket-mb (in reverse order, the order backward produces their gradients); a
-// hook on each parameter's gradient copies it into its bucket, and the bucket's
-// asynchronous allreduce starts as soon as its last gradient arrived, while
-// backward goes on with earlier layers. finish() waits for what is still in flight
-// (the allreduce time backward did not hide) and writes the averages back.
+// --bucket-mb (in reverse order, the order backward produces their gradients), and
+// each parameter's .grad is a view of its bucket (DDP's gradient_as_bucket_view):
+// backward accumulates straight into the bucket, a hook after each parameter's
+// accumulation counts it, and the bucket's asynchronous allreduce starts as soon as
+// its last gradient arrived, while backward goes on with earlier layers. finish()
+// waits for what is still in flight (the allreduce time backward did not hide).
+// Nothing is copied in or out and nothing is divided: the caller scales the loss by
+// loss_scale() (1 / ranks), so the allreduced sum is the average. Against copying
+// each gradient into its bucket and the average back (the first version), that
+// saves 6 passes over the gradients an iteration (docs/performance.md, "Scaling").
 #pragma once
 
 #include <chrono>
@@ -38,11 +43,15 @@ class BucketReducer {
  public:
   BucketReducer(c10::intrusive_ptr<Collectives> pg, std::vector<torch::Tensor> params, std::int64_t bucket_bytes);
 
-  // Call before backward(): arms the buckets for one iteration. Backward passes
-  // without it (rank 0's baseline) leave the hooks idle.
+  // Call before backward() (in place of the optimizer's zero_grad): zeroes the
+  // buckets, and with them every parameter's .grad, which it points back at its
+  // bucket where something replaced it; arms the hooks for one iteration. Backward
+  // passes without it leave the hooks idle.
   void prepare();
+  // What the loss is multiplied by before backward(): 1 / ranks.
+  double loss_scale() const;
   // Call after backward(): launches buckets that never filled (unused parameters:
-  // zeros), waits for every allreduce, averages, and writes the parameters' grads.
+  // zeros), waits for every allreduce; the parameters' grads then hold the average.
   // Returns the seconds it waited (the allreduce time not hidden by backward).
   double finish();
 
@@ -58,8 +67,9 @@ class BucketReducer {
     bool launched = false;
     c10::intrusive_ptr<c10d::Work> work;
   };
-  void on_grad(std::size_t param, const torch::Tensor& grad);
+  void on_ready(std::size_t param);
   void launch(Bucket& b);
+  torch::Tensor view_of(std::size_t param);
 
   c10::intrusive_ptr<Collectives> pg_;
   std::vector<torch::Tensor> params_;
@@ -68,6 +78,9 @@ class BucketReducer {
   std::vector<std::size_t> slot_of_;    // position inside its bucket
   std::int64_t bytes_ = 0;
   bool armed_ = false;
+  // The parameters' AccumulateGrad nodes, which carry the hooks: a leaf holds its
+  // own only weakly.
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
 };
 
 }  // namespace mlbench::scaling
