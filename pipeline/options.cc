@@ -17,7 +17,8 @@ void add_pipeline_flags(core::BenchCli& cli, PipelineOptions& o) {
   cli.add_option("--io-depth", o.io_depth,
                  fmt::format("Reads in flight ahead of decoding, over the loader, on as many I/O threads (0: each "
                              "worker reads a sample, then decodes it). Default {0}; over HTTP, when not given: "
-                             "adaptive from {0} up to {1}, doubled while the measured read rate rises by 10%",
+                             "adaptive from {0} up to {1}, doubled unless the measured read rate falls, settled at "
+                             "the deepest depth within 10% of the best rate",
                              kDefaultIoDepth, kAdaptiveIoDepthBound),
                  core::ArgKind::Runtime)
       ->check(core::integer_in(0, 256))
