@@ -181,6 +181,7 @@ struct ScalingOptions {
   double lr = 0.1, momentum = 0.9, weight_decay = 1e-4;
   int ranks = 2;
   double bucket_mb = 25.0;      // DistributedDataParallel's default bucket_cap_mb
+  double first_bucket_mb = 1.0;  // ... and its first bucket's (_DEFAULT_FIRST_BUCKET_BYTES)
   int baseline_iterations = 0;  // 0: --number x 2
   double timeout_s = 300;
   bool rank_reports = false;  // every rank writes its own report (mlbench-stall --ranks)
@@ -200,6 +201,10 @@ void add_flags(core::BenchCli& cli, ScalingOptions& opt) {
       ->check(core::integer_in(1, 64))
       ->capture_default_str();
   cli.add_option("--bucket-mb", opt.bucket_mb, "Gradient bucket size, MiB (one async allreduce per full bucket)")
+      ->check(core::number_above(0))
+      ->capture_default_str();
+  cli.add_option("--first-bucket-mb", opt.first_bucket_mb,
+                 "The first bucket's size, MiB (the last layers' gradients, ready first: its allreduce starts early)")
       ->check(core::number_above(0))
       ->capture_default_str();
   cli.add_option("--baseline-iterations", opt.baseline_iterations,
@@ -462,8 +467,9 @@ core::Workload make_workload(const core::BenchOptions& o, const ScalingOptions& 
   const bool memory_probe = getpid() != g_main_pid;
   auto reducer = memory_probe || world == 1
                      ? nullptr
-                     : std::make_shared<scaling::BucketReducer>(rank->pg, params,
-                                                                static_cast<std::int64_t>(opt.bucket_mb * 1024 * 1024));
+                     : std::make_shared<scaling::BucketReducer>(
+                           rank->pg, params, static_cast<std::int64_t>(opt.bucket_mb * 1024 * 1024),
+                           static_cast<std::int64_t>(std::min(opt.first_bucket_mb, opt.bucket_mb) * 1024 * 1024));
   auto log = std::make_shared<AllreduceLog>();
   auto step = make_step(model, optimizer, reducer, log, rank);
   if (memory_probe) return bench::vision::image_workload(o, popts, stream, step, [](nlohmann::json&) {});
@@ -608,6 +614,7 @@ void rank0_metrics(nlohmann::json& report, const core::BenchOptions& o, const Sc
       "grads as views of their buckets, a hook after each accumulation: async ProcessGroupGloo allreduce per full "
       "bucket, overlapping backward";
   m["bucket_mb"] = opt.bucket_mb;
+  m["first_bucket_mb"] = opt.first_bucket_mb;
   m["rank_reports"] = opt.rank_reports;
   const bool completed = report.value("iterations", 0L) >= static_cast<long>(o.repeat) * o.number;
   m["ranks"] = gather_ranks(report, rank, completed);

@@ -8,7 +8,7 @@
 namespace mlbench::scaling {
 
 BucketReducer::BucketReducer(c10::intrusive_ptr<Collectives> pg, std::vector<torch::Tensor> params,
-                             std::int64_t bucket_bytes)
+                             std::int64_t bucket_bytes, std::int64_t first_bucket_bytes)
     : pg_(std::move(pg)), params_(std::move(params)), bucket_of_(params_.size()), slot_of_(params_.size()) {
   // Reverse order: the last layers' gradients come first in backward.
   Bucket current;
@@ -31,7 +31,8 @@ BucketReducer::BucketReducer(c10::intrusive_ptr<Collectives> pg, std::vector<tor
     current.offsets.push_back(offset);
     current_bytes += p.numel() * static_cast<std::int64_t>(p.element_size());
     bytes_ += p.numel() * static_cast<std::int64_t>(p.element_size());
-    if (current_bytes >= bucket_bytes) close();
+    const std::int64_t cap = buckets_.empty() && first_bucket_bytes > 0 ? first_bucket_bytes : bucket_bytes;
+    if (current_bytes >= cap) close();
   }
   close();
   // Each parameter's .grad a view of its bucket, and a hook after its accumulation
@@ -40,13 +41,17 @@ BucketReducer::BucketReducer(c10::intrusive_ptr<Collectives> pg, std::vector<tor
     if (!params_[k].requires_grad()) continue;
     params_[k].mutable_grad() = view_of(k);
     auto acc = torch::autograd::impl::grad_accumulator(params_[k]);
-    acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+    hook_keys_.push_back(acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
         [this, k](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
           on_ready(k);
           return outputs;
-        }));
+        })));
     accumulators_.push_back(std::move(acc));
   }
+}
+
+BucketReducer::~BucketReducer() {
+  for (std::size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
 }
 
 torch::Tensor BucketReducer::view_of(std::size_t param) {

@@ -41,7 +41,15 @@ using Collectives = c10d::ProcessGroup;
 
 class BucketReducer {
  public:
-  BucketReducer(c10::intrusive_ptr<Collectives> pg, std::vector<torch::Tensor> params, std::int64_t bucket_bytes);
+  // Buckets close at bucket_bytes or more; the first (the last layers', whose gradients are ready
+  // first) at first_bucket_bytes, so that its allreduce starts early (DDP: 1 MiB, then 25 MiB).
+  // Its default, bucket_bytes: every bucket alike.
+  BucketReducer(c10::intrusive_ptr<Collectives> pg, std::vector<torch::Tensor> params, std::int64_t bucket_bytes,
+                std::int64_t first_bucket_bytes = 0);
+  // Takes its hooks off the parameters' accumulators.
+  ~BucketReducer();
+  BucketReducer(const BucketReducer&) = delete;
+  BucketReducer& operator=(const BucketReducer&) = delete;
 
   // Call before backward() (in place of the optimizer's zero_grad): zeroes the
   // buckets, and with them every parameter's .grad, which it points back at its
@@ -81,6 +89,7 @@ class BucketReducer {
   // The parameters' AccumulateGrad nodes, which carry the hooks: a leaf holds its
   // own only weakly.
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<std::uintptr_t> hook_keys_;
 };
 
 }  // namespace mlbench::scaling

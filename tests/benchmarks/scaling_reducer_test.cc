@@ -123,3 +123,18 @@ TEST(ScalingReducer, GradientsAreTheRanksAverageEveryIterationWithUnusedParamete
 }
 
 }  // namespace
+
+namespace {
+
+// DDP's buckets: the first (the last layers', ready first) smaller, so that its allreduce starts early.
+TEST(ScalingReducer, TheFirstBucketClosesAtItsOwnSize) {
+  auto opts = c10d::ProcessGroupGloo::Options::create();
+  opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::HashStore>(), 0, 1, opts);
+  // In reverse: unused (24 bytes), then b and a (236 bytes). A net each: a reducer hooks its parameters.
+  auto one = make_net(), two = make_net();
+  EXPECT_EQ(BucketReducer(pg, one->parameters(), 1000).buckets(), 1u);
+  EXPECT_EQ(BucketReducer(pg, two->parameters(), 1000, 16).buckets(), 2u);
+}
+
+}  // namespace
