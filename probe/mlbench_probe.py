@@ -615,20 +615,45 @@ class Wrapped:
 # SLURM_LOCALID, else RANK mod MLBENCH_PROBE_RANKS_PER_NODE), in a rank torch.multiprocessing.spawn
 # started as it starts (its index), else at the rank's first DataLoader iteration
 # (torch.distributed's rank). The report's ``cpu_split`` says what was applied.
+# Under srun (docs/stall.md, "Across nodes (Slurm)") a task is started by slurmstepd on its node
+# with the CPUs Slurm gave it there, and MLBENCH_PROBE_JOB_CPUS (srun's --export=ALL) names the
+# analyzer's CPUs, which need not be that node's: a task of a job step, slot SLURM_LOCALID, takes
+# the job's CPUs from its own affinity instead (job_cpus_for).
 _CPU_SPLIT = None
+_JOB_CPUS_FROM_ENV = "MLBENCH_PROBE_JOB_CPUS"
+_JOB_CPUS_FROM_SLURM = "the task's affinity (Slurm)"
 
 
-def cpu_split_for(environ, slot):
+def job_cpus_for(environ, slot_from=None, own=None):
+    """The job's CPUs that the split divides, and where they came from: a task that srun started
+    (``SLURM_STEP_ID`` and ``SLURM_LOCALID`` set, which slurmstepd sets in a job step's tasks and not
+    in a batch script's, and the slot taken from ``SLURM_LOCALID``, not from a launcher's
+    ``LOCAL_RANK``) takes its own affinity (`own`, else this process's: what Slurm gave it on its
+    node); anything else MLBENCH_PROBE_JOB_CPUS, the analyzer's CPUs for the job."""
+    if slot_from == "SLURM_LOCALID" and environ.get("SLURM_STEP_ID", "").strip():
+        if own is None:
+            own = os.sched_getaffinity(0)
+        return sorted(own), _JOB_CPUS_FROM_SLURM
+    return [int(c) for c in environ.get("MLBENCH_PROBE_JOB_CPUS", "").split(",") if c.strip()], _JOB_CPUS_FROM_ENV
+
+
+def cpu_split_for(environ, slot, slot_from=None, own=None):
     """The CPUs of the rank in `slot` under the split the environment asks for
-    (MLBENCH_PROBE_CPUS_PER_RANK, MLBENCH_PROBE_JOB_CPUS), or None when none is asked; raises
-    ValueError when the job's CPUs do not hold the slot's share."""
+    (MLBENCH_PROBE_CPUS_PER_RANK, the job's CPUs from job_cpus_for), or None when none is asked;
+    raises ValueError when the job's CPUs do not hold the slot's share. A task that srun started
+    keeps its slot's share of its own CPUs where they hold it (task/cgroup: a node's tasks share the
+    step's cpuset), else its first c CPUs (task/affinity: each task has CPUs of its own)."""
     per = _env_int(environ, "MLBENCH_PROBE_CPUS_PER_RANK", 0)
     if per <= 0:
         return None
-    job = [int(c) for c in environ.get("MLBENCH_PROBE_JOB_CPUS", "").split(",") if c.strip()]
-    if (slot + 1) * per > len(job):
-        raise ValueError(f"slot {slot} x {per} CPUs per rank is beyond the job's {len(job)} CPUs ({job})")
-    return job[slot * per:(slot + 1) * per]
+    job, source = job_cpus_for(environ, slot_from, own)
+    if (slot + 1) * per <= len(job):
+        return job[slot * per:(slot + 1) * per]
+    if source == _JOB_CPUS_FROM_SLURM:
+        if len(job) >= per:
+            return job[:per]
+        raise ValueError(f"the task's CPUs from Slurm ({job}) are {len(job)}, fewer than {per} CPUs per rank")
+    raise ValueError(f"slot {slot} x {per} CPUs per rank is beyond the job's {len(job)} CPUs ({job})")
 
 
 def _apply_cpu_split(slot, slot_from, when):
@@ -639,11 +664,12 @@ def _apply_cpu_split(slot, slot_from, when):
         return
     rec = {"cpus_per_rank": _env_int(env, "MLBENCH_PROBE_CPUS_PER_RANK", 0),
            "ranks_per_node": _env_int(env, "MLBENCH_PROBE_RANKS_PER_NODE", 0) or None,
-           "job_cpus": [int(c) for c in env.get("MLBENCH_PROBE_JOB_CPUS", "").split(",") if c.strip()],
+           "job_cpus": [], "job_cpus_from": None,
            "slot": slot, "slot_from": slot_from, "applied": when, "cpus": None, "error": None}
     _CPU_SPLIT = rec
     try:
-        cpus = cpu_split_for(env, slot)
+        rec["job_cpus"], rec["job_cpus_from"] = job_cpus_for(env, slot_from)
+        cpus = cpu_split_for(env, slot, slot_from, rec["job_cpus"])
         try:
             tasks = [int(t) for t in os.listdir("/proc/self/task")]
         except OSError:

@@ -236,8 +236,9 @@ std::vector<std::string> cpu_sweep_warnings(const std::map<std::string, std::vec
     }
     if (!over.empty()) {
       out.push_back(fmt::format(
-          "run {} did not limit the ranks to {} CPU{} ({}): tasks that srun starts take the CPUs Slurm gives them; "
-          "its rate is not that of {} CPU{} (run the analysis once per --cpus-per-task instead)",
+          "run {} did not limit the ranks to {} CPU{} ({}): the probe's split was not applied in them (each rank's "
+          "cpu_split.error says why: fewer CPUs from Slurm than that, or no probe in the task) or the script set its "
+          "own affinity; its rate is not that of {} CPU{} (run the analysis once per --cpus-per-task instead)",
           label, n, n == 1 ? "" : "s", over, n, n == 1 ? "" : "s"));
     }
   }

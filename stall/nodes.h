@@ -44,9 +44,11 @@ nlohmann::json nodes_json(const std::vector<RankPlace>& ranks, const nlohmann::j
                           const std::string& analyzer_boot_id, double dataset_bytes);
 
 // The CPU sweep's runs (`cpus-N`) limit the CPUs of the command they start, which tasks that srun
-// starts on a node do not inherit: they take the CPUs Slurm gives them (--cpus-per-task). One
-// warning per such run where a rank ran on more than N CPUs (`ranks_by_run`: each run's ranks, by
-// its label); none where every rank kept to N or the CPUs were not recorded.
+// starts on a node do not inherit: they take the CPUs Slurm gives them (--cpus-per-task), and the
+// probe in each splits those (probe/mlbench_probe.py, job_cpus_for). One warning per such run where
+// a rank still ran on more than N CPUs (the split not applied: its cpu_split.error; or the script's
+// own affinity) (`ranks_by_run`: each run's ranks, by its label); none where every rank kept to N
+// or the CPUs were not recorded.
 std::vector<std::string> cpu_sweep_warnings(const std::map<std::string, std::vector<RankPlace>>& ranks_by_run);
 
 // The hook for analyze(): where result has `ranks`, reads each rank's report (ranks[].report),

@@ -262,15 +262,19 @@ void Session::run_plan() {
       std::cout << fmt::format("round {} of {}\n", round, o_.rounds);
     }
     for (std::size_t i = round == 1 ? 1 : 0; i < plan.size(); ++i) {
-      if (plan[i].kind == "cpus" && o_.exec_mode && ranks_per_node(runs_.at("synthetic")) > 1) {
-        // A job of several ranks per node: the sweep gives CPUs per rank (stall/job_whatif.h).
+      if (plan[i].kind == "cpus" && o_.exec_mode &&
+          (ranks_per_node(runs_.at("synthetic")) > 1 || runs_.at("synthetic").ranks.size() > 1)) {
+        // A job of several ranks (per node, or one a node across nodes: srun's tasks take the CPUs
+        // Slurm gives them, so only the probe in each task limits them): the sweep gives CPUs per
+        // rank (stall/job_whatif.h).
         RunSpec spec = plan[i];
         const int k = ranks_per_node(runs_.at("synthetic"));
         if (const auto why = split_cpus_per_rank(spec, k, core::affinity_cpus()); !why.empty()) {
           if (round == 1) std::cout << "  " << why << "\n";
         } else {
           if (round == 1) {
-            std::cout << fmt::format("  {}: {} CPU(s) per rank, {} ranks on CPUs {}\n", spec.label, plan[i].cpus, k,
+            std::cout << fmt::format("  {}: {} CPU(s) per rank, {} rank{} on CPUs {}\n", spec.label, plan[i].cpus, k,
+                                     k == 1 ? "" : "s",
                                      spec.env.at("MLBENCH_PROBE_JOB_CPUS"));
           }
           run_round(spec, round);

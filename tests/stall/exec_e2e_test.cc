@@ -504,6 +504,64 @@ TEST(StallExecProbe, ARanksIdentityComesFromItsEnvironment) {
   fs::remove_all(dir);
 }
 
+// The CPU sweep's split in a task that srun started (probe/mlbench_probe.py, job_cpus_for): slurmstepd
+// sets SLURM_STEP_ID and SLURM_LOCALID in a step's tasks, and such a task splits the CPUs Slurm gave it
+// (its own affinity), not MLBENCH_PROBE_JOB_CPUS (the analyzer's, which need not be its node's): its
+// slot's share where its CPUs hold it (task/cgroup: the step's cpuset shared by a node's tasks), else
+// its first c (task/affinity: CPUs of its own), else an error. Before, a task whose node's CPUs were
+// not the analyzer's failed to apply it (sched_setaffinity on CPUs outside its cpuset).
+TEST(StallExecProbe, UnderSrunTheSplitDividesTheCpusSlurmGaveTheTask) {
+  const fs::path dir = scratch_dir("stall_exec_slurm_split");
+  const fs::path script = dir / "split.py";
+  std::ofstream(script)
+      << "import json, os, mlbench_probe as m\n"
+         "def env(per, local, step='3', job='900,901'):\n"
+         "    e = {'MLBENCH_PROBE_CPUS_PER_RANK': str(per), 'MLBENCH_PROBE_JOB_CPUS': job, 'SLURM_LOCALID': str(local)}\n"
+         "    if step is not None: e['SLURM_STEP_ID'] = step\n"
+         "    return e\n"
+         "def split(e, own):\n"
+         "    slot, slot_from = m._cpu_split_slot(e)\n"
+         "    try: return m.cpu_split_for(e, slot, slot_from, own)\n"
+         "    except ValueError as x: return 'error: ' + str(x)\n"
+         "out = {'cgroup': split(env(2, 1), [0, 1, 2, 3]), 'affinity': split(env(1, 1), [6]),\n"
+         "       'affinity2': split(env(2, 3), [7, 6]), 'few': split(env(2, 1), [6]),\n"
+         "       'batch': split(env(1, 1, step=None), [0, 1]),\n"
+         "       'launcher': split(dict(env(1, 0), LOCAL_RANK='1'), [0, 1]),\n"
+         "       'from_batch': m.job_cpus_for(env(1, 0, step=None), 'SLURM_LOCALID', [5])[1]}\n"
+         "own = sorted(os.sched_getaffinity(0))\n"
+         "os.environ.update(env(1, 0, job=str(max(own) + 512)))\n"  // a CPU outside this process's affinity
+         "os.environ.pop('LOCAL_RANK', None)\n"
+         "m._apply_cpu_split(*m._cpu_split_slot(os.environ), 'probe load')\n"
+         "out['applied'] = m._CPU_SPLIT\n"
+         "out['own'] = own\n"
+         "out['after'] = sorted(os.sched_getaffinity(0))\n"
+         "print(json.dumps(out))\n";
+  const auto r = run_command(fmt::format("PYTHONPATH={} {} {} 2>/dev/null", (fs::path(MLBENCH_SOURCE_DIR) / "probe").string(),
+                                         kPython, script.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto out = nlohmann::json::parse(r.output);
+  EXPECT_EQ(out["cgroup"], nlohmann::json({2, 3})) << out.dump(1);  // slot 1 of the shared 4
+  EXPECT_EQ(out["affinity"], nlohmann::json({6})) << out.dump(1);   // its own CPU
+  EXPECT_EQ(out["affinity2"], nlohmann::json({6, 7})) << out.dump(1);
+  EXPECT_NE(out["few"].get<std::string>().find("error: the task's CPUs from Slurm ([6]) are 1, fewer than 2"),
+            std::string::npos)
+      << out.dump(1);
+  // Not a step's task (a batch script's environment), or a slot from a launcher's LOCAL_RANK: the
+  // analyzer's CPUs, as before.
+  EXPECT_EQ(out["batch"], nlohmann::json({901})) << out.dump(1);
+  EXPECT_EQ(out["launcher"], nlohmann::json({901})) << out.dump(1);
+  EXPECT_EQ(out["from_batch"], "MLBENCH_PROBE_JOB_CPUS");
+  // Applied in this process, MLBENCH_PROBE_JOB_CPUS naming a CPU it does not have: its own first CPU.
+  const auto& a = out["applied"];
+  EXPECT_TRUE(a["error"].is_null()) << a.dump();
+  EXPECT_EQ(a["job_cpus_from"], "the task's affinity (Slurm)") << a.dump();
+  EXPECT_EQ(a["job_cpus"], out["own"]) << a.dump();
+  EXPECT_EQ(a["slot_from"], "SLURM_LOCALID") << a.dump();
+  EXPECT_EQ(a["cpus"], nlohmann::json({out["own"][0]})) << a.dump();
+  EXPECT_EQ(out["after"], a["cpus"]) << out.dump(1);
+  fs::remove_all(dir);
+}
+
 // The user's project folder: their checkpoint (bytes a text file would not hold) and notes, and a
 // training script that, as pytorch/examples' ImageNet script does at each epoch's end, saves
 // checkpoint.pth.tar and model_best.pth.tar into its working directory; it also deletes the notes.

@@ -110,8 +110,9 @@ TEST(Nodes, ConsoleNamesEachNodesRanksAndCpus) {
   EXPECT_NE(text.find("partitioned cache across the job's 2 nodes (per node, 1 rank each"), std::string::npos) << text;
 }
 
-// srun's tasks do not inherit the CPU sweep's limit: a cpus-1 run whose ranks had 2 CPUs each is
-// said to be no measurement of 1 CPU; a rank within the count, or unrecorded CPUs, says nothing.
+// srun's tasks do not inherit the CPU sweep's limit (the probe's split in each limits them): a cpus-1
+// run whose ranks still had 2 CPUs each is said to be no measurement of 1 CPU, pointing at the ranks'
+// cpu_split.error; a rank within the count, or unrecorded CPUs, says nothing.
 TEST(Nodes, ACpuSweepRunThatDidNotReachTheRanksIsAWarning) {
   const auto w = cpu_sweep_warnings({{"cpus-1", {place(0, "n1", "b", {0, 1}), place(1, "n2", "b", {0})}},
                                      {"cpus-2", {place(0, "n1", "b", {0, 1}), place(1, "n2", "b", {0, 1})}},
@@ -120,6 +121,7 @@ TEST(Nodes, ACpuSweepRunThatDidNotReachTheRanksIsAWarning) {
                                      {"cpus-3", {rank_place(nullptr, 0, 0)}}});
   ASSERT_EQ(w.size(), 1u);
   EXPECT_NE(w[0].find("run cpus-1 did not limit the ranks to 1 CPU (rank 0 on CPUs 0-1)"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("cpu_split.error says why"), std::string::npos) << w[0];
 }
 
 }  // namespace
