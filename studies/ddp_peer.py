@@ -7,7 +7,10 @@ DistributedSampler, DistributedDataParallel over Gloo on CPU (25 MB buckets, its
 intra-op thread per rank, SGD as the benchmark's (lr 0.1, momentum 0.9, weight decay 1e-4).
 
 Usage: ddp_peer.py --data DIR --ranks N [--image-size 64] [--classes 10] [--batch-size 16]
-                   [--workers 1] [--warmup 10] [--iterations 40] [--cpus 0,1]
+                   [--workers 1] [--warmup 10] [--iterations 40] [--cpus 0,1] [--ddp-at-one]
+With --ranks 1 the model is trained as it is, without DDP (DDP over a world of one still copies
+every gradient into its buckets and back): the 1-rank baseline of the efficiency, as the
+benchmark's. --ddp-at-one wraps it all the same.
 The ranks are started here with torch.multiprocessing.spawn; rank k is pinned to the k-th CPU of
 --cpus (its DataLoader workers with it), as the benchmark pins its local ranks. Prints one JSON
 line: the job's images/s (N x batch x timed iterations over the slowest rank's time) and, per
@@ -44,11 +47,18 @@ def run_rank(rank, a, port, out):
     ds = datasets.ImageFolder(a.data, t)
     sampler = torch.utils.data.distributed.DistributedSampler(ds, num_replicas=a.ranks, rank=rank, shuffle=True,
                                                               seed=a.seed, drop_last=True)
+    # Persistent workers: a run longer than a shard (2 ranks, 70 steps of 16 over 1,000 images) would
+    # otherwise restart its workers at the epoch's end, a data stall the scaling is not about.
     dl = torch.utils.data.DataLoader(ds, batch_size=a.batch_size, sampler=sampler, num_workers=a.workers,
-                                     drop_last=True)
+                                     drop_last=True, persistent_workers=a.workers > 0)
     model = torchvision.models.resnet18(num_classes=a.classes)
-    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=25)
     buckets = []  # (call, done) of the iteration's buckets
+    if a.ranks == 1 and not a.ddp_at_one:
+        # One rank trains the model itself, as the benchmark's 1-rank job does (no reducer): DDP over
+        # a world of one would still copy every gradient into its buckets and back and call the hook.
+        ddp = model
+    else:
+        ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=25)
 
     def hook(state, bucket):
         t0 = time.perf_counter()
@@ -59,7 +69,8 @@ def run_rank(rank, a, port, out):
             return f.value()[0]
         return fut.then(done)
 
-    ddp.register_comm_hook(None, hook)
+    if ddp is not model:
+        ddp.register_comm_hook(None, hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
     loss_fn = torch.nn.CrossEntropyLoss()
 
@@ -134,6 +145,9 @@ def main():
     p.add_argument("--hang-timeout", type=float, default=150,
                    help="seconds after which a rank prints its threads' stacks and exits")
     p.add_argument("--verbose", action="store_true", help="each rank's progress on stderr")
+    p.add_argument("--ddp-at-one", action="store_true",
+                   help="with --ranks 1, wrap the model in DDP all the same (by default one rank trains the "
+                        "model itself, as the benchmark's 1-rank job does)")
     a = p.parse_args()
     import socket
     import tempfile

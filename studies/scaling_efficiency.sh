@@ -10,6 +10,9 @@
 # (RandomResizedCrop --image-size, flip, ImageNet normalisation), each rank's shard dealt as
 # DistributedSampler deals it, gradients averaged over Gloo in 25 MB buckets overlapped with
 # backward, SGD(0.1, momentum 0.9, weight decay 1e-4), one intra-op thread and one loader worker a rank.
+# The 1-rank jobs train the model as it is, with no reducer and no DDP, on both sides; the peer's
+# 1-rank job is also run wrapped in DDP over a world of one (row `pt-ddp1`: its efficiency against
+# that slower baseline, as this study computed it before 2026-11-29 16:30 UTC).
 #
 # Prints each round's figures, then medians [min-max]: throughput(1), throughput(2), efficiency,
 # and each rank's stall share in the 2-rank job: data wait (prep and fetch: inside next()) and sync
@@ -72,10 +75,11 @@ bench() {  # bench RANKS OUT
   timeout 300 taskset -c "$cpus" "$bin" "${flags[@]}" --ranks "$n" --cpu-cores "$n" --report "$out" >"$out.log" 2>&1 ||
     { echo "scaling_efficiency.sh: scaling --ranks $n failed:"; tail -3 "$out.log"; exit 1; }
 }
-peer_run() {  # peer_run RANKS OUT
+peer_run() {  # peer_run RANKS OUT [FLAGS...]
   local n=$1 out=$2 cpus=$c0
+  shift 2
   [[ $n -gt 1 ]] && cpus="$c0,$c1"
-  timeout 200 "${peer[@]}" --ranks "$n" --cpus "$cpus" >"$out.json" 2>"$out.log" ||
+  timeout 200 "${peer[@]}" --ranks "$n" --cpus "$cpus" "$@" >"$out.json" 2>"$out.log" ||
     { echo "scaling_efficiency.sh: ddp_peer.py --ranks $n failed:"; tail -30 "$out.log"; exit 1; }
 }
 
@@ -83,7 +87,7 @@ for r in $(seq 1 "$rounds"); do
   # Alternate which side goes first, so that a drift of the host weighs on both alike.
   if (( r % 2 )); then order="bench peer"; else order="peer bench"; fi
   for side in $order; do
-    if [[ $side == bench ]]; then bench 1 "$tmp/b1-$r"; bench 2 "$tmp/b2-$r"; else peer_run 1 "$tmp/p1-$r"; peer_run 2 "$tmp/p2-$r"; fi
+    if [[ $side == bench ]]; then bench 1 "$tmp/b1-$r"; bench 2 "$tmp/b2-$r"; else peer_run 1 "$tmp/p1-$r"; peer_run 1 "$tmp/q1-$r" --ddp-at-one; peer_run 2 "$tmp/p2-$r"; fi
   done
   echo "round $r done ($order); load $(cut -d' ' -f1 /proc/loadavg)" >&2
 done
@@ -104,7 +108,7 @@ def stall(j):
     it = st["iteration"]["avg"]
     return 100 * st["wait"]["avg"] / it, st.get("sync_pct") or 0.0
 
-rows = {"mlbench": [], "pytorch": []}
+rows = {"mlbench": [], "pytorch": [], "pt-ddp1": []}
 for r in range(1, rounds + 1):
     b1, b2 = bench(f"{tmp}/b1-{r}"), bench(f"{tmp}/b2-{r}")
     t1 = b1[0]["train_item"]["avg"]
@@ -115,6 +119,9 @@ for r in range(1, rounds + 1):
     q = {x["rank"]: x for x in p2["per_rank"]}
     rows["pytorch"].append([p1["images_per_s"], p2["images_per_s"], p2["images_per_s"] / (2 * p1["images_per_s"]),
                             p1["per_rank"][0]["wait_pct"], q[0]["wait_pct"], q[0]["sync_pct"], q[1]["wait_pct"], q[1]["sync_pct"]])
+    d1 = json.load(open(f"{tmp}/q1-{r}.json"))
+    rows["pt-ddp1"].append([d1["images_per_s"], p2["images_per_s"], p2["images_per_s"] / (2 * d1["images_per_s"]),
+                            d1["per_rank"][0]["wait_pct"], q[0]["wait_pct"], q[0]["sync_pct"], q[1]["wait_pct"], q[1]["sync_pct"]])
 
 cols = ["thru(1)/s", "thru(2)/s", "efficiency", "1r wait%", "r0 wait%", "r0 sync%", "r1 wait%", "r1 sync%"]
 print("%-8s %-6s " % ("side", "round") + " ".join("%10s" % c for c in cols))
