@@ -1050,7 +1050,7 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     const RequestCpu cpu = request_cpu_of(runs, prep_cpus, core::logical_cores());
     std::optional<RemoteLoader> loader;
     if (in.loader.known && in.G > 0 && in.P > 0) loader = calibrate_remote_loader(in.loader.shape, in.G, in.P);
-    remote = remote_whatif(rates, in.P, in.u_P, depth_now, points, cpu, loader);
+    remote = remote_whatif(rates, in.P, in.u_P, depth_now, points, cpu, loader, loaded_latency_of(runs));
     remote->depth_run = depth_cold;
     if (remote->passed) {
       if (auto r = io_depth_remedy(*remote)) candidates.remedies.push_back(*r);

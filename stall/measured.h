@@ -92,6 +92,12 @@ ReadCpu read_cpu_of(const std::map<std::string, RunOutcome>& runs, int lanes);
 // others' share being prep_cpus / `machine_cpus`. Zeros where the reports lack them.
 RequestCpu request_cpu_of(const std::map<std::string, RunOutcome>& runs, int prep_cpus, int machine_cpus);
 
+// Over HTTP: the requests' latency with prep beside them, from the cached run's first epoch (it
+// fills the item cache: every sample a request, prep running), relative to the fetch-alone run's
+// (docs/stall.md, "Datasets over HTTP", "Latency under prep's load"). Empty where either report
+// lacks pipeline.read_ahead.per_read_ms or the first epoch's rate.
+LoadedLatency loaded_latency_of(const std::map<std::string, RunOutcome>& runs);
+
 // Everything the models take from the runs.
 struct Measured {
   const RunOutcome* synthetic = nullptr;

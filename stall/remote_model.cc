@@ -60,6 +60,24 @@ RemoteLoader calibrate_remote_loader(const LoaderShape& shape, double G, double 
   return l;
 }
 
+namespace {
+
+constexpr int kLoadSteps = 6;  // damped steps settling the speed and the latency under load
+
+// Prep's utilisation of the prep CPUs at `speed` samples/s, at most 1.
+double prep_utilisation(const RemoteWhatIf& w, double speed, double prep_s) {
+  if (!w.loader || !(w.loader->shape.cpus > 0)) return 0;
+  return std::clamp(speed * prep_s / w.loader->shape.cpus, 0.0, 1.0);
+}
+
+// The chance that a request's CPU-side step, waking, finds every prep CPU busy with prep: u^c, c
+// the prep CPUs (each busy a share u of the time).
+double all_busy(const RemoteWhatIf& w, double u) {
+  return std::pow(std::clamp(u, 0.0, 1.0), w.loader ? std::max(1, w.loader->shape.cpus) : 1);
+}
+
+}  // namespace
+
 double remote_speed(const RemoteWhatIf& w, const RemoteRates& rates, double P, int depth, double x) {
   if (!rates.known() || depth < 1 || !(P > 0)) return 0;
   RemoteRates r = rates;
@@ -79,7 +97,27 @@ double remote_speed(const RemoteWhatIf& w, const RemoteRates& rates, double P, i
   c.latency_s = r.latency_s;
   c.channels = depth;
   const int window = std::max(1, depth / std::max(1, l.shape.workers));
-  return simulate_readahead(l.shape, window, c, std::clamp(x, 0.0, 1.0), 0, 0, 1, l.samples);
+  const double hits = std::clamp(x, 0.0, 1.0);
+  double speed = simulate_readahead(l.shape, window, c, hits, 0, 0, 1, l.samples);
+  if (!(w.load_k_s > 0) || !(speed > 0)) return speed;
+  // NOTE: a request's latency under prep's load. A request's CPU-side steps (the client's I/O
+  // thread waking, nginx and the proxy on the same CPUs) wait for a CPU when prep holds them all,
+  // so L grows with prep's utilisation u of the c prep CPUs: by load_k_s u^c (every CPU busy with
+  // prep a share u^c of the time; the wait then about a bounded slice), calibrated from the
+  // cached run's first epoch (every sample a request, prep beside them) against the fetch-alone
+  // run (u = 0: its own requests' load is in its L). Bounded at load_k_s when prep saturates the
+  // CPUs: processor sharing's 1 / (1 - u) made generated images' depth 8 at +2 ms 12% too slow,
+  // the scheduler running a thread that wakes from I/O soon. Small at low u: at depths 1-2 the
+  // requests' latency was within 0.1-0.3 ms of the probe's. On the runs of 2026-11-29
+  // (docs/performance.md, "Datasets over HTTP") the loaded epoch read 3.35 ms a request against
+  // the fetch-alone run's 2.50 (real photographs at +2 ms), and the depth-8 run, latency-bound
+  // there, was 17-22% below the prediction with the fetch-alone run's L; with this term 2-4%.
+  const double L_base = c.latency_s;
+  for (int i = 0; i < kLoadSteps; ++i) {
+    c.latency_s = L_base + w.load_k_s * all_busy(w, prep_utilisation(w, speed, c.prep_s));
+    speed = 0.5 * speed + 0.5 * simulate_readahead(l.shape, window, c, hits, 0, 0, 1, l.samples);
+  }
+  return speed;
 }
 
 double remote_speed(const RemoteWhatIf& w, int depth, double x) {
@@ -89,6 +127,7 @@ double remote_speed(const RemoteWhatIf& w, int depth, double x) {
 namespace {
 
 constexpr int kMaxDepth = 256;
+constexpr double kMinLoad = 0.3;  // prep's utilisation in the loaded epoch, at least, to tell the growth from noise
 
 // The smallest power-of-two depth (and the depth now) whose speed reaches kPlateauShare of the best.
 // The best is the curve's highest point: simulated, a window of several batches a worker can lose
@@ -120,7 +159,7 @@ RemoteRates with_loader_latency(RemoteRates r, int depth_now, double S, double u
 
 RemoteWhatIf remote_whatif(const RemoteRates& rates, double P, double u_P, int depth_now,
                            const std::vector<DepthPoint>& measured, const RequestCpu& cpu,
-                           std::optional<RemoteLoader> loader) {
+                           std::optional<RemoteLoader> loader, const LoadedLatency& loaded) {
   RemoteWhatIf w;
   w.rates = rates;
   w.cpu = cpu;
@@ -128,6 +167,15 @@ RemoteWhatIf remote_whatif(const RemoteRates& rates, double P, double u_P, int d
   w.P = P;
   w.u_P = u_P;
   w.depth_now = std::max(1, depth_now);
+  w.loaded = loaded;
+  // The latency's growth with prep's load, from the loaded epoch against the fetch-alone run (L
+  // is that run's, at the same depth): k = (L_loaded - L) / u_loaded^c, where prep loaded the CPUs
+  // enough in that epoch to tell the growth from noise.
+  if (w.loader && loaded.known() && loaded.depth == w.depth_now && rates.latency_from != "probe" && rates.known()) {
+    w.u_loaded = prep_utilisation(w, loaded.rate, w.loader->prep_s);
+    const double grown = rates.latency_s * (loaded.ratio - 1);
+    if (w.u_loaded >= kMinLoad && grown > 0) w.load_k_s = grown / all_busy(w, w.u_loaded);
+  }
   for (int d = 1; d <= kMaxDepth; d *= 2) w.depths.push_back(d);
   if (std::find(w.depths.begin(), w.depths.end(), w.depth_now) == w.depths.end()) {
     w.depths.push_back(w.depth_now);
@@ -219,6 +267,11 @@ nlohmann::json remote_whatif_json(const RemoteWhatIf& w) {
             {"others_from", cpu.others_from},
             {"prep_cpus", cpu.cpus},
             {"server_on_this_machine", cpu.server_here()}}},
+          {"latency_under_load",
+           {{"from", w.loaded.from},
+            {"ratio", w.loaded.ratio},
+            {"prep_utilisation", w.u_loaded},
+            {"growth_ms", 1e3 * w.load_k_s}}},
           {"latency_ms", 1e3 * w.rates.latency_s},
           {"latency_u", w.rates.u_latency},
           {"latency_from", w.rates.latency_from},

@@ -8,7 +8,8 @@
 // fetch-alone run) and, where the server (or a proxy before it) runs on this machine, the
 // server's (the machine's other CPU per request meanwhile). With the loader's shape known the
 // speed is simulated (stall/readahead_model.h: workers, windows, D requests in flight each taking
-// L(D), the requests' CPU on the prep CPUs, prep calibrated so every sample cached runs at P);
+// L(D), the requests' CPU on the prep CPUs, prep calibrated so every sample cached runs at P;
+// L(D) grown with prep's load, calibrated from the cached run's first epoch);
 // else T(D, x) = min(P(x), F(D, x)), P(x) = 1 / (1/P + (1 - x) r / c), r the requests' CPU, c
 // the prep CPUs. The what-if over --io-depth, its check against runs it did not use, and the
 // remedy it names. Pure.
@@ -51,6 +52,17 @@ struct RequestCpu {
   double charged_s() const { return client_s + share * others_s; }
 };
 
+// The requests' latency with prep beside them (stall/measured.h, loaded_latency_of): the cached
+// run's first epoch fills the item cache, every sample a request at the runs' depth with prep
+// running; its per-read latency over the fetch-alone run's, and that epoch's samples/s.
+struct LoadedLatency {
+  double ratio = 0;  // per-read latency under prep's load / the fetch-alone run's
+  double rate = 0;   // the loaded epoch's samples/s
+  int depth = 0;     // its requests in flight
+  std::string from;  // the run ("cached"); "": not measured
+  bool known() const { return ratio > 0 && rate > 0 && depth > 0; }
+};
+
 // F(D, x): samples/s with `depth` samples in read-ahead's window, a share `x` of them cache hits.
 double remote_fetch_rate(const RemoteRates& r, int depth, double x = 0);
 // T(D, x): the loader's speed at `depth`, cache share `x`, prep-bound speed `P`.
@@ -79,6 +91,12 @@ struct RemoteWhatIf {
   RemoteRates rates;
   RequestCpu cpu;
   std::optional<RemoteLoader> loader;  // none: the closed form
+  LoadedLatency loaded;                // the latency under load it was calibrated from
+  // Simulated, a request's latency grows by load_k_s u^c, u prep's utilisation of the c prep CPUs
+  // at the simulated speed: 0 where not calibrated (no loaded epoch, prep below 30% of the CPUs in
+  // it, no simulation).
+  double load_k_s = 0;
+  double u_loaded = 0;  // prep's utilisation in the loaded epoch
   double P = 0;                        // the cached run's speed
   double u_P = 0;
   int depth_now = 0;               // the requests in flight L was measured at (the fetch-alone run's)
@@ -115,7 +133,7 @@ double remote_speed(const RemoteWhatIf& w, const RemoteRates& rates, double P, i
 // run's speed and the checks' measured rates.
 RemoteWhatIf remote_whatif(const RemoteRates& rates, double P, double u_P, int depth_now,
                            const std::vector<DepthPoint>& measured, const RequestCpu& cpu = {},
-                           std::optional<RemoteLoader> loader = std::nullopt);
+                           std::optional<RemoteLoader> loader = std::nullopt, const LoadedLatency& loaded = {});
 // The io-depth remedy ("raise --io-depth from 8 to 32"), when the recommended depth is above the
 // one the runs used; its gain range over the rates' uncertainty.
 std::optional<Remedy> io_depth_remedy(const RemoteWhatIf& w);

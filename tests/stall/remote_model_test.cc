@@ -233,4 +233,100 @@ TEST(RemoteModel, ARequestsCpuComesFromTheColdRunAgainstTheCachedOne) {
   EXPECT_EQ(f.others_from, "");
 }
 
+// The requests' latency under prep's load (docs/stall.md, "Datasets over HTTP", "Latency under
+// prep's load"): calibrated from the cached run's first epoch, growing as u^c, bounded.
+
+RemoteWhatIf loaded_whatif(double ratio, double rate, const RemoteRates& r, int depth = 8) {
+  const LoaderShape shape{2, 2, 32, 4};
+  const RemoteLoader loader = calibrate_remote_loader(shape, 1e6, 2000, 8000);
+  RequestCpu cpu;
+  cpu.client_s = 100e-6;
+  cpu.cpus = 2;
+  return remote_whatif(r, 2000, 0.01, depth, {}, cpu, loader, LoadedLatency{ratio, rate, depth, "cached"});
+}
+
+RemoteRates fetch_alone(double latency_ms, double probe_ms) {
+  RemoteRates r = lan(latency_ms, probe_ms);
+  r.latency_from = "fetch-cold";
+  return r;
+}
+
+TEST(RemoteModel, UnderPrepsLoadALatencyBoundDepthSlowsAsTheLoadedEpochSaid) {
+  // L 5 ms alone at depth 8 (1,600/s of requests); the loaded epoch, prep beside the requests at
+  // 1,500 samples/s (prep ~1 ms a sample on 2 CPUs: u ~0.75), read 1.4x that.
+  const RemoteRates r = fetch_alone(5, 4.5);
+  const RemoteWhatIf old = loaded_whatif(0, 0, r);  // not measured: the latency alone
+  const RemoteWhatIf w = loaded_whatif(1.4, 1500, r);
+  EXPECT_DOUBLE_EQ(old.load_k_s, 0);
+  const double u = 1500 * w.loader->prep_s / 2;
+  EXPECT_NEAR(w.u_loaded, u, 1e-12);
+  EXPECT_NEAR(w.load_k_s, 0.4 * 0.005 / (u * u), 1e-12);  // k = (L_loaded - L) / u^c, c = 2 CPUs
+  // Depth 8 is latency-bound and prep runs at u ~0.7 there: the latency grows by k u^2 (~1.5 ms).
+  const double was = remote_speed(old, 8), now = remote_speed(w, 8);
+  EXPECT_LT(now, 0.85 * was);
+  EXPECT_GT(now, 0.6 * was);
+  // One at a time prep runs at u ~0.1: the latency grows by 1% of k, the speed within 3%.
+  EXPECT_NEAR(remote_speed(w, 1), remote_speed(old, 1), 0.03 * remote_speed(old, 1));
+  const auto j = remote_whatif_json(w)["latency_under_load"];
+  EXPECT_EQ(j["from"], "cached");
+  EXPECT_NEAR(j["growth_ms"].get<double>(), 1e3 * w.load_k_s, 1e-9);
+}
+
+TEST(RemoteModel, NearSaturationTheLatencyUnderLoadGrowsByAtMostTheCalibratedBound) {
+  // Deep enough that prep saturates the CPUs: processor sharing's 1 / (1 - u) would grow the
+  // latency without bound; this one by at most k, so the speed is no lower than with L + k.
+  const RemoteRates r = fetch_alone(2, 1.8);
+  const RemoteWhatIf w = loaded_whatif(2.0, 1500, r);
+  ASSERT_GT(w.load_k_s, 0);
+  RemoteRates bound = r;
+  bound.latency_s += w.load_k_s;
+  bound.probe_latency_s += w.load_k_s;
+  const RemoteWhatIf worst = loaded_whatif(0, 0, bound);
+  for (const int depth : {8, 16, 32}) {
+    EXPECT_GE(remote_speed(w, depth), 0.98 * remote_speed(worst, depth)) << depth;
+    EXPECT_GT(remote_speed(w, depth), 0.5 * remote_speed(w, 256)) << depth;  // not collapsed
+  }
+  // Prep-bound at 32 (64 / 4 ms of requests > P): the CPU's bound, not the latency, sets it.
+  EXPECT_GT(remote_speed(w, 32), 0.9 * remote_speed(loaded_whatif(0, 0, r), 32));
+}
+
+TEST(RemoteModel, ALoadedEpochWithLittlePrepCalibratesNothing) {
+  // Prep below 30% of the CPUs in the loaded epoch (latency-bound at +20 ms): its latency's growth
+  // is noise, and no growth is modelled.
+  const RemoteRates r = fetch_alone(21, 20.7);
+  EXPECT_DOUBLE_EQ(loaded_whatif(1.05, 370, r).load_k_s, 0);
+  // Nor where L is the probe's (no fetch-alone run), the loaded epoch ran at another depth, or
+  // the closed form is used.
+  EXPECT_DOUBLE_EQ(loaded_whatif(1.4, 1500, lan(5, 4.5)).load_k_s, 0);
+  RequestCpu cpu;
+  cpu.cpus = 2;
+  EXPECT_DOUBLE_EQ(
+      remote_whatif(fetch_alone(5, 4.5), 2000, 0.01, 8, {}, cpu, std::nullopt, {1.4, 1500, 8, "cached"}).load_k_s,
+      0);
+  const LoaderShape shape{2, 2, 32, 4};
+  EXPECT_DOUBLE_EQ(remote_whatif(fetch_alone(5, 4.5), 2000, 0.01, 8, {}, cpu,
+                                 calibrate_remote_loader(shape, 1e6, 2000, 8000), {1.4, 1500, 16, "cached"})
+                       .load_k_s,
+                   0);
+}
+
+TEST(RemoteModel, TheLoadedLatencyIsTheCachedRunsFirstEpochAgainstTheFetchAloneRun) {
+  std::map<std::string, RunOutcome> runs;
+  runs["cached"].report["pipeline"] = {{"io_depth", 8},
+                                       {"read_ahead", {{"per_read_ms", 3.35}}},
+                                       {"epochs", {{{"images_per_s", 1978.0}}, {{"images_per_s", 4800.0}}}}};
+  runs["fetch-cold"].report["pipeline"] = {{"io_depth", 8}, {"read_ahead", {{"per_read_ms", 2.5}}}};
+  const LoadedLatency l = loaded_latency_of(runs);
+  ASSERT_TRUE(l.known());
+  EXPECT_NEAR(l.ratio, 3.35 / 2.5, 1e-12);
+  EXPECT_DOUBLE_EQ(l.rate, 1978);
+  EXPECT_EQ(l.depth, 8);
+  EXPECT_EQ(l.from, "cached");
+  // Older reports without the read-ahead's latency, or no fetch-alone run: not measured.
+  runs["fetch-cold"].report["pipeline"]["read_ahead"].erase("per_read_ms");
+  EXPECT_FALSE(loaded_latency_of(runs).known());
+  runs.erase("fetch-cold");
+  EXPECT_FALSE(loaded_latency_of(runs).known());
+}
+
 }  // namespace
