@@ -96,7 +96,7 @@ struct RemoteWhatIf {
   // at the simulated speed: 0 where not calibrated (no loaded epoch, prep below 30% of the CPUs in
   // it, no simulation).
   double load_k_s = 0;
-  double u_loaded = 0;  // prep's utilisation in the loaded epoch
+  double u_loaded = 0;                 // prep's utilisation in the loaded epoch
   double P = 0;                        // the cached run's speed
   double u_P = 0;
   int depth_now = 0;               // the requests in flight L was measured at (the fetch-alone run's)

@@ -301,8 +301,7 @@ TEST(RemoteModel, ALoadedEpochWithLittlePrepCalibratesNothing) {
   RequestCpu cpu;
   cpu.cpus = 2;
   EXPECT_DOUBLE_EQ(
-      remote_whatif(fetch_alone(5, 4.5), 2000, 0.01, 8, {}, cpu, std::nullopt, {1.4, 1500, 8, "cached"}).load_k_s,
-      0);
+      remote_whatif(fetch_alone(5, 4.5), 2000, 0.01, 8, {}, cpu, std::nullopt, {1.4, 1500, 8, "cached"}).load_k_s, 0);
   const LoaderShape shape{2, 2, 32, 4};
   EXPECT_DOUBLE_EQ(remote_whatif(fetch_alone(5, 4.5), 2000, 0.01, 8, {}, cpu,
                                  calibrate_remote_loader(shape, 1e6, 2000, 8000), {1.4, 1500, 16, "cached"})
