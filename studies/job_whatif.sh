@@ -7,7 +7,9 @@
 # the runs it did not use: cold (every read from storage, a cache state) and cached (the ranks
 # sharing every CPU unsplit). Prints per analysis each held-out run's measured and predicted job
 # samples/s, range and error, and each rank's CPU set in the sweep; then the medians.
-# Usage: studies/job_whatif.sh DATA [--analyses 2] [--iterations 20] [--batch-size 16] [--workers 1] [--out DIR]
+# Usage: studies/job_whatif.sh DATA [--analyses 2] [--iterations 20] [--rounds 1] [--batch-size 16] [--workers 1]
+#                                    [--out DIR]
+# --rounds R: mlbench-stall's --rounds (every run R times, each run's median: the drift between runs).
 # DATA: an ImageFolder root (e.g. DATA/real-photos-small/train, DATA made by mlbench-datagen).
 # Env: MLBENCH_BUILD_DIR (default build): needs bin/mlbench-stall; /usr/bin/python3 with torch and torchvision.
 set -euo pipefail
@@ -15,11 +17,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MLBENCH_BUILD_DIR:-$root/build}"
 [[ "${1:-}" == -h || "${1:-}" == --help ]] && { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0; }
 data="${1:-}"; shift || true
-analyses=2; iterations=20; batch=16; workers=1; out=""
+analyses=2; iterations=20; rounds=1; batch=16; workers=1; out=""
 while (($#)); do
   case "$1" in
     --analyses) analyses="$2"; shift 2 ;;
     --iterations) iterations="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
     --batch-size) batch="$2"; shift 2 ;;
     --workers) workers="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
@@ -33,7 +36,7 @@ if [[ -z "$out" ]]; then out=$(mktemp -d); trap 'rm -rf "$out"' EXIT; fi
 mkdir -p "$out" "$out/work"
 for a in $(seq 1 "$analyses"); do
   "$build/bin/mlbench-stall" --exec --exec-workdir "$out/work" --data "$data" --out "$out/a$a" \
-    --iterations "$iterations" --cpus 1,2 --target-noise 0 -- \
+    --iterations "$iterations" --rounds "$rounds" --cpus 1,2 --target-noise 0 -- \
     /usr/bin/python3 "$root/tests/stall/exec/ddp_imagefolder.py" "$data" --batch-size "$batch" --workers "$workers" \
     > "$out/a$a.log" 2>&1 || { echo "analysis $a failed: $out/a$a.log"; tail -5 "$out/a$a.log"; exit 1; }
   grep -E '^job what-if|^  cpus-|^advice \(job\)' "$out/a$a.log" | sed "s/^/[a$a] /"
