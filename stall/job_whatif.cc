@@ -207,6 +207,19 @@ JobPrediction job_predict(const JobInputs& in, double c, double x, double factor
   return out;
 }
 
+namespace {
+
+// --rounds: the drift between a run's rounds, which its own observations do not see, widens each of
+// its ranks' uncertainty (as the single-process what-if's rates are widened: rounds_uncertainty).
+void widen_by_rounds(JobRun& run, const AnalysisContext& ctx) {
+  const auto it = ctx.round_rates.find(run.label);
+  if (it == ctx.round_rates.end()) return;
+  const double drift = rounds_uncertainty(it->second);
+  for (JobRank& j : run.ranks) j.u = std::max(j.u, drift);
+}
+
+}  // namespace
+
 std::optional<JobWhatIfRuns> job_whatif_runs(const AnalysisContext& ctx,
                                              const std::map<std::string, RunOutcome>& runs) {
   const auto syn = runs.find("synthetic");
@@ -218,6 +231,7 @@ std::optional<JobWhatIfRuns> job_whatif_runs(const AnalysisContext& ctx,
   in.cpus = std::max(1, ctx.cores_now);
   in.compute = run_of("synthetic", syn->second);
   in.compute.cached = 1;
+  widen_by_rounds(in.compute, ctx);
   if (in.compute.ranks.size() < 2) return std::nullopt;
   if (const auto it = runs.find("cached"); it != runs.end() && !it->second.ranks.empty()) {
     in.workers = static_cast<int>(it->second.ranks.front().report.value("workers", 0));
@@ -225,6 +239,7 @@ std::optional<JobWhatIfRuns> job_whatif_runs(const AnalysisContext& ctx,
   for (const auto& [label, r] : runs) {
     if (r.ranks.empty() || label.rfind("cpus-", 0) != 0) continue;
     JobRun run = run_of(label, r);
+    widen_by_rounds(run, ctx);
     try {
       run.cpus_per_rank = std::stoi(label.substr(5));
     } catch (const std::exception&) {
@@ -237,6 +252,7 @@ std::optional<JobWhatIfRuns> job_whatif_runs(const AnalysisContext& ctx,
   const auto cached = runs.find("cached");
   if (cached != runs.end() && !cached->second.ranks.empty()) {
     JobRun run = run_of("cached", cached->second);
+    widen_by_rounds(run, ctx);
     run.cpus_per_rank = share;
     run.cached = 1;
     if (in.warm.empty()) {

@@ -2,6 +2,7 @@
 // server's page cache and storage shared by its ranks, the held-out checks and the advice, on
 // injected numbers.
 #include "stall/job_whatif.h"
+#include "stall/analysis.h"
 
 #include <gtest/gtest.h>
 
@@ -284,6 +285,31 @@ TEST(JobWhatIf, RanksAreCountedPerNodeNotPerHost) {
   EXPECT_EQ(ranks_per_node(run), 1);
   run.ranks[1].report["rank"]["node"] = "mlb1n1";
   EXPECT_EQ(ranks_per_node(run), 2);
+}
+
+// --rounds: a sweep run whose rounds drifted more than its observations' noise widens the range
+// the what-if states (its ranks' u), as the single-process what-if's rates are widened.
+TEST(JobWhatIf, TheRoundsDriftWidensTheStatedRange) {
+  std::map<std::string, RunOutcome> runs;
+  runs["synthetic"] = job_run(0.0);
+  runs["cpus-1"] = job_run(0.02, {0}, {1});
+  runs["fetch-cold"].rate = 1000;
+  runs["fetch-cached"].rate = 1e6;
+  AnalysisContext ctx;
+  ctx.exec = true;
+  ctx.cores_now = 2;
+  ctx.config.cpus = {1};
+  const auto one = job_whatif_runs(ctx, runs);
+  ASSERT_TRUE(one.has_value());
+  const JobPrediction narrow = job_predict(one->inputs, 1, 1);
+  ctx.round_rates["cpus-1"] = {320, 391, 352};
+  const auto drifted = job_whatif_runs(ctx, runs);
+  ASSERT_TRUE(drifted.has_value());
+  EXPECT_NEAR(drifted->inputs.warm.at(1).u(), rounds_uncertainty({320, 391, 352}), 1e-12);
+  const JobPrediction wide = job_predict(drifted->inputs, 1, 1);
+  EXPECT_NEAR(wide.rate, narrow.rate, 1e-9);
+  EXPECT_LT(wide.lo, narrow.lo * 0.97);
+  EXPECT_GT(wide.hi, narrow.hi * 1.03);
 }
 
 TEST(JobWhatIf, FromTheRunsEachRanksCpuSetAndTheSkippedPoints) {
