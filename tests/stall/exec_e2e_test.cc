@@ -455,7 +455,14 @@ TEST_F(StallExecRanks, TheCpuSweepGivesCpusPerRankAndTheJobWhatIfIsForTheRanks) 
   }
   EXPECT_NE(r.output.find("job what-if: 2 ranks"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("advice (job): "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("--cpus-per-task="), std::string::npos) << r.output;
+  // The advice in the script's terms where the job's self-check passed; where this machine's noise
+  // put a held-out run off (more than 5% and outside its range), the advice is withheld, saying so.
+  if (j["self_check_passed"] == true) {
+    EXPECT_NE(r.output.find("--cpus-per-task="), std::string::npos) << r.output;
+  } else {
+    EXPECT_NE(r.output.find("advice (job): withheld: the job's what-if missed a run it did not use"), std::string::npos)
+        << r.output;
+  }
   EXPECT_TRUE(fs::exists(dir_ / "out" / "job_whatif.svg"));
 }
 
