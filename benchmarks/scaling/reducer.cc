@@ -9,7 +9,11 @@ namespace mlbench::scaling {
 
 BucketReducer::BucketReducer(c10::intrusive_ptr<Collectives> pg, std::vector<torch::Tensor> params,
                              std::int64_t bucket_bytes, std::int64_t first_bucket_bytes)
-    : pg_(std::move(pg)), params_(std::move(params)), bucket_of_(params_.size()), slot_of_(params_.size()) {
+    : pg_(std::move(pg)),
+      params_(std::move(params)),
+      bucket_of_(params_.size()),
+      slot_of_(params_.size()),
+      views_(params_.size()) {
   // Reverse order: the last layers' gradients come first in backward.
   Bucket current;
   std::int64_t current_bytes = 0;
@@ -39,7 +43,9 @@ BucketReducer::BucketReducer(c10::intrusive_ptr<Collectives> pg, std::vector<tor
   // (a hook on the tensor runs before it, on the incoming gradient).
   for (std::size_t k = 0; k < params_.size(); ++k) {
     if (!params_[k].requires_grad()) continue;
-    params_[k].mutable_grad() = view_of(k);
+    const Bucket& b = buckets_[bucket_of_[k]];
+    views_[k] = b.flat.narrow(0, b.offsets[slot_of_[k]], params_[k].numel()).view_as(params_[k]);
+    params_[k].mutable_grad() = views_[k];
     auto acc = torch::autograd::impl::grad_accumulator(params_[k]);
     hook_keys_.push_back(acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
         [this, k](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
@@ -54,12 +60,6 @@ BucketReducer::~BucketReducer() {
   for (std::size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
 }
 
-torch::Tensor BucketReducer::view_of(std::size_t param) {
-  const Bucket& b = buckets_[bucket_of_[param]];
-  const torch::Tensor& p = params_[param];
-  return b.flat.narrow(0, b.offsets[slot_of_[param]], p.numel()).view_as(p);
-}
-
 void BucketReducer::prepare() {
   armed_ = true;
   for (Bucket& b : buckets_) {
@@ -72,7 +72,7 @@ void BucketReducer::prepare() {
   for (std::size_t k = 0; k < params_.size(); ++k) {
     if (!params_[k].requires_grad()) continue;
     const torch::Tensor& g = params_[k].grad();
-    if (!g.defined() || g.data_ptr() != view_of(k).data_ptr()) params_[k].mutable_grad() = view_of(k);
+    if (!g.defined() || g.data_ptr() != views_[k].data_ptr()) params_[k].mutable_grad() = views_[k];
   }
 }
 

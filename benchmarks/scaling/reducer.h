@@ -77,13 +77,13 @@ class BucketReducer {
   };
   void on_ready(std::size_t param);
   void launch(Bucket& b);
-  torch::Tensor view_of(std::size_t param);
 
   c10::intrusive_ptr<Collectives> pg_;
   std::vector<torch::Tensor> params_;
   std::vector<Bucket> buckets_;
   std::vector<std::size_t> bucket_of_;  // by parameter
   std::vector<std::size_t> slot_of_;    // position inside its bucket
+  std::vector<torch::Tensor> views_;    // by parameter: its .grad, a view of its bucket (made once)
   std::int64_t bytes_ = 0;
   bool armed_ = false;
   // The parameters' AccumulateGrad nodes, which carry the hooks: a leaf holds its
