@@ -9,7 +9,10 @@
 #   2. independently, at each --fracs fraction, --rounds times: the dataset
 #      evicted, that fraction of its files (a random subset, one per round)
 #      read into the page cache and checked with fincore (mincore), then the
-#      loader (no item cache) for --epochs timed epochs after one of warm-up,
+#      loader (no item cache) for --epochs timed epochs after one of warm-up
+#      (default 30: at a resident share where the misses come near the disk's
+#      rate an epoch's rate moves by 10-13% with its order, so the state's
+#      mean needs tens of epochs; each round's 95% half-width is printed),
 #      under --hold-page-cache (a read that brought a file in drops it again,
 #      so every epoch sees the fraction made), against the analyzer's
 #      page-cache what-if at the resident fraction measured (one prediction
@@ -19,7 +22,7 @@
 # ...), so a host whose speed drifts over minutes weighs on both alike.
 # Prints both tables as markdown (median [min-max]), with the load (uptime).
 # Usage: studies/whatif_tables.sh --data DIR --mbps N [--fracs 0.3,0.6] [--rounds 3]
-#        [--analyses 3] [--epochs 3] [--iterations 100] [--out DIR] [--io-depth N] [--stall-rounds 1]
+#        [--analyses 3] [--epochs 30] [--iterations 100] [--out DIR] [--io-depth N] [--stall-rounds 1]
 # --stall-rounds N: each analysis is mlbench-stall --rounds N (every run N times, its median).
 # --reanalyze (with --out DIR of an earlier run, --analyses and --mbps as then): measure nothing;
 #   model each analysis of DIR again with today's mlbench-stall (--reanalyze) and print the tables.
@@ -27,7 +30,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MLBENCH_BUILD_DIR:-$root/build}"
-data=""; mbps=""; fracs="0.3,0.6"; rounds=3; analyses=3; epochs=3; out=""; iterations=100; io_depth=""; stall_rounds=1
+data=""; mbps=""; fracs="0.3,0.6"; rounds=3; analyses=3; epochs=30; out=""; iterations=100; io_depth=""; stall_rounds=1
 reanalyze=0
 while (($#)); do
   case "$1" in
@@ -119,8 +122,16 @@ EOF
 import glob, json, sys
 rep = json.load(open(glob.glob(sys.argv[1] + "/*.json")[0]))
 meas = rep["train_item"]["avg"] if isinstance(rep["train_item"], dict) else rep["train_item"]
+st = rep.get("stability", {})
+n = st.get("observations") or 0
+# 95% half-width of the round's mean rate over its epochs (Student's t, n - 1 degrees of freedom)
+t95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23,
+       15: 2.13, 20: 2.09, 30: 2.04, 60: 2.00}
+t = next((v for k, v in sorted(t95.items()) if n - 1 <= k), 1.96)
+hw = t * st["sd_pct"] / n ** 0.5 if n > 1 and st.get("sd_pct") is not None else None
 print(json.dumps({"frac": float(sys.argv[2]), "before": float(sys.argv[3]), "after": float(sys.argv[4]),
-                  "round": int(sys.argv[5]), "measured": meas, "sd_pct": rep.get("stability", {}).get("sd_pct")}))
+                  "round": int(sys.argv[5]), "measured": meas, "sd_pct": st.get("sd_pct"),
+                  "epochs": n, "half_width_pct": hw}))
 EOF
   done
 }
@@ -178,7 +189,8 @@ def predict(r, x, key="predicted"):  # the page-cache curve, linear between its 
     return curve[-1].get(key, curve[-1]["predicted"])
 rows = [json.loads(l) for l in open(f"{out}/page_cache.jsonl")]
 print("\n| disk | page cache (fincore, before / after) | measured img/s | page-cache what-if | range stated "
-      "(median analysis) | error of the medians | errors, per round (against its analysis) |\n|---|---|---|---|---|---|---|")
+      "(median analysis) | error of the medians | errors, per round (against its analysis) | rounds' 95% half-width "
+      "| within 5% or inside the range |\n|---|---|---|---|---|---|---|---|---|")
 for f in sorted({r["frac"] for r in rows}):
     rs = [r for r in rows if r["frac"] == f]
     x = statistics.median(r["before"] for r in rs)
@@ -191,7 +203,11 @@ for f in sorted({r["frac"] for r in rows}):
     mid = sorted(runs, key=lambda r: predict(r, x))[(len(runs) - 1) // 2]
     lo, hi = predict(mid, x, "lo"), predict(mid, x, "hi")
     inside = "inside" if lo <= statistics.median(meas) <= hi else "outside"
+    e = err(statistics.median(pred), statistics.median(meas))
+    hws = [r["half_width_pct"] for r in rs if r.get("half_width_pct") is not None]
+    hw = f"±{min(hws):.1f}-{max(hws):.1f}% ({rs[0].get('epochs', '?')} epochs)" if hws else "-"
+    ok = "yes" if abs(e) <= 5 or inside == "inside" else "**no**"
     print(f"| {mbps} MB/s | {res} | {mm(meas)} | {mm(pred)} | {lo:,.0f}-{hi:,.0f} "
           f"({100 * (hi - lo) / 2 / predict(mid, x):.1f}%; the measured median {inside}) "
-          f"| {err(statistics.median(pred), statistics.median(meas)):+.1f}% | {paired} |")
+          f"| {e:+.1f}% | {paired} | {hw} | {ok} |")
 EOF
