@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
-#include <limits>
 #include <queue>
 #include <random>
 #include <set>
@@ -62,7 +61,7 @@ class Simulation {
           if (const double end = take_batch(t); end >= 0) return end;
           break;
         case Event::RequestCpu:
-          request_cpu(i, t);
+          request_cpu(t);
           break;
       }
     }
@@ -75,7 +74,6 @@ class Simulation {
     long batch;
     double ready;  // when its bytes are there
     bool hit;
-    int request = -1;  // a request whose CPU is still to run: its ready time is request_ready_'s
   };
   struct Worker {
     std::deque<long> batches;  // claimed, in order; the front is the one being built
@@ -118,14 +116,11 @@ class Simulation {
         channel_free_.back() = ready + costs_.request_cpu_s;
         std::push_heap(channel_free_.begin(), channel_free_.end(), std::greater<>());
         if (costs_.request_cpu_s > 0) {
-          // Its answer's CPU runs on the prep CPUs when it arrives: the item is ready after it.
-          const int id = static_cast<int>(request_ready_.size());
-          request_ready_.push_back(kUnknown);
-          request_waiter_.push_back(-1);
-          push(ready, Event::RequestCpu, id);
-          w.issued.push_back({w.batches.back(), kUnknown, hit, id});
-          ++w.issued_of_last;
-          continue;
+          // Its answer's CPU takes a prep CPU when it arrives (prep then lacks it), but does not
+          // queue behind prep's work: the scheduler runs a thread waking from I/O within about a
+          // slice, and that wait is the latency's growth under load (stall/remote_model.cc). The
+          // item is there with the answer; its slot is busy request_cpu_s after it.
+          push(ready, Event::RequestCpu, -1);
         }
       } else if (!hit) {
         // S in aggregate; after an idle spell up to `burst` requests go ahead of the rate.
@@ -154,13 +149,6 @@ class Simulation {
       return;
     }
     Item item = w.issued.front();
-    if (item.request >= 0) {
-      item.ready = request_ready_[static_cast<std::size_t>(item.request)];
-      if (item.ready == kUnknown) {
-        request_waiter_[static_cast<std::size_t>(item.request)] = i;  // woken when its CPU has run
-        return;
-      }
-    }
     if (item.ready > t) {
       push(item.ready, Event::Take, i);
       return;
@@ -172,12 +160,10 @@ class Simulation {
     push(*cpu, Event::Done, i);
   }
 
-  // A request's answer arrived: its CPU runs on the first free CPU; its worker, if waiting, takes it then.
-  void request_cpu(int id, double t) {
+  // A request's answer arrived: its CPU takes the first free CPU (its item does not wait for it).
+  void request_cpu(double t) {
     auto cpu = std::min_element(cpu_free_.begin(), cpu_free_.end());
     *cpu = std::max(t, *cpu) + costs_.request_cpu_s;
-    request_ready_[static_cast<std::size_t>(id)] = *cpu;
-    if (const int i = request_waiter_[static_cast<std::size_t>(id)]; i >= 0) push(*cpu, Event::Take, i);
   }
 
   double finish_item(int i, double t) {
@@ -224,9 +210,6 @@ class Simulation {
   double storage_free_ = 0;
   std::vector<double> cpu_free_;
   std::vector<double> channel_free_;  // a min-heap: when each request in flight ends
-  static constexpr double kUnknown = std::numeric_limits<double>::infinity();
-  std::vector<double> request_ready_;  // by request: when its CPU has run (kUnknown: not yet)
-  std::vector<int> request_waiter_;    // by request: the worker waiting for it (-1: none)
   std::vector<Worker> workers_;
   long next_batch_ = 0;
   std::optional<InOrderConsumer> consumer_;

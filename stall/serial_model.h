@@ -39,7 +39,9 @@ struct SampleCosts {
   double latency_s = 0;
   int channels = 0;
   // With channels: the CPU an answer takes when it arrives (the client's, a server's on this
-  // machine), run on the prep CPUs first come, first served; the item is ready after it.
+  // machine), taken from the prep CPUs (the first free) and holding its request's slot that long
+  // after the answer; the item is ready with the answer (its wait for a CPU is the latency's
+  // growth under load, stall/remote_model.h), not after prep's work queued before it.
   double request_cpu_s = 0;
 };
 

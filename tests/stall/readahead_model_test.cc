@@ -78,6 +78,28 @@ TEST(ReadAheadModel, AStorageQueueServesSparseMissesWithoutWaitingTheirTurn) {
   EXPECT_NEAR(simulate_readahead(two, 4, c, 0.0, 0, 0), 848, 0.02 * 848);
 }
 
+// Over HTTP an answer's CPU takes a prep CPU but its item does not queue behind prep's work: a
+// request's CPU-side wait is in its latency (docs/stall.md, "Datasets over HTTP"). 2 workers on 2
+// CPUs, 4 requests in flight of 5 ms, prep 2 ms, an answer's CPU 1 ms, half the samples hits: the
+// CPUs bound it at 2 / (2 + 0.5 x 1) ms = 800/s. With the items held until their CPU had run
+// behind the prep queued before it, workers waited on misses while hits sat ready: 729.6/s.
+TEST(ReadAheadModel, AnAnswersCpuTakesAPrepCpuWithoutHoldingItsItemBehindPrep) {
+  const LoaderShape shape{2, 2, 32, 4};
+  SampleCosts c;
+  c.storage_s = 1e-6;
+  c.prep_s = 2e-3;
+  c.batch_s = 32 / 1e6;
+  c.latency_s = 5e-3;
+  c.channels = 4;
+  c.request_cpu_s = 1e-3;
+  const double with_cpu = simulate_readahead(shape, 2, c, 0.5);
+  EXPECT_GT(with_cpu, 0.94 * 800);
+  EXPECT_LE(with_cpu, 800 * 1.001);  // the CPU it takes still bounds it
+  // Every sample a miss, CPU-bound: 2 / (2 + 1) ms.
+  c.channels = 8;
+  EXPECT_NEAR(simulate_readahead(shape, 4, c, 0.0), 2 / 3e-3, 0.01 * 2 / 3e-3);
+}
+
 TEST(ReadAheadModel, BadShapeOrRateIsRejected) {
   EXPECT_THROW(simulate_readahead({0, 1, 1, 1}, 1, {}, 0.5), std::invalid_argument);
   EXPECT_THROW(simulate_readahead(kShape, 0, {}, 0.5), std::invalid_argument);
