@@ -155,17 +155,26 @@ void read_pipeline(const Fields& f, PipelineInfo& p) {
   f.number("consumer_wait_total_s", p.consumer_wait_total_s);
   f.integer("io_depth", p.io_depth);
   f.flag("pin_memory", p.pin_memory);
-  if (const auto ra = f.sub("read_ahead")) ra->integer("window_per_worker", p.read_ahead_window);
+  if (const auto ra = f.sub("read_ahead")) {
+    ra->integer("window_per_worker", p.read_ahead_window);
+    ra->number("per_read_ms", p.read_ahead_per_read_ms);
+  }
   if (const auto cache = f.sub("cache")) cache->number("items", p.cache_items);
   // epochs: the image loader's per-epoch totals, or the in-memory sources' count of epochs begun.
   if (const json* e = f.find("epochs"); e && e->is_number_integer()) {
     p.epoch_count = e->get<std::int64_t>();
   } else {
+    bool rated = true;
     f.objects("epochs", [&](const Fields& epoch) {
       double images = 0;
+      std::optional<double> rate;
       epoch.number("images", images);
+      epoch.number("images_per_s", rate);
       p.epoch_images.push_back(images);
+      if (rate) p.epoch_rates.push_back(*rate);
+      rated = rated && rate.has_value();
     });
+    if (!rated) p.epoch_rates.clear();
   }
   p.has_partitioned_cache_field = f.object().contains("partitioned_cache");
   p.emulated_storage = f.object().contains("emulated_storage");

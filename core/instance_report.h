@@ -145,9 +145,11 @@ struct PipelineInfo {
   std::optional<double> consumer_wait_total_s;
   std::int64_t io_depth = 0;                      // absent in older reports: 0, they had no read-ahead
   std::optional<std::int64_t> read_ahead_window;  // read_ahead.window_per_worker
+  std::optional<double> read_ahead_per_read_ms;   // read_ahead.per_read_ms: a read's mean latency
   std::optional<double> cache_items;              // cache.items: what the item cache held at the end
   std::optional<bool> pin_memory;
   std::vector<double> epoch_images;         // epochs[].images (the image loader)
+  std::vector<double> epoch_rates;          // epochs[].images_per_s, where every epoch has it
   std::optional<std::int64_t> epoch_count;  // epochs as a count (the in-memory sources: sequences, tables)
   // The image loader writes `partitioned_cache` (null when off) and stallsim `emulated_storage`:
   // whether the block is in the report says which loader it was.

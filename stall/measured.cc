@@ -195,30 +195,18 @@ RequestCpu request_cpu_of(const std::map<std::string, RunOutcome>& runs, int pre
 
 LoadedLatency loaded_latency_of(const std::map<std::string, RunOutcome>& runs) {
   LoadedLatency l;
-  const auto block = [&](const char* label) -> nlohmann::json {
+  const auto pipeline = [&](const char* label) -> std::optional<core::PipelineInfo> {
     const auto it = runs.find(label);
-    if (it == runs.end()) return {};
-    const auto p = it->second.record().pipeline;
-    return p ? p->raw : nlohmann::json();
+    return it == runs.end() ? std::nullopt : it->second.record().pipeline;
   };
-  const auto per_read_s = [](const nlohmann::json& p) {
-    const auto* v = p.is_object() && p.contains("read_ahead") && p["read_ahead"].is_object() &&
-                            p["read_ahead"].contains("per_read_ms") && p["read_ahead"]["per_read_ms"].is_number()
-                        ? &p["read_ahead"]["per_read_ms"]
-                        : nullptr;
-    return v ? v->get<double>() / 1e3 : 0.0;
-  };
-  const nlohmann::json cached = block("cached"), alone = block("fetch-cold");
-  const double loaded = per_read_s(cached), alone_s = per_read_s(alone);
-  if (!(loaded > 0) || !(alone_s > 0) || !cached.contains("epochs") || !cached["epochs"].is_array() ||
-      cached["epochs"].empty()) {
+  const auto cached = pipeline("cached"), alone = pipeline("fetch-cold");
+  if (!cached || !alone || !(cached->read_ahead_per_read_ms.value_or(0) > 0) ||
+      !(alone->read_ahead_per_read_ms.value_or(0) > 0) || cached->epoch_rates.empty()) {
     return l;
   }
-  const nlohmann::json& first = cached["epochs"][0];
-  if (!first.is_object() || !first.contains("images_per_s") || !first["images_per_s"].is_number()) return l;
-  l.ratio = loaded / alone_s;
-  l.rate = first["images_per_s"].get<double>();
-  l.depth = static_cast<int>(cached.value("io_depth", 0));
+  l.ratio = *cached->read_ahead_per_read_ms / *alone->read_ahead_per_read_ms;
+  l.rate = cached->epoch_rates.front();
+  l.depth = static_cast<int>(cached->io_depth);
   l.from = "cached";
   return l;
 }
