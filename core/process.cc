@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -132,6 +133,12 @@ std::optional<double> host_busy_seconds(const std::string& proc_stat, double tic
     return std::nullopt;
   }
   return static_cast<double>(v[0] + v[1] + v[2] + v[5] + v[6]) / ticks_per_second;
+}
+
+std::int64_t this_thread_cpu_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 ProcessCpu process_cpu_now() {

@@ -67,6 +67,8 @@ struct ProcessCpu {
   double total() const { return user_s + sys_s; }
 };
 ProcessCpu process_cpu_now();
+// This thread's CPU time so far (CLOCK_THREAD_CPUTIME_ID), in nanoseconds.
+std::int64_t this_thread_cpu_ns();
 // The machine's busy CPU seconds from /proc/stat's text (its aggregate "cpu" line); nullopt when
 // the line is missing or malformed.
 std::optional<double> host_busy_seconds(const std::string& proc_stat, double ticks_per_second);

@@ -3,7 +3,6 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/process.h"
 #include "core/sysinfo.h"
 
 namespace mlbench::runner {
@@ -55,9 +55,7 @@ std::string read_file(const fs::path& file) {
 }
 
 double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  return 1e-9 * static_cast<double>(core::this_thread_cpu_ns());
 }
 
 // Each step depends on the last (no vectorising, no closed form); the result is

@@ -7,7 +7,6 @@
 // beside the full decode, measured image by image in one loop, so the ratio
 // "loader path / full decode" is robust to a shared machine's load
 // (docs/performance.md, "The loader vs PyTorch and the decode bound"; docs/pipeline.md).
-#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cli.h"
+#include "core/process.h"
 #include "core/rng.h"
 #include "pipeline/jpeg_decoder.h"
 #include "pipeline/source.h"
@@ -30,9 +30,7 @@ namespace {
 using namespace mlbench::pipeline;
 
 std::int64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  return mlbench::core::this_thread_cpu_ns();
 }
 
 // The stages, in the order they run for every image.

@@ -5,7 +5,6 @@
 //   G = batch / compute,  P = cpus / prep,  F = bandwidth / file size,
 // which mlbench-stall's tests compare its measurements against.
 #include <sys/prctl.h>
-#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "core/benchmark_run.h"
+#include "core/process.h"
 #include "core/rng.h"
 #include "emulated_storage.h"
 #include "pipeline/options.h"
@@ -26,9 +26,7 @@ namespace {
 using namespace mlbench;
 
 double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+  return 1e-9 * static_cast<double>(core::this_thread_cpu_ns());
 }
 
 // Burns `seconds` of this thread's CPU time.
