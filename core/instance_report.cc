@@ -158,6 +158,11 @@ void read_pipeline(const Fields& f, PipelineInfo& p) {
   if (const auto ra = f.sub("read_ahead")) {
     ra->integer("window_per_worker", p.read_ahead_window);
     ra->number("per_read_ms", p.read_ahead_per_read_ms);
+    ra->number("cpu_per_read_us", p.read_ahead_cpu_per_read_us);
+  }
+  if (const auto detail = f.sub("source_detail")) {
+    detail->number("requests", p.source_requests);
+    detail->number("transfer_cpu_s", p.source_transfer_cpu_s);
   }
   if (const auto cache = f.sub("cache")) cache->number("items", p.cache_items);
   // epochs: the image loader's per-epoch totals, or the in-memory sources' count of epochs begun.

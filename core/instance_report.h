@@ -146,6 +146,9 @@ struct PipelineInfo {
   std::int64_t io_depth = 0;                      // absent in older reports: 0, they had no read-ahead
   std::optional<std::int64_t> read_ahead_window;  // read_ahead.window_per_worker
   std::optional<double> read_ahead_per_read_ms;   // read_ahead.per_read_ms: a read's mean latency
+  std::optional<double> read_ahead_cpu_per_read_us;  // read_ahead.cpu_per_read_us: an I/O thread's CPU in a read
+  // source_detail of a source over HTTP: its requests, and the CPU time of the thread that ran them.
+  std::optional<double> source_requests, source_transfer_cpu_s;
   std::optional<double> cache_items;              // cache.items: what the item cache held at the end
   std::optional<bool> pin_memory;
   std::vector<double> epoch_images;         // epochs[].images (the image loader)

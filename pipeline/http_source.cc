@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
+#include "core/process.h"
 #include "pipeline/relative_path.h"
 
 namespace mlbench::pipeline {
@@ -175,6 +176,7 @@ struct HttpClient::Impl {
         const auto until = std::chrono::duration_cast<std::chrono::milliseconds>(waiting.front()->due - Clock::now());
         timeout_ms = static_cast<int>(std::clamp<long>(until.count(), 0, 1000));
       }
+      transfer_cpu_ns.store(core::this_thread_cpu_ns(), std::memory_order_relaxed);
       curl_multi_poll(multi, nullptr, 0, timeout_ms, nullptr);
     }
     // Stopped: fail what is in flight or waiting.
@@ -357,6 +359,9 @@ struct HttpClient::Impl {
   std::vector<CURL*> spare;
   bool stopping = false;
   HttpCounters counters;
+  // This thread's CPU time so far (docs/pipeline.md, "Datasets over HTTP": transfer_cpu_s), as of
+  // its last pass; read by counters() from any thread.
+  std::atomic<std::int64_t> transfer_cpu_ns{0};
 };
 
 HttpClient::HttpClient(HttpOptions options)
@@ -384,8 +389,13 @@ HttpResult HttpClient::get(const std::string& url, Bytes& body, std::uint64_t li
 
 HttpCounters HttpClient::counters() const {
   Impl& i = impl();
-  std::lock_guard<std::mutex> lock(i.mu);
-  return i.counters;
+  HttpCounters c;
+  {
+    std::lock_guard<std::mutex> lock(i.mu);
+    c = i.counters;
+  }
+  c.transfer_cpu_s = 1e-9 * static_cast<double>(i.transfer_cpu_ns.load(std::memory_order_relaxed));
+  return c;
 }
 
 void HttpClient::stop() {
@@ -534,6 +544,7 @@ nlohmann::json HttpSource::describe_json() const {
           {"bytes", c.bytes},
           {"per_request_ms", ok > 0 ? nlohmann::json(1e3 * c.request_s / static_cast<double>(ok)) : nlohmann::json()},
           {"max_in_flight", c.max_in_flight},
+          {"transfer_cpu_s", c.transfer_cpu_s},
           {"timeout_s", options().timeout_s},
           {"retries_allowed", options().retries}};
 }

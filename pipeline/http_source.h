@@ -81,6 +81,7 @@ struct HttpCounters {
   std::int64_t bytes = 0;             // body bytes of successful requests
   double request_s = 0;               // the successful requests' time, summed (per_request: / (requests - failed))
   int max_in_flight = 0;              // the most transfers at once
+  double transfer_cpu_s = 0;          // the CPU time of the thread that runs the transfers (libcurl's)
 };
 
 // GETs through one libcurl multi handle, driven by a thread of its own; get() may be called from

@@ -44,6 +44,7 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
   if (!config.synthetic && config.io_depth > 0) {
     const double read_s = static_cast<double>(stats.io_read_ns()) * 1e-9;
     const auto reads = stats.io_reads();
+    const double read_cpu_s = static_cast<double>(stats.io_read_cpu_ns()) * 1e-9;
     j["read_ahead"] = {
         {"engine", facts.io_engine},
         {"io_threads", facts.io_threads},
@@ -54,6 +55,11 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
         // Absent in older reports: read it as null (a fixed depth).
         {"adaptive", facts.adaptive},
         {"read_busy_s", read_s},
+        // The I/O threads' own CPU in their reads (0 with io_uring: its reads run in the kernel and
+        // the workers). Absent in older reports: read them as null (not measured).
+        {"read_cpu_s", read_cpu_s},
+        {"cpu_per_read_us",
+         reads > 0 ? nlohmann::json(read_cpu_s * 1e6 / static_cast<double>(reads)) : nlohmann::json()},
         {"per_read_ms", reads > 0 ? nlohmann::json(read_s * 1e3 / static_cast<double>(reads)) : nlohmann::json()}};
   } else {
     j["read_ahead"] = nullptr;

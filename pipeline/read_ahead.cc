@@ -13,6 +13,7 @@
 #include <liburing.h>
 #endif
 
+#include "core/process.h"
 #include "pipeline/fetch_origin.h"
 
 namespace mlbench::pipeline {
@@ -257,6 +258,7 @@ void ReadAhead::run(int thread) {
       r->state = State::Running;
     }
     const auto t0 = timed ? Clock::now() : Clock::time_point{};
+    const std::int64_t cpu0 = timed_ ? core::this_thread_cpu_ns() : 0;
     try {
       std::shared_ptr<Bytes> bytes = buffers_.acquire();
       this_thread_fetch_origin() = FetchOrigin::kUnknown;
@@ -268,7 +270,10 @@ void ReadAhead::run(int thread) {
     }
     if (timed) {
       const auto t1 = Clock::now();
-      if (stats_ && timed_) stats_->add_io_read(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+      if (stats_ && timed_) {
+        stats_->add_io_read(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count(),
+                            core::this_thread_cpu_ns() - cpu0);
+      }
       // A partitioned cache's fetch from a peer is its own span name (docs/pipeline.md, "Trace").
       const char* name = this_thread_fetch_origin() == FetchOrigin::kPeer ? "read peer" : "read";
       if (track) track->span(name, t0, t1, r->batch, static_cast<std::int64_t>(r->index));

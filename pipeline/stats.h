@@ -41,8 +41,10 @@ class PipelineStats {
   // Read-ahead's I/O side (pipeline/read_ahead.h): one read of `ns` on an I/O
   // thread, overlapping the workers' decode (the workers' fetch stage is then
   // the time they waited for their reads).
-  void add_io_read(std::int64_t ns) {
+  // `cpu_ns`: the I/O thread's own CPU time in that read (the syscalls, a client's copy).
+  void add_io_read(std::int64_t ns, std::int64_t cpu_ns = 0) {
     io_read_ns_.fetch_add(ns, std::memory_order_relaxed);
+    io_read_cpu_ns_.fetch_add(cpu_ns, std::memory_order_relaxed);
     io_reads_.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -54,6 +56,7 @@ class PipelineStats {
   const core::StatAccumulator& wait() const { return wait_; }
   std::int64_t io_read_ns() const { return io_read_ns_.load(); }
   std::int64_t io_reads() const { return io_reads_.load(); }
+  std::int64_t io_read_cpu_ns() const { return io_read_cpu_ns_.load(); }
 
   // The report's "pipeline" block (docs/pipeline.md). Extra context (source,
   // cache hits, workers, ...) is merged in by the Loader.
@@ -64,7 +67,7 @@ class PipelineStats {
   std::atomic<std::int64_t> busy_ns_[kStages] = {};
   std::atomic<std::int64_t> items_[kStages] = {};
   std::atomic<std::int64_t> bytes_read_{0}, bytes_cached_{0}, corrupt_{0}, batches_{0};
-  std::atomic<std::int64_t> io_read_ns_{0}, io_reads_{0};
+  std::atomic<std::int64_t> io_read_ns_{0}, io_reads_{0}, io_read_cpu_ns_{0};
   // Consumer-side: written by the one consumer thread only.
   core::StatAccumulator wait_{0};
   double queue_depth_sum_ = 0;
