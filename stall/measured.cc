@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -166,16 +168,32 @@ RequestCpu request_cpu_of(const std::map<std::string, RunOutcome>& runs, int pre
     if (!pc || !pc->host_busy_cpus || !pc->busy_cpus || !(*pc->busy_cpus > 0) || !pc->per_item_us) return std::nullopt;
     return std::max(0.0, *pc->host_busy_cpus - *pc->busy_cpus) / *pc->busy_cpus * (*pc->per_item_us / 1e6);
   };
+  // The client's own CPU per request where its threads spend it (pipeline/loader_report.cc):
+  // each I/O thread's CPU in its reads, and the transfer thread's over the requests it ran.
+  for (const auto& [label, r] : runs) {
+    const auto& p = r.record().pipeline;
+    if (!p || !p->read_ahead_cpu_per_read_us || !p->source_transfer_cpu_s || !(p->source_requests.value_or(0) > 0)) {
+      continue;
+    }
+    c.direct_s[label] = *p->read_ahead_cpu_per_read_us / 1e6 + *p->source_transfer_cpu_s / *p->source_requests;
+  }
   const RunOutcome* cold = run("cold");
   const RunOutcome* cached = run("cached");
   const RunOutcome* fetching = run("fetch-cold");
   const RunOutcome* fetch_cached = run("fetch-cached");
-  // As the loader pays it with prep beside it: the cold run's CPU per sample less the cached
-  // run's (a request costs more CPU with the CPUs busy: more context switches, colder caches);
-  // else the fetch-alone runs'.
-  if (const auto k_cold = cold ? cpu_per_item_s(*cold) : std::nullopt,
-      k_cached = cached ? cpu_per_item_s(*cached) : std::nullopt;
-      k_cold && k_cached) {
+  // As the loader's threads spent it with prep beside them: the cached run's, whose requests are
+  // its first epoch's, prep running (a request costs more CPU with the CPUs busy: more context
+  // switches, colder caches), else the cold run's. Reports without it: the cold run's process CPU
+  // per sample less the cached run's, else the fetch-alone runs'.
+  if (const auto it = c.direct_s.find("cached"); it != c.direct_s.end()) {
+    c.client_s = it->second;
+    c.client_from = "cached (its threads)";
+  } else if (const auto at = c.direct_s.find("cold"); at != c.direct_s.end()) {
+    c.client_s = at->second;
+    c.client_from = "cold (its threads)";
+  } else if (const auto k_cold = cold ? cpu_per_item_s(*cold) : std::nullopt,
+             k_cached = cached ? cpu_per_item_s(*cached) : std::nullopt;
+             k_cold && k_cached) {
     c.client_s = std::max(0.0, *k_cold - *k_cached);
     c.client_from = "cold - cached";
   } else if (const auto k_fetch = fetching ? cpu_per_item_s(*fetching) : std::nullopt) {
@@ -183,12 +201,32 @@ RequestCpu request_cpu_of(const std::map<std::string, RunOutcome>& runs, int pre
     c.client_s = std::max(0.0, *k_fetch - k_none.value_or(0.0));
     c.client_from = "fetch-cold - fetch-cached";
   }
-  if (const auto o = cold ? others_of(*cold) : std::nullopt) {
-    c.others_s = *o;
+  const auto o_cold = cold ? others_of(*cold) : std::nullopt;
+  const auto o_fetch = fetching ? others_of(*fetching) : std::nullopt;
+  if (o_cold) {
+    c.others_s = *o_cold;
     c.others_from = "cold";
-  } else if (const auto f = fetching ? others_of(*fetching) : std::nullopt) {
-    c.others_s = *f;
+  } else if (o_fetch) {
+    c.others_s = *o_fetch;
     c.others_from = "fetch-cold";
+  }
+  // The charge's range: each term's spread over the runs that measure it (the others beside
+  // requests also take a CPU's background: the spread says how much).
+  const auto spread = [](double v, std::initializer_list<std::optional<double>> alts, double& lo, double& hi) {
+    lo = hi = v;
+    for (const auto& a : alts) {
+      if (!a) continue;
+      lo = std::min(lo, *a);
+      hi = std::max(hi, *a);
+    }
+  };
+  const auto direct = [&](const char* label) -> std::optional<double> {
+    const auto it = c.direct_s.find(label);
+    return it == c.direct_s.end() ? std::nullopt : std::optional<double>(it->second);
+  };
+  if (!c.client_from.empty() || !c.others_from.empty()) {
+    spread(c.client_s, {direct("cached"), direct("cold")}, c.client_lo_s, c.client_hi_s);
+    spread(c.others_s, {o_cold, o_fetch}, c.others_lo_s, c.others_hi_s);
   }
   return c;
 }

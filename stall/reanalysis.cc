@@ -82,6 +82,14 @@ nlohmann::json reanalyze(const fs::path& dir) {
     const nlohmann::json& io = (*w)["http"];
     raw.remote.latency_s = io.value("probe_latency_ms", io.value("latency_ms", 0.0)) / 1e3;
     raw.remote.probe_latency_s = raw.remote.latency_s;
+    // Absent in older results: one probe, its standard error in latency_u.
+    raw.remote.u_probe_latency = io.value("probe_latency_u", 0.0);
+    const auto ms = [&](const char* key) {
+      const auto v = io.value(key, nlohmann::json());
+      return v.is_number() ? v.get<double>() / 1e3 : 0.0;
+    };
+    raw.remote.probe_latency_start_s = ms("probe_latency_start_ms");
+    raw.remote.probe_latency_end_s = ms("probe_latency_end_ms");
     raw.remote.bandwidth_Bps = io.value("bandwidth_MBps", 0.0) * 1e6;
     raw.remote.u_bandwidth = io.value("bandwidth_u", 0.0);
     raw.remote.probe_depth = io.value("probe_depth", 0);

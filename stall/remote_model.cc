@@ -5,7 +5,9 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -146,7 +148,62 @@ std::optional<int> recommend_depth(const RemoteWhatIf& w) {
   return kMaxDepth;
 }
 
+// Calls f(rates, P) at each corner of L (with L1), B and P's uncertainty, ±1 standard error each.
+template <class F>
+void at_corners(const RemoteWhatIf& w, F f) {
+  for (double sl : {-1.0, 1.0}) {
+    for (double sb : {-1.0, 1.0}) {
+      for (double sp : {-1.0, 1.0}) {
+        RemoteRates r = w.rates;
+        r.latency_s *= 1 + sl * w.rates.u_latency;
+        r.probe_latency_s *= 1 + sl * w.rates.u_probe_latency;
+        r.bandwidth_Bps *= 1 + sb * w.rates.u_bandwidth;
+        f(r, w.P * (1 + sp * w.u_P));
+      }
+    }
+  }
+}
+
+// The speed at `depth`, cache share `x`, at the corners of L, B and P's uncertainty (±1 standard
+// error each) and of the request CPU's range (its low and high ends together): the lowest and the
+// highest.
+std::pair<double, double> prediction_range(const RemoteWhatIf& w, int depth, double x) {
+  RemoteWhatIf c = w;
+  const auto& cpu = w.cpu;
+  std::vector<std::pair<double, double>> charges = {{cpu.client_s, cpu.others_s}};
+  if (cpu.client_hi_s > 0 || cpu.others_hi_s > 0) {
+    charges = {{cpu.client_lo_s, cpu.others_lo_s}, {cpu.client_hi_s, cpu.others_hi_s}};
+  }
+  double lo = 0, hi = 0;
+  bool first = true;
+  for (const auto& [client, others] : charges) {
+    c.cpu.client_s = client;
+    c.cpu.others_s = others;
+    at_corners(w, [&](const RemoteRates& r, double P) {
+      const double v = remote_speed(c, r, P, depth, x);
+      lo = first ? v : std::min(lo, v);
+      hi = first ? v : std::max(hi, v);
+      first = false;
+    });
+  }
+  return {lo, hi};
+}
+
 }  // namespace
+
+void with_end_probe(RemoteRates& r, double end, double u_end) {
+  if (!(end > 0) || !(r.probe_latency_s > 0)) return;
+  r.probe_latency_start_s = r.probe_latency_s;
+  r.probe_latency_end_s = end;
+  const double mean = 0.5 * (r.probe_latency_start_s + end);
+  const double drift = 0.5 * std::abs(end - r.probe_latency_start_s) / mean;
+  r.u_probe_latency = std::max({r.u_probe_latency, u_end, drift});
+  r.probe_latency_s = mean;
+  if (r.latency_from == "probe") {
+    r.latency_s = mean;
+    r.u_latency = r.u_probe_latency;
+  }
+}
 
 RemoteRates with_loader_latency(RemoteRates r, int depth_now, double S, double u_S) {
   if (r.probe_latency_s <= 0) r.probe_latency_s = r.latency_s;
@@ -184,10 +241,14 @@ RemoteWhatIf remote_whatif(const RemoteRates& rates, double P, double u_P, int d
   for (DepthPoint p : measured) {
     if (!(p.measured > 0) || p.depth < 1) continue;
     p.predicted = remote_speed(w, p.depth, p.cache);
+    std::tie(p.lo, p.hi) = prediction_range(w, p.depth, p.cache);
+    // The simulation need not be monotone in every input: the range holds the prediction itself.
+    p.lo = std::min(p.lo, p.predicted);
+    p.hi = std::max(p.hi, p.predicted);
     w.max_error_pct = std::max(w.max_error_pct, std::abs(p.error_pct()));
+    w.passed = w.passed && !p.off(kSelfCheckThresholdPct);
     w.checks.push_back(p);
   }
-  w.passed = w.max_error_pct <= kSelfCheckThresholdPct;
   w.depth_rec = recommend_depth(w);
   return w;
 }
@@ -206,21 +267,13 @@ std::optional<Remedy> io_depth_remedy(const RemoteWhatIf& w) {
   // The gain at the corners of L, B and P's uncertainty.
   double lo = 0, hi = 0;
   bool first = true;
-  for (double sl : {-1.0, 1.0}) {
-    for (double sb : {-1.0, 1.0}) {
-      for (double sp : {-1.0, 1.0}) {
-        RemoteRates c = w.rates;
-        c.latency_s *= 1 + sl * w.rates.u_latency;
-        c.bandwidth_Bps *= 1 + sb * w.rates.u_bandwidth;
-        const double P = w.P * (1 + sp * w.u_P);
-        const double from = remote_speed(w, c, P, w.from_depth());
-        const double g = from > 0 ? remote_speed(w, c, P, d) / from : 0;
-        lo = first ? g : std::min(lo, g);
-        hi = first ? g : std::max(hi, g);
-        first = false;
-      }
-    }
-  }
+  at_corners(w, [&](const RemoteRates& c, double P) {
+    const double from = remote_speed(w, c, P, w.from_depth());
+    const double g = from > 0 ? remote_speed(w, c, P, d) / from : 0;
+    lo = first ? g : std::min(lo, g);
+    hi = first ? g : std::max(hi, g);
+    first = false;
+  });
   r.gain_lo = lo;
   r.gain_hi = hi;
   // Its own model, checked against the io-depth runs (not the cache what-if's self-check).
@@ -250,7 +303,9 @@ nlohmann::json remote_whatif_json(const RemoteWhatIf& w) {
                       {"cache_fraction", p.cache},
                       {"measured", p.measured},
                       {"predicted", p.predicted},
-                      {"error_pct", p.error_pct()}});
+                      {"range", p.hi > 0 ? nlohmann::json::array({p.lo, p.hi}) : nlohmann::json()},
+                      {"error_pct", p.error_pct()},
+                      {"off", p.off(kSelfCheckThresholdPct)}});
   }
   const RequestCpu& cpu = w.cpu;
   return {{"model", w.loader ? "simulated: the loader's workers and windows, D requests in flight each taking L(D), "
@@ -266,6 +321,14 @@ nlohmann::json remote_whatif_json(const RemoteWhatIf& w) {
             {"client_from", cpu.client_from},
             {"others_from", cpu.others_from},
             {"prep_cpus", cpu.cpus},
+            {"client_range_us", nlohmann::json::array({1e6 * cpu.client_lo_s, 1e6 * cpu.client_hi_s})},
+            {"others_range_us", nlohmann::json::array({1e6 * cpu.others_lo_s, 1e6 * cpu.others_hi_s})},
+            {"direct_us",
+             [&] {
+               nlohmann::json d = nlohmann::json::object();
+               for (const auto& [label, s] : cpu.direct_s) d[label] = 1e6 * s;
+               return d;
+             }()},
             {"server_on_this_machine", cpu.server_here()}}},
           {"latency_under_load",
            {{"from", w.loaded.from},
@@ -276,6 +339,11 @@ nlohmann::json remote_whatif_json(const RemoteWhatIf& w) {
           {"latency_u", w.rates.u_latency},
           {"latency_from", w.rates.latency_from},
           {"probe_latency_ms", 1e3 * (w.rates.probe_latency_s > 0 ? w.rates.probe_latency_s : w.rates.latency_s)},
+          {"probe_latency_u", w.rates.u_probe_latency},
+          {"probe_latency_start_ms",
+           w.rates.probe_latency_end_s > 0 ? nlohmann::json(1e3 * w.rates.probe_latency_start_s) : nlohmann::json()},
+          {"probe_latency_end_ms",
+           w.rates.probe_latency_end_s > 0 ? nlohmann::json(1e3 * w.rates.probe_latency_end_s) : nlohmann::json()},
           {"bandwidth_MBps", w.rates.bandwidth_Bps / 1e6},
           {"bandwidth_u", w.rates.u_bandwidth},
           {"probe_depth", w.rates.probe_depth},

@@ -15,6 +15,8 @@
 // remedy it names. Pure.
 #pragma once
 
+#include <cmath>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,7 +32,12 @@ namespace mlbench::stall {
 struct RemoteRates {
   double latency_s = 0;                // seconds a request takes (L): the model's
   double u_latency = 0;                // its relative uncertainty
-  double probe_latency_s = 0;          // one request at a time, as the probe measured it
+  double probe_latency_s = 0;          // one request at a time, as the probe measured it (L1)
+  // L1's relative uncertainty: its standard error, or the drift between the probes at the
+  // analysis's start and end where larger (half their difference over their mean); and those two
+  // probes (0: one probe only, L1 is the start's).
+  double u_probe_latency = 0;
+  double probe_latency_start_s = 0, probe_latency_end_s = 0;
   std::string latency_from = "probe";  // "probe", or the run L was taken from
   double bandwidth_Bps = 0;            // probe_depth requests at once: bytes/s (B)
   double u_bandwidth = 0;
@@ -44,8 +51,15 @@ struct RequestCpu {
   double client_s = 0;                   // the loader's own CPU per request (stall/measured.h, request_cpu_of)
   double others_s = 0;                   // the rest of the machine's meanwhile (/proc/stat): a server, a proxy
   std::string client_from, others_from;  // the runs each was taken from ("": not measured)
+  // The client's CPU per request as its threads measured it, per run that has it (run label ->
+  // seconds): the I/O threads' CPU in their reads and the transfer thread's, over its requests.
+  std::map<std::string, double> direct_s;
   double share = 1;                      // the share of others_s on the prep CPUs (those CPUs over the machine's)
   double cpus = 0;                       // the prep CPUs the charge is spread over (0: no charge)
+  // The charge's range: the lowest and highest each term measured in the runs that measure it (the
+  // client's threads in the cached and cold runs, the rest of the machine beside the cold and
+  // fetch-alone runs); 0, 0: only the one value.
+  double client_lo_s = 0, client_hi_s = 0, others_lo_s = 0, others_hi_s = 0;
   // The server shares this machine: others spent at least 10% of the client's CPU per request
   // (and 20 us) while it fetched.
   bool server_here() const { return others_s >= 20e-6 && others_s >= 0.1 * client_s; }
@@ -75,7 +89,14 @@ struct DepthPoint {
   double measured = 0;
   double predicted = 0;
   double cache = 0;  // the run's item cache, a share of the dataset
+  // The prediction's range: at the corners of L, B and P's uncertainty (±1 standard error) and of
+  // the request CPU's range (0, 0: not known).
+  double lo = 0, hi = 0;
   double error_pct() const { return predicted > 0 ? 100 * (measured - predicted) / predicted : 0; }
+  // Off: more than `threshold_pct` from the prediction and outside its range.
+  bool off(double threshold_pct) const {
+    return std::abs(error_pct()) > threshold_pct && !(hi > 0 && measured >= lo && measured <= hi);
+  }
 };
 
 // The loader the runs used, for the simulated speed: its shape, the consumer's rate G and the
@@ -105,9 +126,15 @@ struct RemoteWhatIf {
   std::vector<int> depths;         // the curve's points
   std::vector<DepthPoint> checks;  // measured runs the model did not use (the cold run and --io-depths)
   double max_error_pct = 0;
-  bool passed = true;            // every check within kSelfCheckThresholdPct (or none made)
+  bool passed = true;            // no check off: each within kSelfCheckThresholdPct or its range (or none made)
   std::optional<int> depth_rec;  // the smallest depth reaching kPlateauShare of the best speed
 };
+
+// L1 probed again after the runs (`end`, its relative standard error `u_end`): the latency drifts
+// over minutes (the server's host, the network), and the held-out runs came between the two probes.
+// L1 becomes their mean, its uncertainty the largest of their standard errors and half their
+// difference over that mean; L too while it is the probe's. Nothing when either probe is missing.
+void with_end_probe(RemoteRates& r, double end, double u_end);
 
 // L as the loader's own requests see it: `depth_now` / S, S the fetch-alone run's rate at the
 // runs' depth (its threads, connections and the server's load), when S is latency-bound (below

@@ -2,10 +2,15 @@
 #include "session.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <numeric>
 #include <random>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -54,17 +59,18 @@ RawRates measure_raw(const std::vector<fs::path>& files, bool use_drop_caches) {
 // Requests at once of the bandwidth probe of a dataset over HTTP.
 constexpr int kRemoteProbeDepth = 32;
 
-// A dataset over HTTP: the server's time for one request alone (L: requests one after another,
-// each timed) and its bandwidth (B: kRemoteProbeDepth requests in flight, three times), over the
-// objects in a seeded random order.
-RemoteRates measure_remote(const pipeline::HttpSource& source) {
-  RemoteRates r;
-  r.mean_bytes = static_cast<double>(source.total_bytes()) / static_cast<double>(source.size());
-  r.probe_depth = kRemoteProbeDepth;
+// The probes' order of the objects: seeded, random.
+std::vector<std::size_t> probe_order(const pipeline::HttpSource& source) {
   std::vector<std::size_t> order(source.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::shuffle(order.begin(), order.end(), std::mt19937(42));
-  // L: at least 16 requests and about a second, at most 400.
+  return order;
+}
+
+// The server's time for one request alone (L1): requests one after another, each timed, over the
+// objects in `order`: at least 16 and about a second, at most 400. Their mean, and its standard
+// error relative to it.
+std::pair<double, double> one_at_a_time(const pipeline::HttpSource& source, const std::vector<std::size_t>& order) {
   std::vector<double> times;
   pipeline::Bytes buf;
   const auto start = std::chrono::steady_clock::now();
@@ -75,9 +81,28 @@ RemoteRates measure_remote(const pipeline::HttpSource& source) {
     times.push_back(std::chrono::duration<double>(t1 - t0).count());
     if (times.size() >= 16 && t1 - start > std::chrono::seconds(1)) break;
   }
-  r.latency_s = core::mean(times);
+  const double mean = core::mean(times);
   const double sd = core::sd_sample(times);
-  r.u_latency = r.latency_s > 0 ? sd / std::sqrt(static_cast<double>(times.size())) / r.latency_s : 0;
+  return {mean, mean > 0 ? sd / std::sqrt(static_cast<double>(times.size())) / mean : 0};
+}
+
+// L1 again after the runs (with_end_probe).
+void reprobe_remote(const pipeline::HttpSource& source, RemoteRates& r) {
+  const auto [end, u_end] = one_at_a_time(source, probe_order(source));
+  with_end_probe(r, end, u_end);
+}
+
+// A dataset over HTTP: the server's time for one request alone (L: requests one after another,
+// each timed) and its bandwidth (B: kRemoteProbeDepth requests in flight, three times), over the
+// objects in a seeded random order.
+RemoteRates measure_remote(const pipeline::HttpSource& source) {
+  RemoteRates r;
+  r.mean_bytes = static_cast<double>(source.total_bytes()) / static_cast<double>(source.size());
+  r.probe_depth = kRemoteProbeDepth;
+  const std::vector<std::size_t> order = probe_order(source);
+  std::tie(r.latency_s, r.u_latency) = one_at_a_time(source, order);
+  r.probe_latency_s = r.latency_s;
+  r.u_probe_latency = r.u_latency;
   // B: three probes of about a second each, the objects repeated as needed.
   std::vector<std::size_t> many;
   while (many.size() < 20000) many.insert(many.end(), order.begin(), order.end());
@@ -108,6 +133,8 @@ class Session {
   const fs::path& out() const { return out_; }
   void measure_storage();
   void run_plan();
+  // Over HTTP: the one-at-a-time probe again, after the plan's runs (reprobe_remote).
+  void reprobe_storage();
   void run_shared_jobs();
   void run_peer_pairs();
   void run_exec_loader();
@@ -141,6 +168,15 @@ class Session {
   std::shared_ptr<const IsolationPlan> isolation_;  // --exec
   bool writes_printed_ = false;
 };
+
+void Session::reprobe_storage() {
+  if (!remote_) return;
+  reprobe_remote(*remote_, raw_.remote);
+  if (raw_.remote.probe_latency_end_s > 0) {
+    std::cout << fmt::format("storage (HTTP), again after the runs: {:.2f} ms a request alone ({:.2f} at the start)\n",
+                             1e3 * raw_.remote.probe_latency_end_s, 1e3 * raw_.remote.probe_latency_start_s);
+  }
+}
 
 // The dataset's read rates, and the network rate between nodes for the partitioned-cache
 // what-if: a peer on loopback, as many fetching threads as the loader's default read-ahead,
@@ -553,6 +589,7 @@ int run_session(const StallOptions& o) {
   try {
     session.measure_storage();
     session.run_plan();
+    session.reprobe_storage();
     session.run_shared_jobs();
     session.run_peer_pairs();
     session.run_exec_loader();

@@ -1,6 +1,7 @@
 // The console table printed after an analysis (see console_summary in analyzer.h): stall.json
 // read back through its typed record (core/stall_record.h), part by part, in the order the lines
 // are printed.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -292,11 +293,17 @@ std::string remote_text(const nlohmann::json& result) {
   const auto io = w.value("http", nlohmann::json());
   if (io.is_object()) {
     out += fmt::format(
-        "\nover HTTP: {:.2f} ms a request (L, from the {} run; {:.2f} alone), {:.1f} MB/s at {} in flight "
+        "\nover HTTP: {:.2f} ms a request (L, from the {} run; {:.2f} alone{}), {:.1f} MB/s at {} in flight "
         "(B); --io-depth {} now\n",
         io.value("latency_ms", 0.0), io.value("latency_from", std::string("probe")),
-        io.value("probe_latency_ms", io.value("latency_ms", 0.0)), io.value("bandwidth_MBps", 0.0),
-        io.value("probe_depth", 0), io.value("io_depth_now", 0));
+        io.value("probe_latency_ms", io.value("latency_ms", 0.0)),
+        // The probes at the start and the end (absent in older results, null with one probe).
+        io.value("probe_latency_end_ms", nlohmann::json()).is_number()
+            ? fmt::format(": {:.2f} at the start, {:.2f} after the runs, ±{:.1f}%",
+                          io.value("probe_latency_start_ms", 0.0), io.value("probe_latency_end_ms", 0.0),
+                          100 * io.value("probe_latency_u", 0.0))
+            : std::string(),
+        io.value("bandwidth_MBps", 0.0), io.value("probe_depth", 0), io.value("io_depth_now", 0));
     // What a request takes from prep (absent in older results).
     if (const auto cpu = io.value("request_cpu", nlohmann::json());
         cpu.is_object() && cpu.value("charged_us", 0.0) > 0) {
@@ -314,15 +321,29 @@ std::string remote_text(const nlohmann::json& result) {
     }
     out += "  predicted samples/s by --io-depth: " + curve + "\n";
     for (const auto& m : io.value("measured", nlohmann::json::array())) {
-      out += fmt::format("  {:<14} --io-depth {:<3} measured {:8.1f}, predicted {:8.1f} ({:+.1f}%)\n",
-                         m.value("run", ""), m.value("io_depth", 0), m.value("measured", 0.0),
-                         m.value("predicted", 0.0), m.value("error_pct", 0.0));
+      // The prediction's range, where the result has one (absent in older results).
+      const auto range = m.value("range", nlohmann::json());
+      const std::string span = range.is_array() && range.size() == 2
+                                   ? fmt::format(" [{:.0f}-{:.0f}]", range[0].get<double>(), range[1].get<double>())
+                                   : std::string();
+      out +=
+          fmt::format("  {:<14} --io-depth {:<3} measured {:8.1f}, predicted {:8.1f}{} ({:+.1f}%{})\n",
+                      m.value("run", ""), m.value("io_depth", 0), m.value("measured", 0.0), m.value("predicted", 0.0),
+                      span, m.value("error_pct", 0.0), m.value("off", false) ? ", off" : "");
+    }
+    // The worst miss of a run that is off (older results say nothing of ranges: the worst of all).
+    double worst_off = 0;
+    bool ranged = false;
+    for (const auto& m : io.value("measured", nlohmann::json::array())) {
+      ranged = ranged || m.contains("off");
+      if (m.value("off", false)) worst_off = std::max(worst_off, std::abs(m.value("error_pct", 0.0)));
     }
     const auto rec = io.value("recommended_io_depth", nlohmann::json());
     out += io.value("self_check_passed", false)
                ? (rec.is_number() ? fmt::format("  recommended --io-depth: {}\n", rec.get<int>()) : std::string())
-               : fmt::format("  the model misses a measured run by {:.1f}%: no io-depth advice\n",
-                             io.value("max_error_pct", 0.0));
+               : fmt::format("  the model misses a measured run by {:.1f}%{}: no io-depth advice\n",
+                             ranged ? worst_off : io.value("max_error_pct", 0.0),
+                             ranged ? " (beyond 5% and outside its range)" : "");
   }
   const auto shards = result.value("recommendation", nlohmann::json::object()).value("shards", nlohmann::json());
   if (shards.is_string()) out += "\nshards: " + shards.get<std::string>() + "\n";

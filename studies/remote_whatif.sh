@@ -4,7 +4,8 @@
 # `loader` over nginx on loopback with --latency-ms added per request (mlbench-delay-proxy), the
 # model fed by the probe (L, B) and the cached run (P), checked against the cold run, the
 # --io-depths runs and the partial cache runs; prints stall.json's whatif.http.measured
-# (measured, predicted, error) and the recommendation. The analysis is in --out.
+# (measured, predicted, the prediction's range, error, off: beyond 5% and outside the range) and the
+# recommendation. The analysis is in --out.
 # Usage: studies/remote_whatif.sh [--dataset fake-imagenet-small] [--data-root DIR (default ./rs-data)]
 #          [--latency-ms 20] [--io-depths 1,2,32] [--cache-fracs 0.5] [--iterations 60] [--workers 2]
 #          [--batch-size 32] [--out DIR (default ./rs-whatif)]
@@ -50,10 +51,16 @@ s = json.load(open(sys.argv[1]))
 io = s["whatif"]["http"]
 print(f"+{sys.argv[2]} ms a request: L {io['latency_ms']:.2f} ms (probe), B {io['bandwidth_MBps']:.1f} MB/s at "
       f"{io['probe_depth']} in flight, P {io['P']:.1f} samples/s (cached run), --io-depth {io['io_depth_now']} in the runs")
-print(f"{'run':<12} {'io depth':>8} {'cache':>6} {'measured':>9} {'predicted':>10} {'error':>7}")
+if io.get("probe_latency_end_ms") is not None:
+    print(f"L1 (one at a time): {io['probe_latency_start_ms']:.2f} ms at the start, {io['probe_latency_end_ms']:.2f} after the runs")
+cpu = io.get("request_cpu", {})
+print(f"a request's CPU charged: {cpu.get('charged_us', 0):.0f} us (client {cpu.get('client_us', 0):.0f}, from "
+      f"{cpu.get('client_from', '')}; others {cpu.get('others_us', 0):.0f})")
+print(f"{'run':<12} {'io depth':>8} {'cache':>6} {'measured':>9} {'predicted':>10} {'range':>13} {'error':>7}")
 for m in io["measured"]:
+    r = m.get("range") or [0, 0]
     print(f"{m['run']:<12} {m['io_depth']:>8} {m['cache_fraction']:>6.2f} {m['measured']:>9.1f} {m['predicted']:>10.1f} "
-          f"{m['error_pct']:>+6.1f}%")
+          f"{r[0]:>6.0f}-{r[1]:<6.0f} {m['error_pct']:>+6.1f}%{' off' if m.get('off') else ''}")
 print(f"max |error| {io['max_error_pct']:.1f}%; recommended --io-depth: {io['recommended_io_depth']}")
 print("remedy:", s["recommendation"].get("remedy_text", ""))
 PY

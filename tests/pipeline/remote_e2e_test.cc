@@ -123,6 +123,11 @@ TEST(RemoteE2E, OverASlowServerTheDepthAdaptsUnlessGiven) {
   EXPECT_EQ(f.at("io_depth"), 8);
   EXPECT_EQ(f.at("read_ahead").at("io_threads"), 8);
   EXPECT_LE(f.at("source_detail").at("max_in_flight").get<int>(), 8);
+  // The client's CPU per request as its threads spent it (mlbench-stall's request_cpu.direct_us):
+  // the transfer thread's and the I/O threads' in their reads.
+  EXPECT_GT(f.at("source_detail").at("transfer_cpu_s").get<double>(), 0.0) << f.dump();
+  EXPECT_GT(f.at("read_ahead").at("read_cpu_s").get<double>(), 0.0) << f.dump();
+  EXPECT_GT(f.at("read_ahead").at("cpu_per_read_us").get<double>(), 0.0) << f.dump();
 }
 
 TEST(RemoteE2E, AUrlWithoutAListingIsOneLineAndExit2) {
@@ -200,8 +205,21 @@ TEST(RemoteE2E, MlbenchStallModelsTheIoDepthOfADatasetOverHttp) {
   const auto& io = stall.at("whatif").at("http");
   EXPECT_GT(io.at("latency_ms").get<double>(), 0);
   EXPECT_GT(io.at("bandwidth_MBps").get<double>(), 0);
+  // L1 probed again after the runs, and each held-out run's prediction with its range.
+  EXPECT_NE(r.output.find("storage (HTTP), again after the runs:"), std::string::npos) << r.output;
+  EXPECT_GT(io.at("probe_latency_end_ms").get<double>(), 0) << io.dump();
+  EXPECT_GT(io.at("probe_latency_u").get<double>(), 0) << io.dump();
+  // The client's CPU per request as its threads spent it, taken from the cached run.
+  EXPECT_EQ(io.at("request_cpu").at("client_from"), "cached (its threads)") << io.dump();
+  EXPECT_GT(io.at("request_cpu").at("direct_us").at("cold").get<double>(), 0) << io.dump();
   std::set<std::string> checked;
-  for (const auto& m : io.at("measured")) checked.insert(m.at("run").get<std::string>());
+  for (const auto& m : io.at("measured")) {
+    checked.insert(m.at("run").get<std::string>());
+    ASSERT_TRUE(m.at("range").is_array()) << m.dump();
+    EXPECT_LE(m.at("range")[0].get<double>(), m.at("predicted").get<double>()) << m.dump();
+    EXPECT_GE(m.at("range")[1].get<double>(), m.at("predicted").get<double>()) << m.dump();
+    EXPECT_TRUE(m.at("off").is_boolean()) << m.dump();
+  }
   EXPECT_EQ(checked, (std::set<std::string>{"cold", "iodepth-2", "cache-0.50"}));
   EXPECT_TRUE(stall.at("whatif").at("shards").is_null());
   EXPECT_FALSE(stall.at("runs").contains("page-0.50"));

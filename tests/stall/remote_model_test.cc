@@ -233,6 +233,103 @@ TEST(RemoteModel, ARequestsCpuComesFromTheColdRunAgainstTheCachedOne) {
   EXPECT_EQ(f.others_from, "");
 }
 
+// Where the reports carry what the client's threads spent (the I/O threads' CPU in their reads and
+// the transfer thread's over its requests), that is the client's CPU per request, from the cached
+// run (its requests made with prep beside them), not the difference of two runs' process CPU; the
+// charge's range spans what the other runs measured of each term.
+TEST(RemoteModel, TheClientsCpuIsWhatItsThreadsSpentInTheCachedRun) {
+  std::map<std::string, RunOutcome> runs;
+  const auto threads = [](double per_read_us, double transfer_s, double requests) {
+    return nlohmann::json{
+        {"read_ahead", {{"cpu_per_read_us", per_read_us}}},
+        {"source_detail", {{"kind", "http"}, {"requests", requests}, {"transfer_cpu_s", transfer_s}}}};
+  };
+  runs["cached"].report["process_cpu"] = {{"per_item_us", 900.0}, {"busy_cpus", 2.0}, {"host_busy_cpus", 2.0}};
+  runs["cached"].report["pipeline"] = threads(50, 0.3, 2000);  // 50 + 150 us
+  runs["cold"].report["process_cpu"] = {{"per_item_us", 1500.0}, {"busy_cpus", 1.6}, {"host_busy_cpus", 2.0}};
+  runs["cold"].report["pipeline"] = threads(40, 0.24, 2000);  // 40 + 120 us
+  runs["fetch-cold"].report["process_cpu"] = {{"per_item_us", 180.0}, {"busy_cpus", 0.6}, {"host_busy_cpus", 0.9}};
+  const RequestCpu c = request_cpu_of(runs, 2, 2);
+  EXPECT_NEAR(c.client_s, 200e-6, 1e-12);  // not 1500 - 900 = 600 us
+  EXPECT_EQ(c.client_from, "cached (its threads)");
+  EXPECT_NEAR(c.direct_s.at("cold"), 160e-6, 1e-12);
+  EXPECT_NEAR(c.client_lo_s, 160e-6, 1e-12);
+  EXPECT_NEAR(c.client_hi_s, 200e-6, 1e-12);
+  EXPECT_NEAR(c.others_s, 0.4 / 1.6 * 1500e-6, 1e-12);    // beside the cold run: 375 us
+  EXPECT_NEAR(c.others_lo_s, 0.3 / 0.6 * 180e-6, 1e-12);  // beside the fetch-alone run: 90 us
+  EXPECT_NEAR(c.others_hi_s, c.others_s, 1e-12);
+  // Only the cold run has them: its threads'.
+  runs["cached"].report.erase("pipeline");
+  const RequestCpu d = request_cpu_of(runs, 2, 2);
+  EXPECT_NEAR(d.client_s, 160e-6, 1e-12);
+  EXPECT_EQ(d.client_from, "cold (its threads)");
+}
+
+// A held-out run is off when it is more than 5% from the prediction and outside the prediction's
+// range (the corners of L, B, P and the request CPU's range), as the cache what-if's checks are.
+TEST(RemoteModel, AHeldOutDepthInsideItsRangeIsNotOff) {
+  RequestCpu cpu;
+  cpu.client_s = 250e-6;
+  cpu.client_lo_s = 150e-6;
+  cpu.client_hi_s = 250e-6;
+  cpu.cpus = 2;
+  // Prep-bound at 32: 1 / (1/2000 + 250 us / 2) = 1600 predicted; 150 us: 1 / (1/2000 + 75 us) = 1739.
+  const std::vector<DepthPoint> measured = {{"iodepth-32", 32, 1720}, {"iodepth-1", 1, 540}};
+  const RemoteWhatIf w = remote_whatif(lan(2, 2), 2000, 0.0, 32, measured, cpu);
+  ASSERT_EQ(w.checks.size(), 2u);
+  const DepthPoint& p32 = w.checks[0];
+  EXPECT_NEAR(p32.predicted, 1600, 1e-6);
+  EXPECT_NEAR(p32.lo, 1600, 1e-6);
+  EXPECT_NEAR(p32.hi, 1.0 / (1.0 / 2000 + 75e-6), 1e-6);
+  EXPECT_GT(p32.error_pct(), 5);  // 7.5% off, inside its range
+  EXPECT_FALSE(p32.off(kSelfCheckThresholdPct));
+  // Depth 1 is latency-bound (500/s, no CPU in its range): 8% off and outside it.
+  EXPECT_NEAR(w.checks[1].predicted, 500, 1e-6);
+  EXPECT_TRUE(w.checks[1].off(kSelfCheckThresholdPct));
+  EXPECT_FALSE(w.passed);
+  const auto j = remote_whatif_json(w);
+  EXPECT_FALSE(j["measured"][0]["off"].get<bool>());
+  EXPECT_NEAR(j["measured"][0]["range"][1].get<double>(), p32.hi, 1e-6);
+  EXPECT_TRUE(j["measured"][1]["off"].get<bool>());
+  // Depth 32 alone, inside its range: the self-check passes.
+  EXPECT_TRUE(remote_whatif(lan(2, 2), 2000, 0.0, 32, {measured[0]}, cpu).passed);
+  // Without the charge's range, the same run is off.
+  cpu.client_lo_s = cpu.client_hi_s = 0;
+  EXPECT_TRUE(remote_whatif(lan(2, 2), 2000, 0.0, 32, {measured[0]}, cpu).checks[0].off(kSelfCheckThresholdPct));
+}
+
+// L1 probed again after the runs: the mean of the two probes, its uncertainty their drift; a depth-1
+// run that the latency's drift explains is inside its range.
+TEST(RemoteModel, TheProbeAfterTheRunsMakesL1TheirMeanAndItsDriftTheRange) {
+  RemoteRates r = lan(2, 2);
+  r.latency_from = "probe";
+  r.u_latency = r.u_probe_latency = 0.01;
+  with_end_probe(r, 0.0024, 0.02);
+  EXPECT_NEAR(r.probe_latency_s, 0.0022, 1e-12);
+  EXPECT_NEAR(r.probe_latency_start_s, 0.002, 1e-12);
+  EXPECT_NEAR(r.probe_latency_end_s, 0.0024, 1e-12);
+  EXPECT_NEAR(r.u_probe_latency, 0.0002 / 0.0022, 1e-12);
+  EXPECT_NEAR(r.latency_s, 0.0022, 1e-12);  // L is still the probe's
+  EXPECT_NEAR(r.u_latency, r.u_probe_latency, 1e-12);
+  // Depth 1 is latency-bound: 1 / 2.2 ms = 454.5/s predicted; 1 / 2.03 ms is 8.4% faster, and
+  // inside L1's range of ±9.1%.
+  const std::vector<DepthPoint> measured = {{"iodepth-1", 1, 1.0 / 0.00203}};
+  const RemoteWhatIf w = remote_whatif(r, 2000, 0.0, 32, measured);
+  ASSERT_EQ(w.checks.size(), 1u);
+  EXPECT_NEAR(w.checks[0].predicted, 1.0 / 0.0022, 1e-6);
+  EXPECT_GT(w.checks[0].error_pct(), 5);
+  EXPECT_FALSE(w.checks[0].off(kSelfCheckThresholdPct));
+  EXPECT_TRUE(w.passed);
+  // One probe only (no end probe): its standard error alone, and the same run is off.
+  RemoteRates one = lan(2, 2);
+  one.latency_from = "probe";
+  one.latency_s = one.probe_latency_s = 0.0022;
+  one.u_latency = one.u_probe_latency = 0.01;
+  with_end_probe(one, 0, 0);
+  EXPECT_DOUBLE_EQ(one.probe_latency_end_s, 0);
+  EXPECT_FALSE(remote_whatif(one, 2000, 0.0, 32, measured).passed);
+}
+
 // The requests' latency under prep's load (docs/stall.md, "Datasets over HTTP", "Latency under
 // prep's load"): calibrated from the cached run's first epoch, growing as u^c, bounded.
 
