@@ -8,13 +8,15 @@
 # recommendation. The analysis is in --out.
 # Usage: studies/remote_whatif.sh [--dataset fake-imagenet-small] [--data-root DIR (default ./rs-data)]
 #          [--latency-ms 20] [--io-depths 1,2,32] [--cache-fracs 0.5] [--iterations 60] [--workers 2]
-#          [--batch-size 32] [--out DIR (default ./rs-whatif)]
+#          [--batch-size 32] [--rounds 1] [--out DIR (default ./rs-whatif)]
+# --rounds N: mlbench-stall --rounds N (every run N times, its median; the spread of P's rounds in its
+#   range).
 # Env: MLBENCH_BUILD_DIR (default build), MLBENCH_NO_BUILD=1 (use the built binaries).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MLBENCH_BUILD_DIR:-$root/build}"
 dataset=fake-imagenet-small; data_root=rs-data; latency=20; depths=1,2,32; fracs=0.5; iterations=60; workers=2
-batch=32; out=rs-whatif
+batch=32; out=rs-whatif; rounds=1
 while (($#)); do
   case "$1" in
     --dataset) dataset="$2"; shift 2 ;;
@@ -26,10 +28,12 @@ while (($#)); do
     --workers) workers="$2"; shift 2 ;;
     --batch-size) batch="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "remote_whatif.sh: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "remote_whatif.sh: error: --rounds takes a positive integer, got '$rounds'" >&2; exit 2; }
 [[ -n "${MLBENCH_NO_BUILD:-}" ]] ||
   cmake --build "$build" --target loader mlbench-datagen mlbench-delay-proxy mlbench-stall >/dev/null
 "$build/bin/mlbench-datagen" ensure "$dataset" --root "$data_root" -q
@@ -43,7 +47,7 @@ nginx_start remote_whatif.sh "$data_abs"
 delay_proxy_start remote_whatif.sh "$build/bin/mlbench-delay-proxy" "$nginx_port" "$latency"
 find "$data_abs/$dataset/train" -type f -name '*.jpg' -exec cat {} + >/dev/null  # the server's page cache warm
 "$build/bin/mlbench-stall" --bench loader --bench-dir "$build/benchmarks" --data "$proxy_url/$dataset/train/" \
-  --cpus "$workers" --cache-fracs "$fracs" --io-depths "$depths" --iterations "$iterations" --peer-nodes 0 \
+  --cpus "$workers" --cache-fracs "$fracs" --io-depths "$depths" --iterations "$iterations" --rounds "$rounds" --peer-nodes 0 \
   --out "$out" -- -b "$batch" --workers "$workers" --no-cuda >"$out.log" 2>&1 || { tail -20 "$out.log" >&2; exit 1; }
 /usr/bin/python3 - "$out/stall.json" "$latency" <<'PY'
 import json, sys
