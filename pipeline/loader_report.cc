@@ -45,6 +45,8 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
     const double read_s = static_cast<double>(stats.io_read_ns()) * 1e-9;
     const auto reads = stats.io_reads();
     const double read_cpu_s = static_cast<double>(stats.io_read_cpu_ns()) * 1e-9;
+    // Measured only where the source is not local files (pipeline/read_ahead.cc, ReadAhead::run).
+    const bool cpu_timed = facts.source && !facts.source->reads_files() && facts.io_threads > 0;
     j["read_ahead"] = {
         {"engine", facts.io_engine},
         {"io_threads", facts.io_threads},
@@ -55,11 +57,11 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
         // Absent in older reports: read it as null (a fixed depth).
         {"adaptive", facts.adaptive},
         {"read_busy_s", read_s},
-        // The I/O threads' own CPU in their reads (0 with io_uring: its reads run in the kernel and
-        // the workers). Absent in older reports: read them as null (not measured).
-        {"read_cpu_s", read_cpu_s},
+        // The I/O threads' own CPU in their reads, for a source other than local files; null where
+        // not measured (local files, io_uring), and absent in older reports (read it as null).
+        {"read_cpu_s", cpu_timed ? nlohmann::json(read_cpu_s) : nlohmann::json()},
         {"cpu_per_read_us",
-         reads > 0 ? nlohmann::json(read_cpu_s * 1e6 / static_cast<double>(reads)) : nlohmann::json()},
+         cpu_timed && reads > 0 ? nlohmann::json(read_cpu_s * 1e6 / static_cast<double>(reads)) : nlohmann::json()},
         {"per_read_ms", reads > 0 ? nlohmann::json(read_s * 1e3 / static_cast<double>(reads)) : nlohmann::json()}};
   } else {
     j["read_ahead"] = nullptr;

@@ -41,7 +41,8 @@ class PipelineStats {
   // Read-ahead's I/O side (pipeline/read_ahead.h): one read of `ns` on an I/O
   // thread, overlapping the workers' decode (the workers' fetch stage is then
   // the time they waited for their reads).
-  // `cpu_ns`: the I/O thread's own CPU time in that read (the syscalls, a client's copy).
+  // `cpu_ns`: the I/O thread's own CPU time in that read (a request's hand-over; 0 where not
+  // measured: local files).
   void add_io_read(std::int64_t ns, std::int64_t cpu_ns = 0) {
     io_read_ns_.fetch_add(ns, std::memory_order_relaxed);
     io_read_cpu_ns_.fetch_add(cpu_ns, std::memory_order_relaxed);
