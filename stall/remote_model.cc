@@ -164,26 +164,25 @@ void at_corners(const RemoteWhatIf& w, F f) {
   }
 }
 
-// The speed at `depth`, cache share `x`, at the corners of L, B and P's uncertainty (±1 standard
-// error each) and of the request CPU's range (its low and high ends together): the lowest and the
-// highest.
-std::pair<double, double> prediction_range(const RemoteWhatIf& w, int depth, double x) {
+// The lowest and highest speed at `depth`, cache share `x`: the prediction itself (the simulation
+// need not be monotone in every input) and the speed at the corners of L, B and P's uncertainty
+// (±1 standard error each) and of the request CPU's range (its low and high ends together; one
+// charge where the range is a single value).
+std::pair<double, double> prediction_range(const RemoteWhatIf& w, int depth, double x, double predicted) {
   RemoteWhatIf c = w;
   const auto& cpu = w.cpu;
   std::vector<std::pair<double, double>> charges = {{cpu.client_s, cpu.others_s}};
-  if (cpu.client_hi_s > 0 || cpu.others_hi_s > 0) {
+  if (cpu.client_lo_s != cpu.client_hi_s || cpu.others_lo_s != cpu.others_hi_s) {
     charges = {{cpu.client_lo_s, cpu.others_lo_s}, {cpu.client_hi_s, cpu.others_hi_s}};
   }
-  double lo = 0, hi = 0;
-  bool first = true;
+  double lo = predicted, hi = predicted;
   for (const auto& [client, others] : charges) {
     c.cpu.client_s = client;
     c.cpu.others_s = others;
     at_corners(w, [&](const RemoteRates& r, double P) {
       const double v = remote_speed(c, r, P, depth, x);
-      lo = first ? v : std::min(lo, v);
-      hi = first ? v : std::max(hi, v);
-      first = false;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
     });
   }
   return {lo, hi};
@@ -241,10 +240,7 @@ RemoteWhatIf remote_whatif(const RemoteRates& rates, double P, double u_P, int d
   for (DepthPoint p : measured) {
     if (!(p.measured > 0) || p.depth < 1) continue;
     p.predicted = remote_speed(w, p.depth, p.cache);
-    std::tie(p.lo, p.hi) = prediction_range(w, p.depth, p.cache);
-    // The simulation need not be monotone in every input: the range holds the prediction itself.
-    p.lo = std::min(p.lo, p.predicted);
-    p.hi = std::max(p.hi, p.predicted);
+    std::tie(p.lo, p.hi) = prediction_range(w, p.depth, p.cache, p.predicted);
     w.max_error_pct = std::max(w.max_error_pct, std::abs(p.error_pct()));
     w.passed = w.passed && !p.off(kSelfCheckThresholdPct);
     w.checks.push_back(p);
