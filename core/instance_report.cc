@@ -159,6 +159,10 @@ void read_pipeline(const Fields& f, PipelineInfo& p) {
     ra->integer("window_per_worker", p.read_ahead_window);
     ra->number("per_read_ms", p.read_ahead_per_read_ms);
     ra->number("cpu_per_read_us", p.read_ahead_cpu_per_read_us);
+    ra->number("queue_wait_ms", p.read_ahead_queue_wait_ms);
+    ra->number("item_wait_ms", p.read_ahead_item_wait_ms);
+    ra->number("wake_ms", p.read_ahead_wake_ms);
+    ra->number("takes_waited", p.read_ahead_takes_waited);
   }
   if (const auto detail = f.sub("source_detail")) {
     detail->number("requests", p.source_requests);

@@ -147,6 +147,8 @@ struct PipelineInfo {
   std::optional<std::int64_t> read_ahead_window;  // read_ahead.window_per_worker
   std::optional<double> read_ahead_per_read_ms;   // read_ahead.per_read_ms: a read's mean latency
   std::optional<double> read_ahead_cpu_per_read_us;  // read_ahead.cpu_per_read_us: an I/O thread's CPU in a read
+  // read_ahead.queue_wait_ms, item_wait_ms, wake_ms, takes_waited: a read's cycle beside the read.
+  std::optional<double> read_ahead_queue_wait_ms, read_ahead_item_wait_ms, read_ahead_wake_ms, read_ahead_takes_waited;
   // source_detail of a source over HTTP: its requests, and the CPU time of the thread that ran them.
   std::optional<double> source_requests, source_transfer_cpu_s;
   std::optional<double> cache_items;              // cache.items: what the item cache held at the end

@@ -42,6 +42,9 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
   // adaptive depth's as run: the settled one (the analyzer's model reads it as the run's depth).
   j["io_depth"] = config.synthetic ? 0 : facts.io_depth;
   if (!config.synthetic && config.io_depth > 0) {
+    const auto mean_ms = [](std::int64_t ns, std::int64_t n) {
+      return n > 0 ? nlohmann::json(static_cast<double>(ns) * 1e-6 / static_cast<double>(n)) : nlohmann::json();
+    };
     const double read_s = static_cast<double>(stats.io_read_ns()) * 1e-9;
     const auto reads = stats.io_reads();
     const double read_cpu_s = static_cast<double>(stats.io_read_cpu_ns()) * 1e-9;
@@ -62,7 +65,18 @@ nlohmann::json image_loader_report(const LoaderConfig& config, const PipelineSta
         {"read_cpu_s", cpu_timed ? nlohmann::json(read_cpu_s) : nlohmann::json()},
         {"cpu_per_read_us",
          cpu_timed && reads > 0 ? nlohmann::json(read_cpu_s * 1e6 / static_cast<double>(reads)) : nlohmann::json()},
-        {"per_read_ms", reads > 0 ? nlohmann::json(read_s * 1e3 / static_cast<double>(reads)) : nlohmann::json()}};
+        {"per_read_ms", reads > 0 ? nlohmann::json(read_s * 1e3 / static_cast<double>(reads)) : nlohmann::json()},
+        // Where a read's cycle goes beside the read (threads engine; null where none was timed:
+        // io_uring, no stats; absent in older reports): a queued read's wait for an I/O thread, a
+        // read item's wait for its worker busy with another, a worker's wake-up after the read it
+        // waited on, and the share of takes that waited (docs/pipeline.md, "Read-ahead").
+        {"queue_wait_ms", mean_ms(stats.io_queue_wait_ns(), stats.io_queue_waits())},
+        {"item_wait_ms", mean_ms(stats.io_item_wait_ns(), stats.io_item_waits())},
+        {"wake_ms", mean_ms(stats.io_wake_ns(), stats.io_wakes())},
+        {"takes_waited", stats.io_wakes() + stats.io_item_waits() > 0
+                             ? nlohmann::json(static_cast<double>(stats.io_wakes()) /
+                                              static_cast<double>(stats.io_wakes() + stats.io_item_waits()))
+                             : nlohmann::json()}};
   } else {
     j["read_ahead"] = nullptr;
   }

@@ -204,6 +204,7 @@ std::shared_ptr<ReadAhead::Request> ReadAhead::issue(std::size_t index, std::int
       return r;
     }
     ++reads_issued_;
+    if (timed_) r->queued = Clock::now();
     queue_.push_back(r);
   }
   work_cv_.notify_one();
@@ -219,9 +220,16 @@ FetchedItem ReadAhead::take(const std::shared_ptr<Request>& r) {
     return {r->data, r->from_cache};
   }
   std::unique_lock<std::mutex> lock(mu_);
+  const bool waited = r->state != State::Done;
   done_cv_.wait(lock, [&] { return r->state == State::Done || r->state == State::Dropped; });
   --outstanding_;
   if (r->state == State::Dropped) throw ReadAheadStopped();
+  // A read's item waited for its worker (busy with another), or its worker for the wake-up after
+  // the read it waited on: the cycle beside the read (not for reads done at issue: no read_end).
+  if (stats_ && timed_ && r->read_end != Clock::time_point{}) {
+    stats_->add_io_take(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - r->read_end).count(),
+                        waited);
+  }
   if (r->error) std::rethrow_exception(r->error);
   return {r->data, r->from_cache};
 }
@@ -262,6 +270,10 @@ void ReadAhead::run(int thread) {
       r->state = State::Running;
     }
     const auto t0 = timed ? Clock::now() : Clock::time_point{};
+    // Its wait for this thread: the thread's wake-up (a CPU for it) or its earlier read.
+    if (stats_ && timed_ && r->queued != Clock::time_point{}) {
+      stats_->add_io_queue_wait(std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - r->queued).count());
+    }
     const std::int64_t cpu0 = cpu_timed ? core::this_thread_cpu_ns() : 0;
     try {
       std::shared_ptr<Bytes> bytes = buffers_.acquire();
@@ -274,6 +286,7 @@ void ReadAhead::run(int thread) {
     }
     if (timed) {
       const auto t1 = Clock::now();
+      r->read_end = t1;
       if (stats_ && timed_) {
         stats_->add_io_read(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count(),
                             cpu_timed ? core::this_thread_cpu_ns() - cpu0 : 0);

@@ -117,6 +117,8 @@ class ReadAhead {
     FileRead file;
     std::shared_ptr<Bytes> buffer;
     Clock::time_point submitted;
+    // Threads engine, timed: when it was queued for an I/O thread, and when its read ended.
+    Clock::time_point queued, read_end;
   };
 
   std::shared_ptr<Request> issue(std::size_t index, std::int64_t batch);

@@ -49,6 +49,21 @@ class PipelineStats {
     io_reads_.fetch_add(1, std::memory_order_relaxed);
   }
 
+  // Where a read-ahead request's cycle goes beside the read itself (threads engine; docs/pipeline.md,
+  // "Read-ahead"): a queued read's wait for an I/O thread to start it, a read item's wait for its
+  // worker to take it (the worker busy with another), and a worker's wake-up after the read it
+  // waited on ended.
+  void add_io_queue_wait(std::int64_t ns) {
+    io_queue_wait_ns_.fetch_add(ns, std::memory_order_relaxed);
+    io_queue_waits_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void add_io_take(std::int64_t ns, bool waited) {
+    auto& sum = waited ? io_wake_ns_ : io_item_wait_ns_;
+    auto& count = waited ? io_wakes_ : io_item_waits_;
+    sum.fetch_add(ns, std::memory_order_relaxed);
+    count.fetch_add(1, std::memory_order_relaxed);
+  }
+
   std::int64_t busy_ns(Stage s) const { return busy_ns_[static_cast<int>(s)].load(); }
   std::int64_t items(Stage s) const { return items_[static_cast<int>(s)].load(); }
   std::int64_t bytes_read() const { return bytes_read_.load(); }
@@ -58,6 +73,12 @@ class PipelineStats {
   std::int64_t io_read_ns() const { return io_read_ns_.load(); }
   std::int64_t io_reads() const { return io_reads_.load(); }
   std::int64_t io_read_cpu_ns() const { return io_read_cpu_ns_.load(); }
+  std::int64_t io_queue_wait_ns() const { return io_queue_wait_ns_.load(); }
+  std::int64_t io_queue_waits() const { return io_queue_waits_.load(); }
+  std::int64_t io_item_wait_ns() const { return io_item_wait_ns_.load(); }
+  std::int64_t io_item_waits() const { return io_item_waits_.load(); }
+  std::int64_t io_wake_ns() const { return io_wake_ns_.load(); }
+  std::int64_t io_wakes() const { return io_wakes_.load(); }
 
   // The report's "pipeline" block (docs/pipeline.md). Extra context (source,
   // cache hits, workers, ...) is merged in by the Loader.
@@ -69,6 +90,8 @@ class PipelineStats {
   std::atomic<std::int64_t> items_[kStages] = {};
   std::atomic<std::int64_t> bytes_read_{0}, bytes_cached_{0}, corrupt_{0}, batches_{0};
   std::atomic<std::int64_t> io_read_ns_{0}, io_reads_{0}, io_read_cpu_ns_{0};
+  std::atomic<std::int64_t> io_queue_wait_ns_{0}, io_queue_waits_{0}, io_item_wait_ns_{0}, io_item_waits_{0},
+      io_wake_ns_{0}, io_wakes_{0};
   // Consumer-side: written by the one consumer thread only.
   core::StatAccumulator wait_{0};
   double queue_depth_sum_ = 0;

@@ -246,6 +246,42 @@ TEST(ReadAhead, KeepsAtMostTheWindowIssuedAndIoDepthRunning) {
   EXPECT_LE(two.max_outstanding(), 2);
 }
 
+// Where a read's cycle goes beside the read: a queued read's wait for an I/O thread (here behind the
+// one read held at the gate), a read item's wait for its worker, a worker's wake-up after the read
+// it waited on. The sleeps only set lower bounds; the gates decide what is in flight.
+TEST(ReadAhead, TimesAReadsWaitForAThreadAndItsItemsWaitForTheWorker) {
+  using std::chrono::milliseconds;
+  constexpr auto kHeld = milliseconds(30);
+  auto source = std::make_shared<RecordingSource>(3);
+  source->close_gate();
+  PipelineStats stats;
+  ReadAhead ra(source, nullptr, 1, true, &stats, nullptr);
+  ReadStream stream(ra, {0, 1, 2}, 2, 0);  // items 0 and 1 issued; one I/O thread
+  ASSERT_TRUE(source->wait_started(1));    // item 0 at the gate, item 1 queued behind it
+  std::this_thread::sleep_for(kHeld);
+  source->open_gate();
+  EXPECT_EQ(text(stream.take()), "item 0");  // waited for its read: a wake-up
+  // Item 2's read starts once item 1's has ended (one thread): item 1 is then read, not yet taken.
+  ASSERT_TRUE(source->wait_started(3));
+  std::this_thread::sleep_for(kHeld);
+  EXPECT_EQ(text(stream.take()), "item 1");
+  EXPECT_EQ(text(stream.take()), "item 2");
+  EXPECT_EQ(stats.io_queue_waits(), 3);
+  EXPECT_GE(stats.io_queue_wait_ns(), std::chrono::nanoseconds(kHeld).count());  // item 1's, behind item 0
+  EXPECT_EQ(stats.io_wakes() + stats.io_item_waits(), 3);
+  EXPECT_GE(stats.io_wakes(), 1);
+  EXPECT_GE(stats.io_item_waits(), 1);
+  EXPECT_GE(stats.io_item_wait_ns(), std::chrono::nanoseconds(kHeld).count());  // item 1's, read and not taken
+  // Untimed (no stats): nothing is recorded.
+  PipelineStats untimed;
+  auto quiet = std::make_shared<RecordingSource>(2);
+  ReadAhead off(quiet, nullptr, 1, false, &untimed, nullptr);
+  ReadStream s2(off, {0, 1}, 2, 0);
+  EXPECT_EQ(text(s2.take()), "item 0");
+  EXPECT_EQ(text(s2.take()), "item 1");
+  EXPECT_EQ(untimed.io_queue_waits() + untimed.io_wakes() + untimed.io_item_waits(), 0);
+}
+
 TEST(ReadAhead, ItemCacheHitsIssueNoRead) {
   auto source = std::make_shared<RecordingSource>(10);
   ItemCache cache(5, UINT64_MAX);
@@ -562,6 +598,10 @@ TEST(ReadAhead, LoaderReportsReadsAndFailsUnderStrictAsSerial) {
         if (!uring) {  // an I/O thread times its failed read; on a ring the open failed before a read
           EXPECT_GT(j["read_ahead"]["read_busy_s"].get<double>(), 0.0);
           EXPECT_GT(loader.stats().io_reads(), 0);
+          // Its wait for the thread is timed too (a ring's reads have none: null there).
+          EXPECT_GE(j["read_ahead"]["queue_wait_ms"].get<double>(), 0.0) << j["read_ahead"];
+        } else {
+          EXPECT_TRUE(j["read_ahead"]["queue_wait_ms"].is_null()) << j["read_ahead"];
         }
       } else {
         EXPECT_TRUE(j["read_ahead"].is_null());

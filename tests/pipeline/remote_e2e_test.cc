@@ -128,6 +128,13 @@ TEST(RemoteE2E, OverASlowServerTheDepthAdaptsUnlessGiven) {
   EXPECT_GT(f.at("source_detail").at("transfer_cpu_s").get<double>(), 0.0) << f.dump();
   EXPECT_GT(f.at("read_ahead").at("read_cpu_s").get<double>(), 0.0) << f.dump();
   EXPECT_GT(f.at("read_ahead").at("cpu_per_read_us").get<double>(), 0.0) << f.dump();
+  // Where a request's cycle went beside its read: timed on the I/O threads and at the workers' takes.
+  const auto& ra = f.at("read_ahead");
+  EXPECT_GE(ra.at("queue_wait_ms").get<double>(), 0.0) << ra.dump();
+  const double waited = ra.at("takes_waited").get<double>();
+  EXPECT_GE(waited, 0.0);
+  EXPECT_LE(waited, 1.0);
+  EXPECT_TRUE(ra.at("wake_ms").is_number() || ra.at("item_wait_ms").is_number()) << ra.dump();
 }
 
 TEST(RemoteE2E, AUrlWithoutAListingIsOneLineAndExit2) {
