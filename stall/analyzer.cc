@@ -984,7 +984,8 @@ Judgement judge(const AnalysisContext& ctx, const Measured& in, const CacheWhatI
   j.decision = decide({in.split, j.fetch, j.prep, z.cache_rec, z.cores_rec, ctx.cores_now, candidates.remedies,
                        in.noise.compute_pp, ctx.config.iterations, rounds});
   Verdict plain{j.decision.bound, j.decision.verdict, j.decision.inconclusive};
-  if (j.fetch.claimed() && z.cache_rec && *z.cache_rec > 0.0 && z.page_cache_rec && !ctx.exec) {
+  // No page cache holds an object fetched over HTTP.
+  if (j.fetch.claimed() && z.cache_rec && *z.cache_rec > 0.0 && z.page_cache_rec && !ctx.exec && !in.http) {
     plain.text += fmt::format(
         " (the cache is mlbench's item cache, --cache-size; in the OS page cache instead: {:.0f}% "
         "cached)",
@@ -1001,10 +1002,46 @@ Judgement judge(const AnalysisContext& ctx, const Measured& in, const CacheWhatI
   return j;
 }
 
+std::optional<RemoteWhatIf> http_whatif(const AnalysisContext& ctx, const std::map<std::string, RunOutcome>& runs,
+                                        const RawRates& raw, const Measured& in) {
+  // A dataset over HTTP: the io-depth what-if, checked against the cold run, the --io-depths runs
+  // and the partial cache runs (the model takes L and B from the probe and P from the cached run,
+  // so none of them is used).
+  if (!raw.remote.known()) return std::nullopt;
+  // Each run's requests in flight as it ran: without --io-depth the loader adapts them over HTTP,
+  // and runs may settle apart. L is the fetch-alone run's, at its depth.
+  const int loader_depth = in.loader.io_depth > 0 ? in.loader.io_depth : std::max(1, in.loader.shape.workers);
+  const auto depth_of = [&](const RunOutcome& r) {
+    const auto p = r.record().pipeline;
+    return p && p->io_depth > 0 ? static_cast<int>(p->io_depth) : loader_depth;
+  };
+  const int depth_now = in.fetch_cold ? depth_of(*in.fetch_cold) : loader_depth;
+  const int depth_cold = in.cold ? depth_of(*in.cold) : depth_now;
+  std::vector<DepthPoint> points{{"cold", depth_cold, in.F_obs, 0, 0}};
+  for (const auto& [label, r] : runs) {
+    const RunSpec spec = spec_of(label, r);
+    if (spec.kind == "iodepth" && spec.io_depth > 0) points.push_back({label, spec.io_depth, r.rate, 0, 0});
+    if (spec.kind == "cache" && spec.cache_frac > 0 && spec.cache_frac < 1) {
+      points.push_back({label, depth_of(r), r.rate, 0, spec.cache_frac});
+    }
+  }
+  const RemoteRates rates = with_loader_latency(raw.remote, depth_now, in.S, in.u_S);
+  const int prep_cpus = in.loader.known ? in.loader.shape.cpus : std::max(1, ctx.cores_now);
+  const RequestCpu cpu = request_cpu_of(runs, prep_cpus, core::logical_cores());
+  std::optional<RemoteLoader> loader;
+  if (in.loader.known && in.G > 0 && in.P > 0) loader = calibrate_remote_loader(in.loader.shape, in.G, in.P);
+  RemoteWhatIf remote = remote_whatif(rates, in.P, in.u_P, depth_now, points, cpu, loader, loaded_latency_of(runs));
+  remote.depth_run = depth_cold;
+  return remote;
+}
+
 }  // namespace
 
 nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, RunOutcome>& runs, const RawRates& raw) {
-  const Measured in = measure(ctx, runs);
+  Measured in = measure(ctx, runs);
+  // Over HTTP the cache what-if takes its fetch from the io-depth what-if (cache_whatif.h).
+  const std::optional<RemoteWhatIf> remote = http_whatif(ctx, runs, raw, in);
+  in.http = remote ? &*remote : nullptr;
   const CacheWhatIf w(in);
   const Sizing z = size_remedies(ctx, in, w);
   const MeasuredPoints pts = measured_points(ctx, runs, in, w);
@@ -1023,38 +1060,8 @@ nlohmann::json analyze(const AnalysisContext& ctx, const std::map<std::string, R
     exec_cpu_remedies(ctx, runs, in, w, z, candidates);
   }
   if (!ctx.exec) coordl_remedies(in, part, coord, withheld, candidates);
-  // A dataset over HTTP: the io-depth what-if, checked against the cold run, the --io-depths runs
-  // and the partial cache runs (the model takes L and B from the probe and P from the cached run,
-  // so none of them is used).
-  std::optional<RemoteWhatIf> remote;
-  if (raw.remote.known()) {
-    // Each run's requests in flight as it ran: without --io-depth the loader adapts them over HTTP,
-    // and runs may settle apart. L is the fetch-alone run's, at its depth.
-    const int loader_depth = in.loader.io_depth > 0 ? in.loader.io_depth : std::max(1, in.loader.shape.workers);
-    const auto depth_of = [&](const RunOutcome& r) {
-      const auto p = r.record().pipeline;
-      return p && p->io_depth > 0 ? static_cast<int>(p->io_depth) : loader_depth;
-    };
-    const int depth_now = in.fetch_cold ? depth_of(*in.fetch_cold) : loader_depth;
-    const int depth_cold = in.cold ? depth_of(*in.cold) : depth_now;
-    std::vector<DepthPoint> points{{"cold", depth_cold, in.F_obs, 0, 0}};
-    for (const auto& [label, r] : runs) {
-      const RunSpec spec = spec_of(label, r);
-      if (spec.kind == "iodepth" && spec.io_depth > 0) points.push_back({label, spec.io_depth, r.rate, 0, 0});
-      if (spec.kind == "cache" && spec.cache_frac > 0 && spec.cache_frac < 1) {
-        points.push_back({label, depth_of(r), r.rate, 0, spec.cache_frac});
-      }
-    }
-    const RemoteRates rates = with_loader_latency(raw.remote, depth_now, in.S, in.u_S);
-    const int prep_cpus = in.loader.known ? in.loader.shape.cpus : std::max(1, ctx.cores_now);
-    const RequestCpu cpu = request_cpu_of(runs, prep_cpus, core::logical_cores());
-    std::optional<RemoteLoader> loader;
-    if (in.loader.known && in.G > 0 && in.P > 0) loader = calibrate_remote_loader(in.loader.shape, in.G, in.P);
-    remote = remote_whatif(rates, in.P, in.u_P, depth_now, points, cpu, loader, loaded_latency_of(runs));
-    remote->depth_run = depth_cold;
-    if (remote->passed) {
-      if (auto r = io_depth_remedy(*remote)) candidates.remedies.push_back(*r);
-    }
+  if (remote && remote->passed) {
+    if (auto r = io_depth_remedy(*remote)) candidates.remedies.push_back(*r);
   }
   const Judgement j = judge(ctx, in, w, z, check, candidates);
   nlohmann::json out = {// What each version added: beside kStallSchemaVersion (stall/analyzer.h).

@@ -41,6 +41,10 @@ CacheWhatIf::Model CacheWhatIf::build(double g, double p, double f, double st, d
 }
 
 CacheWhatIf::CacheWhatIf(const Measured& in) : in_(in), nominal_(build(in.G, in.P, in.F_obs, in.S, in.C, 20000)) {
+  if (in.http) {
+    http_corners_ = *in.http;
+    if (http_corners_->loader) http_corners_->loader->samples = 5000;
+  }
   // The corners: every rate at its measured value times (1 +- u). The serial model, a simulation
   // calibrated anew at each corner, takes the three rates it is calibrated on (P, S, F_obs).
   // Rates G, P, F_obs, S, C; only those with an uncertainty move.
@@ -57,13 +61,27 @@ CacheWhatIf::CacheWhatIf(const Measured& in) : in_(in), nominal_(build(in.G, in.
   }
 }
 
+double CacheWhatIf::http_speed(const Model& m, double x, double factor) const {
+  const RemoteWhatIf& w = &m == &nominal_ ? *in_.http : *http_corners_;
+  // L as the loader's requests saw it at this corner's S (the fetch-alone run's rate).
+  RemoteRates r = with_loader_latency(w.rates, w.depth_now, m.S, 0);
+  r.latency_s /= factor;
+  r.probe_latency_s /= factor;
+  r.bandwidth_Bps *= factor;
+  return std::min(m.G, remote_speed(w, r, m.P, w.from_depth(), x));
+}
+
 double CacheWhatIf::predict_with(const Model& m, double x, CacheKind cache) const {
+  // Over HTTP an item-cache hit and a page-cache hit alike spare a request (no page cache holds an
+  // object fetched over HTTP; the curves are the same).
+  if (in_.http) return http_speed(m, x);
   if (m.ra) return readahead_speed(*m.ra, x, cache);
   return m.sm ? serial_speed(*m.sm, x, cache)
               : predicted_speed(x, m.P, m.G, m.C, m.S_model, m.exposed, cache, in_.read_cpu);
 }
 
 double CacheWhatIf::storage_speed(const Model& m, double factor) const {
+  if (in_.http) return http_speed(m, 0, factor);
   if (m.ra) return readahead_speed_storage(*m.ra, factor);
   return m.sm ? serial_speed_storage(*m.sm, factor)
               : predicted_speed(0.0, m.P, m.G, m.C, m.S_model * factor, m.exposed / factor, CacheKind::Item,
@@ -90,7 +108,8 @@ nlohmann::json CacheWhatIf::curve_json(CacheKind cache) const {
     const auto [lo, hi] = range_at(x, cache);
     if (cache == CacheKind::Item) {
       curve.push_back({{"x", x},
-                       {"fetch", fetch_rate(x, in_.C, nominal_.S_model)},
+                       {"fetch", in_.http ? remote_fetch_rate(in_.http->rates, in_.http->from_depth(), x)
+                                          : fetch_rate(x, in_.C, nominal_.S_model)},
                        {"predicted", predict(x, cache)},
                        {"lo", lo},
                        {"hi", hi}});

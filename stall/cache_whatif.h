@@ -1,6 +1,10 @@
 // The cache what-if: the model of the loader measured (serial, read-ahead or overlap) at the
 // measured rates and at every corner of their uncertainty, so that each prediction comes with its
 // range (docs/stall.md, "Answers you can act on"), and the knee and plateau point of its curve.
+// Over HTTP (Measured::http) the fetch is the io-depth what-if's: requests in flight, each taking L,
+// B bytes/s at most, their CPU on the prep CPUs (stall/remote_model.h), at the cold run's depth;
+// a storage device's model, S in aggregate, would have its hits multiply the fetch rate, where
+// read-ahead's window still waits on each miss a latency (docs/stall.md, "Datasets over HTTP").
 #pragma once
 
 #include <optional>
@@ -58,9 +62,13 @@ class CacheWhatIf {
 
  private:
   Model build(double g, double p, double f, double st, double c, int samples) const;
+  // Over HTTP: the speed with a share x cached at model m's S (L from it) and P, storage `factor`
+  // times faster (the latency shorter, the bandwidth wider).
+  double http_speed(const Model& m, double x, double factor = 1) const;
   double storage_for_model(double st, double f, double p, double g) const;
 
   const Measured& in_;
+  std::optional<RemoteWhatIf> http_corners_;  // over HTTP: the io-depth what-if simulating fewer samples
   Model nominal_;
   std::vector<Model> corners_;
 };

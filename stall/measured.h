@@ -117,6 +117,9 @@ struct Measured {
   std::map<int, double> u_p_by_cores;  // each sweep run's relative uncertainty, as u_P's (0: measured once)
   nlohmann::json sweep;                // the sweep as stall.json's prep_by_cores
   MeasuredLoader loader;
+  // A dataset over HTTP: its io-depth what-if (null: local files), whose fetch the cache what-if
+  // takes (requests in flight, each taking L, at most B bytes/s; stall/remote_model.h).
+  const RemoteWhatIf* http = nullptr;
   bool serial = false, reads_ahead = false, simulated = false;  // the model of the loader
   ReadCpu read_cpu;
   double storage_burst = 0;  // reads storage serves at once (0: one at a time, an emulated device)
