@@ -1017,12 +1017,26 @@ std::optional<RemoteWhatIf> http_whatif(const AnalysisContext& ctx, const std::m
   };
   const int depth_now = in.fetch_cold ? depth_of(*in.fetch_cold) : loader_depth;
   const int depth_cold = in.cold ? depth_of(*in.cold) : depth_now;
-  std::vector<DepthPoint> points{{"cold", depth_cold, in.F_obs, 0, 0}};
+  // A held-out run's own noise (its 95% half-width: sized, or from its observations) and where its
+  // requests' cycle went (its loader's read-ahead).
+  const auto held_out = [&](DepthPoint p, const RunOutcome* r) {
+    if (!r) return p;
+    p.u_measured = r->half_width.value_or(1.96 * r->cv / std::sqrt(std::max(1.0, double(r->observations))));
+    if (const auto pl = r->record().pipeline; pl && pl->read_ahead_per_read_ms && pl->read_ahead_queue_wait_ms) {
+      const double waited = pl->read_ahead_takes_waited.value_or(0);
+      p.read_ms = *pl->read_ahead_per_read_ms;
+      p.beside_ms = *pl->read_ahead_queue_wait_ms + waited * pl->read_ahead_wake_ms.value_or(0) +
+                    (1 - waited) * pl->read_ahead_item_wait_ms.value_or(0);
+    }
+    return p;
+  };
+  std::vector<DepthPoint> points{held_out({"cold", depth_cold, in.F_obs, 0, 0}, in.cold)};
   for (const auto& [label, r] : runs) {
     const RunSpec spec = spec_of(label, r);
-    if (spec.kind == "iodepth" && spec.io_depth > 0) points.push_back({label, spec.io_depth, r.rate, 0, 0});
+    if (spec.kind == "iodepth" && spec.io_depth > 0)
+      points.push_back(held_out({label, spec.io_depth, r.rate, 0, 0}, &r));
     if (spec.kind == "cache" && spec.cache_frac > 0 && spec.cache_frac < 1) {
-      points.push_back({label, depth_of(r), r.rate, 0, spec.cache_frac});
+      points.push_back(held_out({label, depth_of(r), r.rate, 0, spec.cache_frac}, &r));
     }
   }
   const RemoteRates rates = with_loader_latency(raw.remote, depth_now, in.S, in.u_S);

@@ -80,10 +80,11 @@ double all_busy(const RemoteWhatIf& w, double u) {
 
 }  // namespace
 
-double remote_speed(const RemoteWhatIf& w, const RemoteRates& rates, double P, int depth, double x) {
+double remote_speed(const RemoteWhatIf& w, const RemoteRates& rates, double P, int depth, double x, double* latency_s) {
   if (!rates.known() || depth < 1 || !(P > 0)) return 0;
   RemoteRates r = rates;
   r.latency_s = latency_at(rates, depth, w.depth_now);
+  if (latency_s) *latency_s = r.latency_s;
   if (!w.loader) {
     // The closed form: prep slowed by the misses' requests' CPU over the prep CPUs.
     const double misses = std::clamp(1.0 - x, 0.0, 1.0);
@@ -119,6 +120,7 @@ double remote_speed(const RemoteWhatIf& w, const RemoteRates& rates, double P, i
     c.latency_s = L_base + w.load_k_s * all_busy(w, prep_utilisation(w, speed, c.prep_s));
     speed = 0.5 * speed + 0.5 * simulate_readahead(l.shape, window, c, hits, 0, 0, 1, l.samples);
   }
+  if (latency_s) *latency_s = c.latency_s;
   return speed;
 }
 
@@ -239,7 +241,9 @@ RemoteWhatIf remote_whatif(const RemoteRates& rates, double P, double u_P, int d
   }
   for (DepthPoint p : measured) {
     if (!(p.measured > 0) || p.depth < 1) continue;
-    p.predicted = remote_speed(w, p.depth, p.cache);
+    double latency = 0;
+    p.predicted = remote_speed(w, w.rates, w.P, p.depth, p.cache, &latency);
+    p.model_read_ms = 1e3 * latency;
     std::tie(p.lo, p.hi) = prediction_range(w, p.depth, p.cache, p.predicted);
     w.max_error_pct = std::max(w.max_error_pct, std::abs(p.error_pct()));
     w.passed = w.passed && !p.off(kSelfCheckThresholdPct);
@@ -300,6 +304,11 @@ nlohmann::json remote_whatif_json(const RemoteWhatIf& w) {
                       {"measured", p.measured},
                       {"predicted", p.predicted},
                       {"range", p.hi > 0 ? nlohmann::json::array({p.lo, p.hi}) : nlohmann::json()},
+                      {"measured_u", p.u_measured > 0 ? nlohmann::json(p.u_measured) : nlohmann::json()},
+                      {"read_ms",
+                       {{"measured", p.read_ms > 0 ? nlohmann::json(p.read_ms) : nlohmann::json()},
+                        {"model", p.model_read_ms > 0 ? nlohmann::json(p.model_read_ms) : nlohmann::json()}}},
+                      {"beside_read_ms", p.read_ms > 0 ? nlohmann::json(p.beside_ms) : nlohmann::json()},
                       {"error_pct", p.error_pct()},
                       {"off", p.off(kSelfCheckThresholdPct)}});
   }

@@ -92,10 +92,21 @@ struct DepthPoint {
   // The prediction's range: at the corners of L, B and P's uncertainty (±1 standard error) and of
   // the request CPU's range (0, 0: not known).
   double lo = 0, hi = 0;
+  // The measured rate's own noise: its 95% half-width, relative (0: not known).
+  double u_measured = 0;
+  // Where a request's cycle went, as the run measured it (its loader's read-ahead, ms; 0: not
+  // measured) and as the model has it: the read itself, and the rest of the cycle beside it (a
+  // queued read's wait for an I/O thread, its item's wait for the worker, the worker's wake-up).
+  double read_ms = 0, beside_ms = 0;
+  double model_read_ms = 0;  // L(D) and its growth under prep's load, at the predicted speed
   double error_pct() const { return predicted > 0 ? 100 * (measured - predicted) / predicted : 0; }
-  // Off: more than `threshold_pct` from the prediction and outside its range.
+  // Off: more than `threshold_pct` from the prediction, and the measured rate's 95% interval
+  // (±u_measured) outside the prediction's range: a held-out run measured to ±6% cannot tell a
+  // prediction 5% off from one on the mark.
   bool off(double threshold_pct) const {
-    return std::abs(error_pct()) > threshold_pct && !(hi > 0 && measured >= lo && measured <= hi);
+    if (!(std::abs(error_pct()) > threshold_pct)) return false;
+    const double r_lo = hi > 0 ? lo : predicted, r_hi = hi > 0 ? hi : predicted;
+    return measured * (1 + u_measured) < r_lo || measured * (1 - u_measured) > r_hi;
   }
 };
 
@@ -154,7 +165,9 @@ RemoteLoader calibrate_remote_loader(const LoaderShape& shape, double G, double 
 // else the closed form with the requests' CPU charged to prep. `rates`, `P` stand for w's (the
 // remedy's range moves them).
 double remote_speed(const RemoteWhatIf& w, int depth, double x = 0);
-double remote_speed(const RemoteWhatIf& w, const RemoteRates& rates, double P, int depth, double x = 0);
+// `latency_s`, when given: the request's latency the speed was simulated with (L(D) and its growth).
+double remote_speed(const RemoteWhatIf& w, const RemoteRates& rates, double P, int depth, double x = 0,
+                    double* latency_s = nullptr);
 
 // The what-if from the rates, the requests' CPU, the loader (nullopt: the closed form), the cached
 // run's speed and the checks' measured rates.

@@ -326,10 +326,20 @@ std::string remote_text(const nlohmann::json& result) {
       const std::string span = range.is_array() && range.size() == 2
                                    ? fmt::format(" [{:.0f}-{:.0f}]", range[0].get<double>(), range[1].get<double>())
                                    : std::string();
-      out +=
-          fmt::format("  {:<14} --io-depth {:<3} measured {:8.1f}, predicted {:8.1f}{} ({:+.1f}%{})\n",
-                      m.value("run", ""), m.value("io_depth", 0), m.value("measured", 0.0), m.value("predicted", 0.0),
-                      span, m.value("error_pct", 0.0), m.value("off", false) ? ", off" : "");
+      // The run's own noise, and for a run that is off where its requests' time went against the model.
+      const auto u = m.value("measured_u", nlohmann::json());
+      const std::string noise = u.is_number() ? fmt::format(" ±{:.1f}%", 100 * u.get<double>()) : std::string();
+      const auto read = m.value("read_ms", nlohmann::json::object());
+      std::string why;
+      if (m.value("off", false) && read.value("measured", nlohmann::json()).is_number() &&
+          read.value("model", nlohmann::json()).is_number()) {
+        why = fmt::format("; a read {:.2f} ms, modelled {:.2f}; {:.2f} ms beside it", read["measured"].get<double>(),
+                          read["model"].get<double>(), m.value("beside_read_ms", 0.0));
+      }
+      out += fmt::format("  {:<14} --io-depth {:<3} measured {:8.1f}{}, predicted {:8.1f}{} ({:+.1f}%{}{})\n",
+                         m.value("run", ""), m.value("io_depth", 0), m.value("measured", 0.0), noise,
+                         m.value("predicted", 0.0), span, m.value("error_pct", 0.0),
+                         m.value("off", false) ? ", off" : "", why);
     }
     // The worst miss of a run that is off (older results say nothing of ranges: the worst of all).
     double worst_off = 0;
@@ -343,7 +353,7 @@ std::string remote_text(const nlohmann::json& result) {
                ? (rec.is_number() ? fmt::format("  recommended --io-depth: {}\n", rec.get<int>()) : std::string())
                : fmt::format("  the model misses a measured run by {:.1f}%{}: no io-depth advice\n",
                              ranged ? worst_off : io.value("max_error_pct", 0.0),
-                             ranged ? " (beyond 5% and outside its range)" : "");
+                             ranged ? " (beyond 5%, and outside its range with the run's own noise)" : "");
   }
   const auto shards = result.value("recommendation", nlohmann::json::object()).value("shards", nlohmann::json());
   if (shards.is_string()) out += "\nshards: " + shards.get<std::string>() + "\n";

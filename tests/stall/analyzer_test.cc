@@ -864,24 +864,31 @@ TEST(Analyzer, ReadAheadGetsTheReadAheadModel) {
 // model, S in aggregate, had half the dataset cached double the fetch rate (800/s), where
 // read-ahead's window of 8 still waits on each miss 20 ms; its self-check missed every analysis
 // over HTTP by 10-70% and withheld the verdict's advice.
-TEST(Analyzer, OverHttpTheCacheWhatIfFetchesAsTheIoDepthWhatIfDoes) {
-  const auto runs_with = [](double at_50) {
-    std::map<std::string, RunOutcome> runs = {{"synthetic", outcome(1e5)},    {"cached", outcome(2000, 1)},
-                                              {"cold", outcome(400, 80)},     {"fetch-cold", outcome(400)},
-                                              {"fetch-cached", outcome(1e5)}, {"cpus-1", outcome(1000)},
-                                              {"cpus-2", outcome(2000)},      {"cache-0.50", outcome(at_50, 60)}};
-    for (auto& [label, r] : runs) {
-      r.report["pipeline"]["workers"] = 2;
-      r.report["pipeline"]["io_depth"] = 8;
-      r.report["pipeline"]["read_ahead"] = {{"window_per_worker", 4}};
-    }
-    return runs;
-  };
+std::map<std::string, RunOutcome> http_runs(double at_50) {
+  std::map<std::string, RunOutcome> runs = {{"synthetic", outcome(1e5)},    {"cached", outcome(2000, 1)},
+                                            {"cold", outcome(400, 80)},     {"fetch-cold", outcome(400)},
+                                            {"fetch-cached", outcome(1e5)}, {"cpus-1", outcome(1000)},
+                                            {"cpus-2", outcome(2000)},      {"cache-0.50", outcome(at_50, 60)}};
+  for (auto& [label, r] : runs) {
+    r.report["pipeline"]["workers"] = 2;
+    r.report["pipeline"]["io_depth"] = 8;
+    r.report["pipeline"]["read_ahead"] = {{"window_per_worker", 4}};
+  }
+  return runs;
+}
+
+RawRates http_raw() {
   RawRates raw;
   raw.remote.latency_s = raw.remote.probe_latency_s = 0.020;
   raw.remote.bandwidth_Bps = 100e6;
   raw.remote.mean_bytes = 100e3;
   raw.remote.probe_depth = 32;
+  return raw;
+}
+
+TEST(Analyzer, OverHttpTheCacheWhatIfFetchesAsTheIoDepthWhatIfDoes) {
+  const auto runs_with = http_runs;
+  const RawRates raw = http_raw();
   const auto first = analyze(context(), runs_with(500), raw);
   const auto http_at_50 = [](const nlohmann::json& r) {
     for (const auto& m : r["whatif"]["http"]["measured"]) {
@@ -904,6 +911,37 @@ TEST(Analyzer, OverHttpTheCacheWhatIfFetchesAsTheIoDepthWhatIfDoes) {
   // The curve's fetch column is the requests' rate: 8 / 20 ms at every share (latency-bound).
   EXPECT_NEAR(r["whatif"]["curve"][0]["fetch"].get<double>(), 400, 1e-6);
   EXPECT_NEAR(r["whatif"]["curve"][10]["fetch"].get<double>(), 400, 1e-6);
+}
+
+// An io-depth run the model misses: off beyond its own noise (outcome(): cv 1%, one observation:
+// ±2%), and the console says where its requests' time went against the model.
+TEST(Analyzer, OverHttpARunThatIsOffSaysWhereItsRequestsTimeWent) {
+  auto runs = http_runs(500);
+  RunOutcome d2 = outcome(150, 90);  // 2 / 20 ms = 100/s predicted: 50% off
+  d2.report["pipeline"]["io_depth"] = 2;
+  d2.report["pipeline"]["workers"] = 2;
+  d2.report["pipeline"]["read_ahead"] = {{"window_per_worker", 1}, {"per_read_ms", 13.1}, {"queue_wait_ms", 0.2},
+                                         {"takes_waited", 1.0},    {"wake_ms", 0.05},     {"item_wait_ms", nullptr}};
+  runs["iodepth-2"] = d2;
+  const auto r = analyze(context(), runs, http_raw());
+  const auto& io = r["whatif"]["http"];
+  EXPECT_FALSE(io["self_check_passed"].get<bool>());
+  nlohmann::json check;
+  for (const auto& m : io["measured"]) {
+    if (m["run"] == "iodepth-2") check = m;
+  }
+  ASSERT_TRUE(check.is_object()) << io;
+  EXPECT_TRUE(check["off"].get<bool>());
+  EXPECT_NEAR(check["measured_u"].get<double>(), 0.0196, 1e-9);
+  EXPECT_NEAR(check["read_ms"]["measured"].get<double>(), 13.1, 1e-9);
+  EXPECT_NEAR(check["read_ms"]["model"].get<double>(), 20.0, 1e-6);
+  EXPECT_NEAR(check["beside_read_ms"].get<double>(), 0.25, 1e-9);
+  const std::string text = console_summary(r);
+  EXPECT_NE(text.find("measured    150.0 ±2.0%, predicted    100.0"), std::string::npos) << text;
+  EXPECT_NE(text.find("(+50.0%, off; a read 13.10 ms, modelled 20.00; 0.25 ms beside it)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(beyond 5%, and outside its range with the run's own noise): no io-depth advice"),
+            std::string::npos)
+      << text;
 }
 
 TEST(Analyzer, MissingRunIsNamed) {

@@ -298,6 +298,47 @@ TEST(RemoteModel, AHeldOutDepthInsideItsRangeIsNotOff) {
   EXPECT_TRUE(remote_whatif(lan(2, 2), 2000, 0.0, 32, {measured[0]}, cpu).checks[0].off(kSelfCheckThresholdPct));
 }
 
+// A held-out run measured to ±6% cannot tell a prediction 5% off from one on the mark: it is off only
+// when its own 95% interval misses the prediction's range. Each check says where its requests' time
+// went, as the run measured it and as the model has it; the console names it for a run that is off.
+TEST(RemoteModel, AHeldOutRunIsOffOnlyWhenItsOwnNoiseMissesTheRangeAndSaysWhereTheTimeWent) {
+  // Latency-bound at depth 1: 1 / 2 ms = 500/s predicted, no range (no uncertainty anywhere).
+  DepthPoint noisy{"iodepth-1", 1, 540};
+  noisy.u_measured = 0.06;  // 540 ± 32.4: down to 507.6, above 500
+  noisy.read_ms = 1.80;
+  noisy.beside_ms = 0.05;
+  DepthPoint wide = noisy;
+  wide.u_measured = 0.09;  // down to 491.4: 500 inside
+  DepthPoint precise = noisy;
+  precise.u_measured = 0.01;
+  const RemoteWhatIf w = remote_whatif(lan(2, 2), 2000, 0.0, 32, {noisy, wide, precise});
+  ASSERT_EQ(w.checks.size(), 3u);
+  for (const DepthPoint& p : w.checks) {
+    EXPECT_NEAR(p.predicted, 500, 1e-6);
+    EXPECT_NEAR(p.error_pct(), 8, 1e-6);
+    EXPECT_NEAR(p.model_read_ms, 2.0, 1e-9);  // L1 at depth 1, no growth
+  }
+  EXPECT_TRUE(w.checks[0].off(kSelfCheckThresholdPct));
+  EXPECT_FALSE(w.checks[1].off(kSelfCheckThresholdPct));
+  EXPECT_TRUE(w.checks[2].off(kSelfCheckThresholdPct));
+  EXPECT_FALSE(w.passed);
+  EXPECT_TRUE(remote_whatif(lan(2, 2), 2000, 0.0, 32, {wide}).passed);
+  // Within 5%, never off, however precise.
+  DepthPoint close{"iodepth-1", 1, 520};
+  EXPECT_FALSE(remote_whatif(lan(2, 2), 2000, 0.0, 32, {close}).checks[0].off(kSelfCheckThresholdPct));
+  const auto j = remote_whatif_json(w);
+  const auto& m = j["measured"][0];
+  EXPECT_NEAR(m["measured_u"].get<double>(), 0.06, 1e-12);
+  EXPECT_NEAR(m["read_ms"]["measured"].get<double>(), 1.80, 1e-12);
+  EXPECT_NEAR(m["read_ms"]["model"].get<double>(), 2.0, 1e-9);
+  EXPECT_NEAR(m["beside_read_ms"].get<double>(), 0.05, 1e-12);
+  // A run its loader did not time: nulls.
+  const auto bare = remote_whatif_json(remote_whatif(lan(2, 2), 2000, 0.0, 32, {close}));
+  EXPECT_TRUE(bare["measured"][0]["measured_u"].is_null());
+  EXPECT_TRUE(bare["measured"][0]["read_ms"]["measured"].is_null());
+  EXPECT_TRUE(bare["measured"][0]["beside_read_ms"].is_null());
+}
+
 // L1 probed again after the runs: the mean of the two probes, its uncertainty their drift; a depth-1
 // run that the latency's drift explains is inside its range.
 TEST(RemoteModel, TheProbeAfterTheRunsMakesL1TheirMeanAndItsDriftTheRange) {
