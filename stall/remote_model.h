@@ -94,9 +94,9 @@ struct DepthPoint {
   double lo = 0, hi = 0;
   // The measured rate's own noise: its 95% half-width, relative (0: not known).
   double u_measured = 0;
-  // Where a request's cycle went, as the run measured it (its loader's read-ahead, ms; 0: not
-  // measured) and as the model has it: the read itself, and the rest of the cycle beside it (a
-  // queued read's wait for an I/O thread, its item's wait for the worker, the worker's wake-up).
+  // Where a request's time went, as the run measured it (its loader's read-ahead, ms; 0: not
+  // measured) and as the model has it: the read itself, and the rest of its time from issue to take
+  // (a queued read's wait for an I/O thread, its item's wait for the worker, the worker's wake-up).
   double read_ms = 0, beside_ms = 0;
   double model_read_ms = 0;  // L(D) and its growth under prep's load, at the predicted speed
   double error_pct() const { return predicted > 0 ? 100 * (measured - predicted) / predicted : 0; }
