@@ -62,13 +62,15 @@ CacheWhatIf::CacheWhatIf(const Measured& in) : in_(in), nominal_(build(in.G, in.
 }
 
 double CacheWhatIf::http_speed(const Model& m, double x, double factor) const {
+  const auto key = std::make_tuple(&m, x, factor);
+  if (const auto it = http_memo_.find(key); it != http_memo_.end()) return it->second;
   const RemoteWhatIf& w = &m == &nominal_ ? *in_.http : *http_corners_;
   // L as the loader's requests saw it at this corner's S (the fetch-alone run's rate).
   RemoteRates r = with_loader_latency(w.rates, w.depth_now, m.S, 0);
   r.latency_s /= factor;
   r.probe_latency_s /= factor;
   r.bandwidth_Bps *= factor;
-  return std::min(m.G, remote_speed(w, r, m.P, w.from_depth(), x));
+  return http_memo_[key] = std::min(m.G, remote_speed(w, r, m.P, w.from_depth(), x));
 }
 
 double CacheWhatIf::predict_with(const Model& m, double x, CacheKind cache) const {

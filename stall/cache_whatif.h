@@ -7,7 +7,9 @@
 // read-ahead's window still waits on each miss a latency (docs/stall.md, "Datasets over HTTP").
 #pragma once
 
+#include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -69,6 +71,9 @@ class CacheWhatIf {
 
   const Measured& in_;
   std::optional<RemoteWhatIf> http_corners_;  // over HTTP: the io-depth what-if simulating fewer samples
+  // Over HTTP: each simulated speed by (model, x, factor); both caches' curves and the sizing ask
+  // for the same points again.
+  mutable std::map<std::tuple<const Model*, double, double>, double> http_memo_;
   Model nominal_;
   std::vector<Model> corners_;
 };
