@@ -1033,8 +1033,9 @@ std::optional<RemoteWhatIf> http_whatif(const AnalysisContext& ctx, const std::m
   std::vector<DepthPoint> points{held_out({"cold", depth_cold, in.F_obs, 0, 0}, in.cold)};
   for (const auto& [label, r] : runs) {
     const RunSpec spec = spec_of(label, r);
-    if (spec.kind == "iodepth" && spec.io_depth > 0)
+    if (spec.kind == "iodepth" && spec.io_depth > 0) {
       points.push_back(held_out({label, spec.io_depth, r.rate, 0, 0}, &r));
+    }
     if (spec.kind == "cache" && spec.cache_frac > 0 && spec.cache_frac < 1) {
       points.push_back(held_out({label, depth_of(r), r.rate, 0, spec.cache_frac}, &r));
     }

@@ -862,8 +862,8 @@ TEST(Analyzer, ReadAheadGetsTheReadAheadModel) {
 // A dataset over HTTP, latency-bound (2 workers, --io-depth 8, 20 ms a request: 400/s; 100 MB/s of
 // 100 KB objects: 1000/s; P 2000/s): the cache what-if's fetch is the io-depth what-if's. A device's
 // model, S in aggregate, had half the dataset cached double the fetch rate (800/s), where
-// read-ahead's window of 8 still waits on each miss 20 ms; its self-check missed every analysis
-// over HTTP by 10-70% and withheld the verdict's advice.
+// read-ahead's window of 8 still waits on each miss 20 ms; its self-check missed 10 of the 11
+// analyses over HTTP of 2026-11-29, by 10-70%, and withheld the verdict's advice.
 std::map<std::string, RunOutcome> http_runs(double at_50) {
   std::map<std::string, RunOutcome> runs = {{"synthetic", outcome(1e5)},    {"cached", outcome(2000, 1)},
                                             {"cold", outcome(400, 80)},     {"fetch-cold", outcome(400)},
