@@ -1,9 +1,6 @@
 #include "executor.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "core/environment.h"
+#include "core/loopback_port.h"
 #include "core/process.h"
 #include "core/stop_signals.h"
 #include "core/sysinfo.h"
@@ -258,23 +256,6 @@ void reap_after_signal(core::Process& child, bool ended) {
   core::signal_process_group(child.pid(), SIGKILL);  // what it started and left behind
 }
 
-// A TCP port of 127.0.0.1 that is free now (bound to port 0 and let go); 0 when none.
-int free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
 bool has_report(const fs::path& dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
@@ -387,11 +368,17 @@ RunOutcome ProcessExecutor::run_nodes(const RunSpec& spec) {
   const Residency before = residency(dataset_);
   const bool held = pinned_ != nullptr;
   std::string peers;
+  // Held until the nodes have ended: a port let go before its node listened could become another
+  // node's connection's local port, and that node could not listen (core/loopback_port.h).
+  std::vector<core::HeldLoopbackPort> ports;
   if (spec.peers) {
     for (int r = 0; r < spec.nodes; ++r) {
-      const int port = free_loopback_port();
-      if (port == 0) throw RunFailed(fmt::format("run {}: no free TCP port on 127.0.0.1", spec.label));
-      peers += fmt::format("{}127.0.0.1:{}", r ? "," : "", port);
+      try {
+        ports.emplace_back();
+      } catch (const std::runtime_error& e) {
+        throw RunFailed(fmt::format("run {}: {}", spec.label, e.what()));
+      }
+      peers += fmt::format("{}127.0.0.1:{}", r ? "," : "", ports.back().port());
     }
   }
   const auto t0 = std::chrono::steady_clock::now();

@@ -77,7 +77,13 @@ echo "# loader ${flags[*]} --drop-after-read --repeat $epochs --number $bpe --wa
 mapfile -t cpu_list < <(/usr/bin/python3 -c 'import os; print("\n".join(map(str, sorted(os.sched_getaffinity(0)))))')
 ((pin)) && echo "# --pin: node r on CPU r mod ${#cpu_list[@]} of ${cpu_list[*]}"
 
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# N free ports, picked together so that they are N (picked one by one, two can be one port).
+free_ports() {
+  /usr/bin/python3 -c 'import socket, sys
+held = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in held: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in held))' "$1"
+}
 
 run_mode() {  # mode n round
   local mode=$1 n=$2 round=$3 dir="$out/$1-n$2-r$3" peers="" share
@@ -85,8 +91,8 @@ run_mode() {  # mode n round
   share=$(/usr/bin/python3 -c "print(f'{100.0/$n:.4f}%')")
   [[ $mode == local ]] && share=100%
   if [[ $mode == partitioned || $mode == unbatched ]]; then
-    local list=()
-    for ((r = 0; r < n; r++)); do list+=("127.0.0.1:$(free_port)"); done
+    local list=() port
+    for port in $(free_ports "$n"); do list+=("127.0.0.1:$port"); done
     peers=$(IFS=,; echo "${list[*]}")
   fi
   # Nothing of the dataset in the page cache at the start (only its files: dropping every cache

@@ -49,12 +49,18 @@ def cleanup():
 atexit.register(cleanup)
 
 
+held_ports = []
+
+
 def free_port():
+    # Held (bound with SO_REUSEADDR, never listening) for this script's life, not let go: a port
+    # let go can be picked again, and two nodes given one port, the second cannot listen. The
+    # nodes' servers set SO_REUSEADDR too, and bind it (core/loopback_port.h).
     s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    held_ports.append(s)
+    return s.getsockname()[1]
 
 
 def report(directory):
