@@ -555,6 +555,9 @@ void benchmark_remedies(const AnalysisContext& ctx, const Measured& in, const Ca
   twice.cpus *= 2;
   // Prep scaled linearly: the read-ahead loader with twice the workers on twice the CPUs.
   const auto doubled = [&](const CacheWhatIf::Model& m) {
+    // Over HTTP the fetch is the io-depth what-if's, as the remedy's `from` is (a storage device's
+    // model here mixed two models in one gain).
+    if (const auto http = w.http_speed_with_twice_the_cpus(m)) return *http;
     if (m.ra) {
       ReadAheadModel more = *m.ra;
       more.shape.workers *= 2;

@@ -73,6 +73,20 @@ double CacheWhatIf::http_speed(const Model& m, double x, double factor) const {
   return http_memo_[key] = std::min(m.G, remote_speed(w, r, m.P, w.from_depth(), x));
 }
 
+std::optional<double> CacheWhatIf::http_speed_with_twice_the_cpus(const Model& m) const {
+  if (!in_.http) return std::nullopt;
+  RemoteWhatIf w = &m == &nominal_ ? *in_.http : *http_corners_;
+  if (w.loader) {
+    w.loader->shape.workers *= 2;
+    w.loader->shape.cpus *= 2;
+    w.loader->shape.prefetch *= 2;  // the loader's default prefetch grows with its workers
+  }
+  w.cpu.cpus *= 2;  // the requests' CPU, too, spread over twice the CPUs
+  w.P *= 2;         // the simulation's prep per sample stays (P / w.P), the closed form's P doubles
+  const RemoteRates r = with_loader_latency(w.rates, w.depth_now, m.S, 0);
+  return std::min(m.G, remote_speed(w, r, 2 * m.P, w.from_depth(), 0));
+}
+
 double CacheWhatIf::predict_with(const Model& m, double x, CacheKind cache) const {
   // Over HTTP an item-cache hit and a page-cache hit alike spare a request (no page cache holds an
   // object fetched over HTTP; the curves are the same).

@@ -39,6 +39,9 @@ class CacheWhatIf {
   double predict_with(const Model& m, double x, CacheKind cache) const;
   // Uncached, with storage `factor` times faster (faster storage also shortens the exposed fetch).
   double storage_speed(const Model& m, double factor) const;
+  // Over HTTP: uncached, at model m's rates, with twice the prep CPUs, the loader's workers and its
+  // prefetch (prep scaled linearly), at the cold run's depth; nullopt for a storage device.
+  std::optional<double> http_speed_with_twice_the_cpus(const Model& m) const;
   // Whether any rate carries an uncertainty (there are corners): else every range is one value.
   bool ranged() const { return !corners_.empty(); }
   // The range of f(model) over the corners (the measured rates' own value included).

@@ -944,6 +944,38 @@ TEST(Analyzer, OverHttpARunThatIsOffSaysWhereItsRequestsTimeWent) {
       << text;
 }
 
+// Over HTTP on a device, prep-bound (P 300/s on 2 CPUs, each request 1.5 ms of the client's CPU;
+// 8 requests of 20 ms in flight): twice the CPUs reach the requests' bound, as the io-depth
+// what-if has it. The remedy's `to` was a storage device's model (S in aggregate, no request
+// CPU), its `from` the io-depth what-if's: one gain from two models.
+TEST(Analyzer, OverHttpMoreCpusIsPredictedAsTheIoDepthWhatIfPredicts) {
+  std::map<std::string, RunOutcome> runs = {{"synthetic", outcome(1e5)},    {"cached", outcome(300, 1)},
+                                            {"cold", outcome(245, 80)},     {"fetch-cold", outcome(400)},
+                                            {"fetch-cached", outcome(1e5)}, {"cpus-1", outcome(150)},
+                                            {"cpus-2", outcome(300)}};
+  for (auto& [label, r] : runs) {
+    r.report["device"] = "cuda";
+    r.report["pipeline"]["workers"] = 2;
+    r.report["pipeline"]["io_depth"] = 8;
+    r.report["pipeline"]["read_ahead"] = {{"window_per_worker", 4}};
+  }
+  // Each request takes 1.5 ms of the client's CPU (its I/O thread's 1 ms, the transfer thread's 0.5).
+  runs["cached"].report["pipeline"]["read_ahead"]["cpu_per_read_us"] = 1000;
+  runs["cached"].report["pipeline"]["source_detail"] = {{"requests", 2000}, {"transfer_cpu_s", 1.0}};
+  const auto r = analyze(context(), runs, http_raw());
+  ASSERT_EQ(r["whatif"]["http"]["request_cpu"]["charged_us"], 1500.0) << r["whatif"]["http"]["request_cpu"];
+  nlohmann::json more;
+  for (const auto& m : r["recommendation"]["remedies"]) {
+    if (m["name"] == "more CPUs") more = m;
+  }
+  ASSERT_TRUE(more.is_object()) << r["recommendation"].dump(1);
+  // From: prep with each request's CPU beside it, 2 CPUs / (6.67 + 1.5 ms) = 245/s. To: the
+  // requests' bound, each of the 8 slots busy 20 ms and then its 1.5 ms of CPU: 8 / 21.5 ms = 372/s
+  // (a storage device's model had 400/s, the fetch-alone run's S, and no request CPU).
+  EXPECT_NEAR(more["from"].get<double>(), 245, 0.02 * 245) << more;
+  EXPECT_NEAR(more["to"].get<double>(), 8 / 0.0215, 0.02 * 372) << more;
+}
+
 TEST(Analyzer, MissingRunIsNamed) {
   std::map<std::string, RunOutcome> runs{{"synthetic", outcome(400)}};
   try {
