@@ -882,11 +882,19 @@ nlohmann::json model_json(const Measured& in, const CacheWhatIf& w) {
   const auto& sm = w.nominal().sm;
   const auto& ra = w.nominal().ra;
   const MeasuredLoader& loader = in.loader;
-  return {{"model", in.serial        ? "serial"
+  // Over HTTP the curve is the io-depth what-if's (CacheWhatIf::http_speed), not a storage device's
+  // read-ahead model: that one is neither named nor shown (its cold-run error was of a model unused).
+  const bool http = in.http != nullptr;
+  return {{"model", http             ? "http"
+                    : in.serial      ? "serial"
                     : in.reads_ahead ? "read-ahead"
                                      : "overlap"},
-          {"model_formula", in.reads_ahead ? readahead_formula(loader.window)
-                                           : whatif_formula(in.serial, w.nominal().exposed, in.read_cpu.active())},
+          {"model_formula",
+           http ? fmt::format("the io-depth what-if at the cold run's {} requests in flight ({}); a share x cached "
+                              "spares x of the requests",
+                              in.http->from_depth(), remote_formula(*in.http))
+           : in.reads_ahead ? readahead_formula(loader.window)
+                            : whatif_formula(in.serial, w.nominal().exposed, in.read_cpu.active())},
           {"cache", "item cache"},
           {"io_depth", loader.io_depth},
           {"loader", loader.known ? nlohmann::json{{"workers", loader.shape.workers},
@@ -895,7 +903,7 @@ nlohmann::json model_json(const Measured& in, const CacheWhatIf& w) {
                                                    {"prefetch", loader.shape.prefetch}}
                                   : nlohmann::json()},
           {"serial", sm ? serial_json(*sm, in.F_obs) : nlohmann::json()},
-          {"read_ahead", ra ? readahead_json(*ra, in.F_obs) : nlohmann::json()},
+          {"read_ahead", ra && !http ? readahead_json(*ra, in.F_obs) : nlohmann::json()},
           {"exposed_fetch_us", 1e6 * w.nominal().exposed},
           {"read_cpu", in.read_cpu.active() ? nlohmann::json{{"storage_extra_us", 1e6 * in.read_cpu.storage_extra_s},
                                                              {"page_read_us", 1e6 * in.read_cpu.page_read_s},

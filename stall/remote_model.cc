@@ -286,6 +286,13 @@ std::optional<Remedy> io_depth_remedy(const RemoteWhatIf& w) {
   return r;
 }
 
+const char* remote_formula(const RemoteWhatIf& w) {
+  return w.loader ? "simulated: the loader's workers and windows, D requests in flight each taking L(D), "
+                    "B / size at most; each request's CPU on the prep CPUs; prep calibrated to P"
+                  : "F(D, x) = min(D / L(D), B / (size (1 - x))); speed = min(P(x), F(D, x)), "
+                    "P(x) = 1 / (1/P + (1 - x) r / c)";
+}
+
 nlohmann::json remote_whatif_json(const RemoteWhatIf& w) {
   const auto at_depth = [&](int d) {
     RemoteRates r = w.rates;
@@ -313,10 +320,7 @@ nlohmann::json remote_whatif_json(const RemoteWhatIf& w) {
                       {"off", p.off(kSelfCheckThresholdPct)}});
   }
   const RequestCpu& cpu = w.cpu;
-  return {{"model", w.loader ? "simulated: the loader's workers and windows, D requests in flight each taking L(D), "
-                               "B / size at most; each request's CPU on the prep CPUs; prep calibrated to P"
-                             : "F(D, x) = min(D / L(D), B / (size (1 - x))); speed = min(P(x), F(D, x)), "
-                               "P(x) = 1 / (1/P + (1 - x) r / c)"},
+  return {{"model", remote_formula(w)},
           {"simulated", w.loader.has_value()},
           {"request_cpu",
            {{"client_us", 1e6 * cpu.client_s},

@@ -179,5 +179,7 @@ RemoteWhatIf remote_whatif(const RemoteRates& rates, double P, double u_P, int d
 std::optional<Remedy> io_depth_remedy(const RemoteWhatIf& w);
 // stall.json's whatif.http.
 nlohmann::json remote_whatif_json(const RemoteWhatIf& w);
+// The model in words (stall.json's whatif.http.model): simulated, or the closed form.
+const char* remote_formula(const RemoteWhatIf& w);
 
 }  // namespace mlbench::stall
