@@ -368,8 +368,8 @@ RunOutcome ProcessExecutor::run_nodes(const RunSpec& spec) {
   const Residency before = residency(dataset_);
   const bool held = pinned_ != nullptr;
   std::string peers;
-  // Held until the nodes have ended: a port let go before its node listened could become another
-  // node's connection's local port, and that node could not listen (core/loopback_port.h).
+  // Held until the nodes have ended: a port let go can be picked again, and of two nodes given one
+  // port the second could not listen (core/loopback_port.h).
   std::vector<core::HeldLoopbackPort> ports;
   if (spec.peers) {
     for (int r = 0; r < spec.nodes; ++r) {
