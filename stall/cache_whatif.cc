@@ -61,21 +61,28 @@ CacheWhatIf::CacheWhatIf(const Measured& in) : in_(in), nominal_(build(in.G, in.
   }
 }
 
-double CacheWhatIf::http_speed(const Model& m, double x, double factor) const {
-  const auto key = std::make_tuple(&m, x, factor);
-  if (const auto it = http_memo_.find(key); it != http_memo_.end()) return it->second;
-  const RemoteWhatIf& w = &m == &nominal_ ? *in_.http : *http_corners_;
+const RemoteWhatIf& CacheWhatIf::http_at(const Model& m) const {
+  return &m == &nominal_ ? *in_.http : *http_corners_;
+}
+
+double CacheWhatIf::simulate_http(const RemoteWhatIf& w, const Model& m, double P, double x, double factor) const {
   // L as the loader's requests saw it at this corner's S (the fetch-alone run's rate).
   RemoteRates r = with_loader_latency(w.rates, w.depth_now, m.S, 0);
   r.latency_s /= factor;
   r.probe_latency_s /= factor;
   r.bandwidth_Bps *= factor;
-  return http_memo_[key] = std::min(m.G, remote_speed(w, r, m.P, w.from_depth(), x));
+  return std::min(m.G, remote_speed(w, r, P, w.from_depth(), x));
+}
+
+double CacheWhatIf::http_speed(const Model& m, double x, double factor) const {
+  const auto key = std::make_tuple(&m, x, factor);
+  if (const auto it = http_memo_.find(key); it != http_memo_.end()) return it->second;
+  return http_memo_[key] = simulate_http(http_at(m), m, m.P, x, factor);
 }
 
 std::optional<double> CacheWhatIf::http_speed_with_twice_the_cpus(const Model& m) const {
   if (!in_.http) return std::nullopt;
-  RemoteWhatIf w = &m == &nominal_ ? *in_.http : *http_corners_;
+  RemoteWhatIf w = http_at(m);
   if (w.loader) {
     w.loader->shape.workers *= 2;
     w.loader->shape.cpus *= 2;
@@ -83,8 +90,7 @@ std::optional<double> CacheWhatIf::http_speed_with_twice_the_cpus(const Model& m
   }
   w.cpu.cpus *= 2;  // the requests' CPU, too, spread over twice the CPUs
   w.P *= 2;         // the simulation's prep per sample stays (P / w.P), the closed form's P doubles
-  const RemoteRates r = with_loader_latency(w.rates, w.depth_now, m.S, 0);
-  return std::min(m.G, remote_speed(w, r, 2 * m.P, w.from_depth(), 0));
+  return simulate_http(w, m, 2 * m.P, 0, 1);
 }
 
 double CacheWhatIf::predict_with(const Model& m, double x, CacheKind cache) const {

@@ -70,6 +70,10 @@ class CacheWhatIf {
   // Over HTTP: the speed with a share x cached at model m's S (L from it) and P, storage `factor`
   // times faster (the latency shorter, the bandwidth wider).
   double http_speed(const Model& m, double x, double factor = 1) const;
+  // Over HTTP: the io-depth what-if at model m's corner (the nominal one, or the corners' fewer
+  // samples), and the speed w simulates at m's S (L from it) and G, prep at P.
+  const RemoteWhatIf& http_at(const Model& m) const;
+  double simulate_http(const RemoteWhatIf& w, const Model& m, double P, double x, double factor) const;
   double storage_for_model(double st, double f, double p, double g) const;
 
   const Measured& in_;
